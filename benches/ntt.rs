@@ -1,0 +1,2 @@
+//! NTT benchmarks (in progress).
+fn main() {}

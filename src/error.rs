@@ -1,0 +1,358 @@
+//! The one error type of wgfhe.
+//!
+//! Every public function that a caller can make fail returns [`Result`]. Variants carry named
+//! fields so a caller can react without parsing text. Nothing derived from a secret (keys,
+//! noise, plaintext values of a decryption) ever appears in an error.
+
+use thiserror::Error;
+
+/// Result alias used throughout the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// All errors wgfhe returns.
+#[derive(Debug, Clone, PartialEq, Error)]
+#[non_exhaustive]
+pub enum Error {
+    // ---- parameters -------------------------------------------------------------------------
+    /// The ring degree N is not a power of two or outside the supported range.
+    #[error("ring degree {n} is not a power of two in [2^{min_log}, 2^{max_log}]")]
+    InvalidRingDegree {
+        /// The degree given.
+        n: u64,
+        /// Smallest supported log2 N.
+        min_log: u32,
+        /// Largest supported log2 N.
+        max_log: u32,
+    },
+    /// A modulus of the chain is not usable.
+    #[error("modulus {modulus} is invalid: {reason}")]
+    InvalidModulus {
+        /// The modulus.
+        modulus: u64,
+        /// Which check failed.
+        reason: &'static str,
+    },
+    /// The plaintext modulus is not usable with these parameters.
+    #[error("plaintext modulus {t} is invalid: {reason}")]
+    InvalidPlaintextModulus {
+        /// The plaintext modulus.
+        t: u64,
+        /// Which check failed.
+        reason: &'static str,
+    },
+    /// Not enough NTT-friendly primes of the requested size exist.
+    #[error("only {found} NTT-friendly primes of {bits} bits exist for N = {n}, {wanted} wanted")]
+    NotEnoughPrimes {
+        /// Bit size asked for.
+        bits: u32,
+        /// Ring degree.
+        n: u64,
+        /// How many were wanted.
+        wanted: usize,
+        /// How many were found.
+        found: usize,
+    },
+    /// The total modulus exceeds the 2024 security guidelines for the declared level.
+    #[error(
+        "log2(Q*P) = {log_qp:.2} exceeds the {max_log_qp}-bit bound for {security_bits}-bit \
+         security at N = {n} (2024 guidelines, ternary secret)"
+    )]
+    InsecureParameters {
+        /// Ring degree.
+        n: u64,
+        /// Actual log2(Q*P).
+        log_qp: f64,
+        /// Largest allowed value.
+        max_log_qp: u32,
+        /// Declared security level.
+        security_bits: u32,
+    },
+    /// The security table has no entry for this combination.
+    #[error(
+        "no security bound is known for N = {n}, {security_bits}-bit security, {secret} secret"
+    )]
+    UnknownSecurityLevel {
+        /// Ring degree.
+        n: u64,
+        /// Declared security level.
+        security_bits: u32,
+        /// Secret distribution name.
+        secret: &'static str,
+    },
+    /// A parameter literal is inconsistent.
+    #[error("invalid parameters: {reason}")]
+    InvalidParameters {
+        /// Which check failed.
+        reason: String,
+    },
+    /// No shipped parameter set carries this name.
+    #[error("unknown parameter set {name:?}")]
+    UnknownParameterSet {
+        /// The name asked for.
+        name: String,
+    },
+
+    // ---- objects and operations -------------------------------------------------------------
+    /// An object belongs to other parameters.
+    #[error("parameter id mismatch: expected {expected:#018x}, found {found:#018x}")]
+    ParameterMismatch {
+        /// Id of the parameters in use.
+        expected: u64,
+        /// Id carried by the object.
+        found: u64,
+    },
+    /// An object of one scheme was given to another.
+    #[error("scheme mismatch: expected {expected}, found {found}")]
+    SchemeMismatch {
+        /// Scheme expected.
+        expected: &'static str,
+        /// Scheme found.
+        found: &'static str,
+    },
+    /// Operands live at different levels.
+    #[error("level mismatch: {left} vs {right}")]
+    LevelMismatch {
+        /// Level of the left operand.
+        left: usize,
+        /// Level of the right operand.
+        right: usize,
+    },
+    /// A level outside the chain was asked for.
+    #[error("level {level} is out of range (max {max})")]
+    LevelOutOfRange {
+        /// The level.
+        level: usize,
+        /// The highest level of the chain.
+        max: usize,
+    },
+    /// Depth exhausted: no prime is left to drop.
+    #[error("depth exhausted: cannot drop {wanted} prime(s) at level {level}")]
+    DepthExhausted {
+        /// Current level.
+        level: usize,
+        /// Primes that would have to be dropped.
+        wanted: usize,
+    },
+    /// The noise estimate says the result could not be decrypted.
+    #[error(
+        "noise budget exhausted: estimated noise 2^{noise_log2:.1} vs modulus 2^{modulus_log2:.1}"
+    )]
+    NoiseBudgetExhausted {
+        /// Estimated log2 of the noise bound.
+        noise_log2: f64,
+        /// log2 of the current modulus.
+        modulus_log2: f64,
+    },
+    /// A ciphertext has the wrong number of polynomials for the operation.
+    #[error("ciphertext of degree {degree} where degree {expected} is required")]
+    CiphertextDegree {
+        /// Degree found (number of polynomials minus one).
+        degree: usize,
+        /// Degree required.
+        expected: usize,
+    },
+    /// BGV correction factor is not invertible mod t.
+    #[error("correction factor {factor} is out of range for t = {t}")]
+    InvalidCorrectionFactor {
+        /// The factor.
+        factor: u64,
+        /// Plaintext modulus.
+        t: u64,
+    },
+    /// Polynomial representations (Coeff/Eval) do not fit the operation.
+    #[error("representation mismatch: expected {expected}")]
+    RepresentationMismatch {
+        /// Representation expected.
+        expected: &'static str,
+    },
+    /// Dimensions of an operand do not match (length, limb count).
+    #[error("dimension mismatch in {what}: expected {expected}, found {found}")]
+    DimensionMismatch {
+        /// What was measured.
+        what: &'static str,
+        /// Expected size.
+        expected: usize,
+        /// Actual size.
+        found: usize,
+    },
+
+    // ---- keys ------------------------------------------------------------------------------
+    /// No relinearisation key was given or generated.
+    #[error("missing relinearisation key")]
+    MissingRelinKey,
+    /// No Galois key exists for this element.
+    #[error("missing Galois key for element {galois_element} (rotation {rotation})")]
+    MissingGaloisKey {
+        /// The Galois element g of X -> X^g.
+        galois_element: u64,
+        /// The rotation it implements, as the caller asked for it.
+        rotation: String,
+    },
+    /// Key dimensions do not match the parameters.
+    #[error("key has wrong dimensions: {reason}")]
+    KeyDimensions {
+        /// Which check failed.
+        reason: &'static str,
+    },
+    /// A seed would be reused under one key.
+    #[error("seed reuse refused: every seeded encryption needs a fresh seed")]
+    SeedReuse,
+
+    // ---- encoding --------------------------------------------------------------------------
+    /// A plaintext value is outside the encodable range.
+    #[error("value at index {index} is outside [{min}, {max}]")]
+    ValueOutOfRange {
+        /// Index of the first offending value.
+        index: usize,
+        /// Smallest encodable value.
+        min: i64,
+        /// Largest encodable value.
+        max: i64,
+    },
+    /// More values than slots.
+    #[error("{given} values given but only {slots} slots exist")]
+    TooManyValues {
+        /// Values given.
+        given: usize,
+        /// Slots available.
+        slots: usize,
+    },
+    /// Batching is not available for this plaintext modulus.
+    #[error("batching needs t = 1 mod 2N (t = {t}, N = {n})")]
+    BatchingUnavailable {
+        /// Plaintext modulus.
+        t: u64,
+        /// Ring degree.
+        n: u64,
+    },
+
+    // ---- wire format -----------------------------------------------------------------------
+    /// The bytes do not start with the wgfhe magic.
+    #[error("bad magic: not a wgfhe object")]
+    BadMagic,
+    /// Unknown format version.
+    #[error("unsupported format version {version}")]
+    UnsupportedVersion {
+        /// The version found.
+        version: u16,
+    },
+    /// Unknown object type tag.
+    #[error("unknown object type {tag}")]
+    UnknownObjectType {
+        /// The tag found.
+        tag: u8,
+    },
+    /// The object type is not the one asked for.
+    #[error("object type mismatch: expected {expected}, found {found}")]
+    ObjectTypeMismatch {
+        /// Type expected.
+        expected: &'static str,
+        /// Type found.
+        found: &'static str,
+    },
+    /// Unknown compression or packing mode.
+    #[error("unknown packing mode {mode}")]
+    UnknownPacking {
+        /// The mode tag found.
+        mode: u8,
+    },
+    /// Unknown polynomial representation tag.
+    #[error("invalid representation tag {tag}")]
+    InvalidRepresentation {
+        /// The tag found.
+        tag: u8,
+    },
+    /// Unknown pseudo-random generator id.
+    #[error("unknown generator id {id}")]
+    UnknownGenerator {
+        /// The id found.
+        id: u8,
+    },
+    /// The declared length differs from the data.
+    #[error("declared length {declared} differs from actual length {actual}")]
+    LengthMismatch {
+        /// Length in the header.
+        declared: u64,
+        /// Length of the data.
+        actual: u64,
+    },
+    /// The input ended early.
+    #[error("truncated input: needed {needed} more bytes at offset {offset}")]
+    Truncated {
+        /// Offset of the read.
+        offset: usize,
+        /// Bytes missing.
+        needed: usize,
+    },
+    /// Bytes remain after the object.
+    #[error("{count} trailing bytes after the object")]
+    TrailingBytes {
+        /// Number of extra bytes.
+        count: usize,
+    },
+    /// A count exceeds what the parameters allow.
+    #[error("{what} = {found} exceeds the limit {limit}")]
+    CountTooLarge {
+        /// What was counted.
+        what: &'static str,
+        /// The count found.
+        found: u64,
+        /// The largest count allowed.
+        limit: u64,
+    },
+    /// Size arithmetic overflowed.
+    #[error("size overflow while computing {what}")]
+    SizeOverflow {
+        /// What was computed.
+        what: &'static str,
+    },
+    /// A residue is not below its modulus.
+    #[error("residue out of range in limb {limb} at index {index}")]
+    ResidueOutOfRange {
+        /// Limb index.
+        limb: usize,
+        /// Coefficient index.
+        index: usize,
+    },
+    /// Padding bits are not zero.
+    #[error("non-zero padding bits")]
+    NonZeroPadding,
+    /// A seed field has the wrong length.
+    #[error("seed of {found} bytes, {expected} expected")]
+    BadSeedLength {
+        /// Bytes found.
+        found: usize,
+        /// Bytes expected.
+        expected: usize,
+    },
+    /// A seeded form where none is allowed.
+    #[error("a seeded form is not allowed here: {reason}")]
+    SeedNotAllowed {
+        /// Why not.
+        reason: &'static str,
+    },
+    /// A field holds a value outside its domain.
+    #[error("invalid field {field}: {reason}")]
+    InvalidField {
+        /// Field name.
+        field: &'static str,
+        /// Which check failed.
+        reason: &'static str,
+    },
+
+    // ---- backend ---------------------------------------------------------------------------
+    /// A backend failure (device lost, out of memory, limits).
+    #[error("backend {backend}: {reason}")]
+    Backend {
+        /// Backend name.
+        backend: &'static str,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The operating system random generator failed.
+    #[error("system randomness unavailable: {reason}")]
+    Randomness {
+        /// The OS error text.
+        reason: String,
+    },
+}

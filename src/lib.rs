@@ -1,0 +1,27 @@
+//! # wgfhe
+//!
+//! GPU-accelerated fully homomorphic encryption over RNS with `u32` residues: BGV (and, in a
+//! later layer, CKKS) written once against a kernel-level [`backend::Backend`] trait, with a
+//! simple CPU reference backend that is the specification of every kernel.
+//!
+//! Layers (each depends only on the ones above it):
+//!
+//! * [`math`]: modular arithmetic ([`math::zq`]), primes, negacyclic NTT, RNS tools, samplers.
+//! * [`poly`]: [`poly::RnsPoly`], an RNS polynomial whose representation (`Coeff` or `Eval`) is
+//!   part of its type.
+//! * [`backend`]: the kernel set every scheme uses, and the CPU reference implementation.
+//! * [`rlwe`]: keys, encryption, decryption, hybrid key switching, Galois automorphisms.
+//! * [`bgv`]: the BGV scheme (batch and coefficient encoding, modulus switching).
+//! * [`params`]: validated parameter sets, checked against the 2024 security guidelines.
+//! * [`serial`]: the versioned binary wire format.
+
+pub mod backend;
+pub mod bgv;
+pub mod error;
+pub mod math;
+pub mod params;
+pub mod poly;
+pub mod rlwe;
+pub mod serial;
+
+pub use error::{Error, Result};

@@ -1,0 +1,2 @@
+//! The `wgfhe` command-line tool.
+fn main() {}

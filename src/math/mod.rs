@@ -1,0 +1,7 @@
+//! Number theory on `u32` residues: modular arithmetic, primes, NTT, RNS, sampling.
+
+pub mod ntt;
+pub mod primes;
+pub mod rns;
+pub mod sampling;
+pub mod zq;
