@@ -1,1 +1,1333 @@
-//! (in progress)
+//! Residue number system (RNS) tools on `u32` residues.
+//!
+//! An integer `x` modulo `Q = q_0 * ... * q_{L-1}` (pairwise coprime `q_i < 2^30`) is held as its
+//! residues `x_i = x mod q_i`. Multi-limb data is laid out limb-major: a slice of `L * n` words
+//! where limb `i` occupies `[i * n, (i + 1) * n)`. Every residue is canonical, in `[0, q_i)`, on
+//! input and on output unless a function says otherwise.
+//!
+//! * [`RnsBasis`]: CRT reconstruction and decomposition against arbitrary-precision integers
+//!   (host-side, used for encoding, decoding and tests).
+//! * [`BaseConverter`]: the fast (approximate) base conversion of Bajard et al. and
+//!   Halevi-Polyakov-Shoup, the building block of hybrid key switching.
+//! * [`ScaleDown`]: divide-and-round by the product of some moduli (CKKS rescale, BGV modulus
+//!   switching, key-switch ModDown).
+//!
+//! Every kernel here computes one exactly defined integer and returns its canonical residue, so
+//! any other correct implementation (the WGSL kernels) reproduces the output bit for bit, whatever
+//! reduction strategy it uses internally. The definitions are on each function.
+
+#![allow(
+    clippy::indexing_slicing,
+    reason = "hot loops over slices whose lengths are checked on entry"
+)]
+
+use num_bigint::{BigInt, BigUint, Sign};
+
+use crate::error::{Error, Result};
+use crate::math::zq::Modulus;
+
+/// Number of products `< 2^60` that may be added to a `u64` accumulator holding a value `< 2^30`
+/// before it must be reduced: `2^30 + 15 * (2^30 - 1)^2 < 2^64`.
+const ACC_TERMS: usize = 15;
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+/// Errors unless the moduli are pairwise coprime.
+fn check_pairwise_coprime(moduli: &[Modulus]) -> Result<()> {
+    for (i, a) in moduli.iter().enumerate() {
+        for b in moduli.iter().skip(i + 1) {
+            if gcd(u64::from(a.value()), u64::from(b.value())) != 1 {
+                return Err(Error::InvalidModulus {
+                    modulus: u64::from(b.value()),
+                    reason: "not coprime to another modulus of the RNS basis",
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_non_empty(moduli: &[Modulus]) -> Result<()> {
+    if moduli.is_empty() {
+        return Err(Error::InvalidModulus {
+            modulus: 0,
+            reason: "empty RNS basis",
+        });
+    }
+    Ok(())
+}
+
+/// `limbs * n`, or a size-overflow error.
+fn flat_len(limbs: usize, n: usize, what: &'static str) -> Result<usize> {
+    limbs.checked_mul(n).ok_or(Error::SizeOverflow { what })
+}
+
+fn check_len(what: &'static str, expected: usize, found: usize) -> Result<()> {
+    if expected == found {
+        Ok(())
+    } else {
+        Err(Error::DimensionMismatch {
+            what,
+            expected,
+            found,
+        })
+    }
+}
+
+/// `prod_{j != skip} m_j mod p` (all factors taken mod `p`); output in `[0, p)`.
+fn product_mod(moduli: &[Modulus], skip: Option<usize>, p: &Modulus) -> u32 {
+    let mut acc = 1 % p.value();
+    for (j, m) in moduli.iter().enumerate() {
+        if Some(j) != skip {
+            acc = p.mul(acc, p.reduce_u32(m.value()));
+        }
+    }
+    acc
+}
+
+/// `a^{-1} mod p`, or an error naming `p`.
+fn inverse(p: &Modulus, a: u32) -> Result<u32> {
+    p.inv(a).ok_or(Error::InvalidModulus {
+        modulus: u64::from(p.value()),
+        reason: "not coprime to another modulus of the RNS basis",
+    })
+}
+
+/// Shoup companions of a table with `per >= 1` consecutive entries per modulus.
+fn shoup_table(moduli: &[Modulus], values: &[u32], per: usize) -> Vec<u32> {
+    values
+        .chunks(per.max(1))
+        .zip(moduli)
+        .flat_map(|(vs, m)| vs.iter().map(move |&v| m.shoup(v)))
+        .collect()
+}
+
+/// `x mod q` for a multi-word `x`, by Horner over its base-`2^32` digits; output in `[0, q)`.
+fn biguint_mod(x: &BigUint, q: &Modulus) -> u32 {
+    let qv = u64::from(q.value());
+    x.iter_u32_digits()
+        .rev()
+        .fold(0u64, |r, d| ((r << 32) | u64::from(d)) % qv) as u32
+}
+
+/// Adds `sum_j rows_j[k] * coeffs[j]` to `acc[k]` for every `k < n`, where `rows` is limb-major
+/// (`coeffs.len() * n` words). Preconditions: `n > 0`, every `acc[k] < 2^30` on entry, every row
+/// word and coefficient `< 2^30`. Reduces `acc` mod `p` after every [`ACC_TERMS`] rows, so no
+/// `u64` overflows; on exit `acc[k]` is congruent to the exact sum mod `p` (not reduced).
+fn accumulate(acc: &mut [u64], rows: &[u32], coeffs: &[u32], n: usize, p: u64) {
+    for (j, (row, &c)) in rows.chunks_exact(n).zip(coeffs).enumerate() {
+        let c = u64::from(c);
+        for (a, &r) in acc.iter_mut().zip(row) {
+            *a += u64::from(r) * c;
+        }
+        if (j + 1) % ACC_TERMS == 0 {
+            for a in acc.iter_mut() {
+                *a %= p;
+            }
+        }
+    }
+}
+
+/// A CRT basis `q_0, ..., q_{L-1}` of pairwise coprime moduli with product `Q`.
+#[derive(Debug, Clone)]
+pub struct RnsBasis {
+    moduli: Vec<Modulus>,
+    product: BigUint,
+    /// `qhat_i = Q / q_i`.
+    qhat: Vec<BigUint>,
+    /// `qhat_i^{-1} mod q_i`, in `[0, q_i)`.
+    qhat_inv: Vec<u32>,
+}
+
+impl RnsBasis {
+    /// Builds the basis. Errors with [`Error::InvalidModulus`] if `moduli` is empty (reported
+    /// with `modulus: 0`) or two moduli share a factor.
+    pub fn new(moduli: &[Modulus]) -> Result<Self> {
+        check_non_empty(moduli)?;
+        check_pairwise_coprime(moduli)?;
+        let product = moduli
+            .iter()
+            .fold(BigUint::from(1u32), |acc, m| acc * m.value());
+        let qhat = moduli
+            .iter()
+            .map(|m| &product / m.value())
+            .collect::<Vec<_>>();
+        let qhat_inv = moduli
+            .iter()
+            .enumerate()
+            .map(|(i, m)| inverse(m, product_mod(moduli, Some(i), m)))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self {
+            moduli: moduli.to_vec(),
+            product,
+            qhat,
+            qhat_inv,
+        })
+    }
+
+    /// The moduli, in basis order.
+    #[must_use]
+    pub fn moduli(&self) -> &[Modulus] {
+        &self.moduli
+    }
+
+    /// Number of moduli `L` (at least 1).
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.moduli.len()
+    }
+
+    /// Always `false`: a basis holds at least one modulus.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.moduli.is_empty()
+    }
+
+    /// The product `Q` of the moduli.
+    #[must_use]
+    pub fn product(&self) -> &BigUint {
+        &self.product
+    }
+
+    /// `log2(Q)`, computed as `sum_i log2(q_i)` in `f64` (for parameter checks and noise
+    /// estimates, not for exact arithmetic).
+    #[must_use]
+    pub fn log2_product(&self) -> f64 {
+        self.moduli
+            .iter()
+            .map(|m| f64::from(m.value()).log2())
+            .sum()
+    }
+
+    /// `(Q / q_i)^{-1} mod q_i` for each `i`, each in `[0, q_i)`.
+    #[must_use]
+    pub fn qhat_inv(&self) -> &[u32] {
+        &self.qhat_inv
+    }
+
+    /// CRT reconstruction: the unique `x` in `[0, Q)` with `x = residues[i] mod q_i` for all `i`.
+    ///
+    /// Errors with [`Error::DimensionMismatch`] unless `residues.len() == len()`, and with
+    /// [`Error::ResidueOutOfRange`] (`limb: i`, `index: 0`) if some `residues[i] >= q_i`.
+    pub fn reconstruct(&self, residues: &[u32]) -> Result<BigUint> {
+        check_len("RNS residues", self.len(), residues.len())?;
+        let mut acc = BigUint::from(0u32);
+        for (limb, ((m, &x), (&inv, qhat))) in self
+            .moduli
+            .iter()
+            .zip(residues)
+            .zip(self.qhat_inv.iter().zip(&self.qhat))
+            .enumerate()
+        {
+            if x >= m.value() {
+                return Err(Error::ResidueOutOfRange { limb, index: 0 });
+            }
+            acc += qhat * m.mul(x, inv);
+        }
+        Ok(acc % &self.product)
+    }
+
+    /// Centred CRT reconstruction: the unique `x` in `(-Q/2, Q/2]` with `x = residues[i] mod q_i`
+    /// for all `i` (for even `Q`, `Q/2` itself is returned positive). Errors as
+    /// [`reconstruct`](Self::reconstruct).
+    pub fn reconstruct_centered(&self, residues: &[u32]) -> Result<BigInt> {
+        let x = self.reconstruct(residues)?;
+        if &x * 2u32 > self.product {
+            Ok(BigInt::from(x) - BigInt::from(self.product.clone()))
+        } else {
+            Ok(BigInt::from(x))
+        }
+    }
+
+    /// Residues `x mod q_i`, each in `[0, q_i)`, for any `x >= 0` (not only `x < Q`).
+    #[must_use]
+    pub fn decompose(&self, x: &BigUint) -> Vec<u32> {
+        self.moduli.iter().map(|m| biguint_mod(x, m)).collect()
+    }
+
+    /// Residues `x mod q_i`, each the canonical representative in `[0, q_i)`, for any signed `x`.
+    #[must_use]
+    pub fn decompose_signed(&self, x: &BigInt) -> Vec<u32> {
+        let negative = x.sign() == Sign::Minus;
+        self.moduli
+            .iter()
+            .map(|m| {
+                let r = biguint_mod(x.magnitude(), m);
+                if negative {
+                    m.neg(r)
+                } else {
+                    r
+                }
+            })
+            .collect()
+    }
+}
+
+/// Fast (approximate) base conversion from a basis `q_0, ..., q_{L-1}` (product `Q`, pairwise
+/// coprime) to moduli `p_0, ..., p_{M-1}` (Bajard-Eynard-Hasan-Zucca; Halevi-Polyakov-Shoup).
+///
+/// For `x` in `[0, Q)` given by its residues `x_i = x mod q_i`, output limb `j` is
+///
+/// ```text
+/// out_j = ( sum_i y_i * (qhat_i mod p_j) ) mod p_j,   y_i = [x_i * qhat_i^{-1}]_{q_i} in [0, q_i),
+/// ```
+///
+/// with `qhat_i = Q / q_i`. The integer `S = sum_i y_i * qhat_i` satisfies `S = x mod Q` and
+/// `0 <= S < L * Q`, so `S = x + u * Q` for an integer `u` in `[0, L)` (depending on `x`, not on
+/// `j`), and `out_j = (x + u * Q) mod p_j`, canonical in `[0, p_j)`. The `p_j` need not be prime
+/// nor coprime to `Q` or to each other.
+#[derive(Debug, Clone)]
+pub struct BaseConverter {
+    from: Vec<Modulus>,
+    to: Vec<Modulus>,
+    /// `qhat_i^{-1} mod q_i`.
+    qhat_inv: Vec<u32>,
+    /// Shoup companions of `qhat_inv`.
+    qhat_inv_shoup: Vec<u32>,
+    /// `qhat_i mod p_j`, layout `[to.len()][from.len()]`.
+    qhat_mod_p: Vec<u32>,
+    /// Shoup companions of `qhat_mod_p` (with respect to `p_j`).
+    qhat_mod_p_shoup: Vec<u32>,
+}
+
+impl BaseConverter {
+    /// Precomputes the conversion tables. Errors with [`Error::InvalidModulus`] if `from` is
+    /// empty (`modulus: 0`) or not pairwise coprime. `to` may be empty.
+    pub fn new(from: &[Modulus], to: &[Modulus]) -> Result<Self> {
+        check_non_empty(from)?;
+        check_pairwise_coprime(from)?;
+        let qhat_inv = from
+            .iter()
+            .enumerate()
+            .map(|(i, q)| inverse(q, product_mod(from, Some(i), q)))
+            .collect::<Result<Vec<_>>>()?;
+        let qhat_inv_shoup = from
+            .iter()
+            .zip(&qhat_inv)
+            .map(|(q, &w)| q.shoup(w))
+            .collect();
+        let mut qhat_mod_p = Vec::with_capacity(to.len() * from.len());
+        let mut qhat_mod_p_shoup = Vec::with_capacity(to.len() * from.len());
+        for p in to {
+            for i in 0..from.len() {
+                let w = product_mod(from, Some(i), p);
+                qhat_mod_p.push(w);
+                qhat_mod_p_shoup.push(p.shoup(w));
+            }
+        }
+        Ok(Self {
+            from: from.to_vec(),
+            to: to.to_vec(),
+            qhat_inv,
+            qhat_inv_shoup,
+            qhat_mod_p,
+            qhat_mod_p_shoup,
+        })
+    }
+
+    /// Source moduli `q_i`.
+    #[must_use]
+    pub fn from_moduli(&self) -> &[Modulus] {
+        &self.from
+    }
+
+    /// Target moduli `p_j`.
+    #[must_use]
+    pub fn to_moduli(&self) -> &[Modulus] {
+        &self.to
+    }
+
+    /// `qhat_i^{-1} mod q_i` with `qhat_i = Q / q_i`, one per source modulus, in `[0, q_i)`.
+    #[must_use]
+    pub fn qhat_inv(&self) -> &[u32] {
+        &self.qhat_inv
+    }
+
+    /// Shoup companions `floor(qhat_inv[i] * 2^32 / q_i)` of [`qhat_inv`](Self::qhat_inv).
+    #[must_use]
+    pub fn qhat_inv_shoup(&self) -> &[u32] {
+        &self.qhat_inv_shoup
+    }
+
+    /// `qhat_i mod p_j`, in `[0, p_j)`, row-major `[to.len()][from.len()]`: entry
+    /// `j * from.len() + i`.
+    #[must_use]
+    pub fn qhat_mod_p(&self) -> &[u32] {
+        &self.qhat_mod_p
+    }
+
+    /// Shoup companions `floor(qhat_mod_p[j][i] * 2^32 / p_j)`, same layout as
+    /// [`qhat_mod_p`](Self::qhat_mod_p).
+    #[must_use]
+    pub fn qhat_mod_p_shoup(&self) -> &[u32] {
+        &self.qhat_mod_p_shoup
+    }
+
+    /// Converts `n` coefficients: `input` is `from.len() * n` residues (limb-major), `output`
+    /// receives `to.len() * n` residues (limb-major), each `out_j` as defined on the type, in
+    /// `[0, p_j)`. Input words should be canonical; any `u32` word `w` of limb `i` is read as
+    /// `w mod q_i` (the output is the same as for the canonical residue), so nothing panics.
+    ///
+    /// Errors with [`Error::DimensionMismatch`] on wrong slice lengths and
+    /// [`Error::SizeOverflow`] if `len * n` overflows.
+    ///
+    /// Loop order: one pass over the input limbs computes every `y_i` (one Shoup product per
+    /// residue) into a scratch buffer of `from.len() * n` words; then the outer loop runs over
+    /// output limbs `j`, the middle loop over input limbs `i`, the inner loop over the `n`
+    /// coefficients (contiguous streams), accumulating `y_i * (qhat_i mod p_j) < 2^60` in `u64`
+    /// and reducing every 15 terms.
+    pub fn convert(&self, input: &[u32], n: usize, output: &mut [u32]) -> Result<()> {
+        check_len(
+            "base conversion input",
+            flat_len(self.from.len(), n, "base conversion input")?,
+            input.len(),
+        )?;
+        check_len(
+            "base conversion output",
+            flat_len(self.to.len(), n, "base conversion output")?,
+            output.len(),
+        )?;
+        if n == 0 {
+            return Ok(());
+        }
+        let mut y = vec![0u32; input.len()];
+        for (((q, (&w, &ws)), x_limb), y_limb) in self
+            .from
+            .iter()
+            .zip(self.qhat_inv.iter().zip(&self.qhat_inv_shoup))
+            .zip(input.chunks_exact(n))
+            .zip(y.chunks_exact_mut(n))
+        {
+            for (yk, &xk) in y_limb.iter_mut().zip(x_limb) {
+                *yk = q.mul_shoup(xk, w, ws);
+            }
+        }
+        let l = self.from.len();
+        let mut acc = vec![0u64; n];
+        for ((p, coeffs), out_limb) in self
+            .to
+            .iter()
+            .zip(self.qhat_mod_p.chunks_exact(l))
+            .zip(output.chunks_exact_mut(n))
+        {
+            acc.fill(0);
+            accumulate(&mut acc, &y, coeffs, n, u64::from(p.value()));
+            for (o, &a) in out_limb.iter_mut().zip(&acc) {
+                *o = p.reduce_u64(a);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Divide-and-round by the product `D` of the dropped moduli `d_0, ..., d_{L-1}`, keeping the
+/// moduli `k_0, ..., k_{K-1}` (CKKS rescale, BGV modulus switching, key-switch ModDown).
+///
+/// Input: an integer `x` modulo `K * D` (`K` the product of the kept moduli) given by its residues
+/// modulo the kept and the dropped moduli. Output limb `i` is
+///
+/// ```text
+/// out_i = [(x - delta) * D^{-1}]_{k_i}   in [0, k_i),
+/// ```
+///
+/// where `delta` is an integer with `delta = x mod D` (so the division is exact), defined with the
+/// plaintext modulus `t` (`t = 1` when `None`) as
+///
+/// ```text
+/// delta = t * lift(y),   y = [x * t^{-1}]_D in [0, D),
+/// ```
+///
+/// so that `delta = x mod D` and `delta = 0 mod t`; hence `out = x * D^{-1} mod t` (a BGV
+/// plaintext is preserved up to the factor `D^{-1} mod t`). `lift(y)` is the integer
+///
+/// * **one dropped modulus** (`L = 1`, `D = d`): the centred representative `c` of `y` in
+///   `(-d/2, d/2]` (`c = y` if `y <= floor(d/2)`, else `y - d`). This is exact rounding:
+///   with `t = None`, `out = floor((x + floor(d/2)) / d)`, the nearest integer to `x / d` (a tie,
+///   possible only for even `d`, rounds down); with `t`, `|delta| <= t * d / 2`.
+/// * **several dropped moduli**: the fast base conversion of [`BaseConverter`] applied to the
+///   residues of `y`: `lift(y) = y + u * D` for the integer `u` in `[0, L)` defined there
+///   (`sum_j [y_j * dhat_j^{-1}]_{d_j} * dhat_j = y + u * D`, `dhat_j = D / d_j`). With
+///   `t = None`, `out = floor(x / D) - u`, so `x / D - L < out <= x / D`; with `t`,
+///   `0 <= delta < t * L * D`.
+///
+/// All formulas hold for any integer representative of `x` modulo `K * D`: changing the
+/// representative by a multiple of `K * D` changes `out` by a multiple of `K`.
+#[derive(Debug, Clone)]
+pub struct ScaleDown {
+    keep: Vec<Modulus>,
+    drop: Vec<Modulus>,
+    t: Option<u32>,
+    /// `D^{-1} mod k_i`.
+    d_inv: Vec<u32>,
+    d_inv_shoup: Vec<u32>,
+    /// `D mod k_i`.
+    d_mod_keep: Vec<u32>,
+    /// `t^{-1} * dhat_j^{-1} mod d_j`.
+    drop_factor: Vec<u32>,
+    drop_factor_shoup: Vec<u32>,
+    /// `t * d_j^{-1} mod k_i`, layout `[keep.len()][drop.len()]`.
+    lift_matrix: Vec<u32>,
+    lift_matrix_shoup: Vec<u32>,
+}
+
+impl ScaleDown {
+    /// Precomputes the tables. Errors with [`Error::InvalidModulus`] if `keep` or `drop` is empty
+    /// (`modulus: 0`) or the moduli of `keep` and `drop` together are not pairwise coprime, and
+    /// with [`Error::InvalidPlaintextModulus`] if `t` is not coprime to every dropped modulus.
+    pub fn new(keep: &[Modulus], drop: &[Modulus], t: Option<u32>) -> Result<Self> {
+        check_non_empty(keep)?;
+        check_non_empty(drop)?;
+        let all = keep.iter().chain(drop).copied().collect::<Vec<_>>();
+        check_pairwise_coprime(&all)?;
+        let t_val = t.unwrap_or(1);
+        let t_err = Error::InvalidPlaintextModulus {
+            t: u64::from(t_val),
+            reason: "not coprime to the dropped moduli",
+        };
+
+        let mut d_inv = Vec::with_capacity(keep.len());
+        let mut d_mod_keep = Vec::with_capacity(keep.len());
+        let mut lift_matrix = Vec::with_capacity(keep.len() * drop.len());
+        for k in keep {
+            let d = product_mod(drop, None, k);
+            d_mod_keep.push(d);
+            d_inv.push(inverse(k, d)?);
+            let t_k = k.reduce_u32(t_val);
+            for dj in drop {
+                let inv = inverse(k, k.reduce_u32(dj.value()))?;
+                lift_matrix.push(k.mul(t_k, inv));
+            }
+        }
+        let mut drop_factor = Vec::with_capacity(drop.len());
+        for (j, dj) in drop.iter().enumerate() {
+            let t_inv = dj.inv(dj.reduce_u32(t_val)).ok_or(t_err.clone())?;
+            let dhat_inv = inverse(dj, product_mod(drop, Some(j), dj))?;
+            drop_factor.push(dj.mul(t_inv, dhat_inv));
+        }
+        Ok(Self {
+            d_inv_shoup: shoup_table(keep, &d_inv, 1),
+            drop_factor_shoup: shoup_table(drop, &drop_factor, 1),
+            lift_matrix_shoup: shoup_table(keep, &lift_matrix, drop.len()),
+            keep: keep.to_vec(),
+            drop: drop.to_vec(),
+            t,
+            d_inv,
+            d_mod_keep,
+            drop_factor,
+            lift_matrix,
+        })
+    }
+
+    /// The kept moduli `k_i`.
+    #[must_use]
+    pub fn keep_moduli(&self) -> &[Modulus] {
+        &self.keep
+    }
+
+    /// The dropped moduli `d_j`.
+    #[must_use]
+    pub fn drop_moduli(&self) -> &[Modulus] {
+        &self.drop
+    }
+
+    /// The plaintext modulus, if any.
+    #[must_use]
+    pub fn t(&self) -> Option<u32> {
+        self.t
+    }
+
+    /// `D^{-1} mod k_i`, one per kept modulus, in `[0, k_i)`.
+    #[must_use]
+    pub fn d_inv(&self) -> &[u32] {
+        &self.d_inv
+    }
+
+    /// Shoup companions of [`d_inv`](Self::d_inv) (with respect to `k_i`).
+    #[must_use]
+    pub fn d_inv_shoup(&self) -> &[u32] {
+        &self.d_inv_shoup
+    }
+
+    /// `D mod k_i`, one per kept modulus, in `[0, k_i)` (used by the centred lift when one
+    /// modulus is dropped).
+    #[must_use]
+    pub fn d_mod_keep(&self) -> &[u32] {
+        &self.d_mod_keep
+    }
+
+    /// `t^{-1} * (D / d_j)^{-1} mod d_j`, one per dropped modulus, in `[0, d_j)` (`t = 1` when
+    /// `None`; for a single dropped modulus this is `t^{-1} mod d`). Multiplying the dropped
+    /// residue `x_j` by it gives `z_j = [y_j * dhat_j^{-1}]_{d_j}`.
+    #[must_use]
+    pub fn drop_factor(&self) -> &[u32] {
+        &self.drop_factor
+    }
+
+    /// Shoup companions of [`drop_factor`](Self::drop_factor) (with respect to `d_j`).
+    #[must_use]
+    pub fn drop_factor_shoup(&self) -> &[u32] {
+        &self.drop_factor_shoup
+    }
+
+    /// `t * d_j^{-1} mod k_i` (equal to `dhat_j * t * D^{-1} mod k_i`), row-major
+    /// `[keep.len()][drop.len()]`: entry `i * drop.len() + j`, in `[0, k_i)`.
+    #[must_use]
+    pub fn lift_matrix(&self) -> &[u32] {
+        &self.lift_matrix
+    }
+
+    /// Shoup companions of [`lift_matrix`](Self::lift_matrix) (with respect to `k_i`), same
+    /// layout.
+    #[must_use]
+    pub fn lift_matrix_shoup(&self) -> &[u32] {
+        &self.lift_matrix_shoup
+    }
+
+    /// Computes `out` (`keep.len() * n` residues, limb-major, each in `[0, k_i)`) as defined on the
+    /// type, from `input_keep` (`keep.len() * n` residues of `x` modulo the kept moduli) and
+    /// `input_drop` (`drop.len() * n` residues modulo the dropped moduli). Input words should be
+    /// canonical; any `u32` word `w` of a limb with modulus `m` is read as `w mod m`.
+    ///
+    /// Errors with [`Error::DimensionMismatch`] on wrong slice lengths and
+    /// [`Error::SizeOverflow`] if `len * n` overflows.
+    pub fn apply(
+        &self,
+        input_keep: &[u32],
+        input_drop: &[u32],
+        n: usize,
+        out: &mut [u32],
+    ) -> Result<()> {
+        let keep_len = flat_len(self.keep.len(), n, "scale-down kept residues")?;
+        check_len("scale-down kept residues", keep_len, input_keep.len())?;
+        check_len("scale-down output", keep_len, out.len())?;
+        out.copy_from_slice(input_keep);
+        self.apply_in_place(out, input_drop, n)
+    }
+
+    /// As [`apply`](Self::apply), overwriting the kept residues `keep_inout` with the output.
+    ///
+    /// Loop order: one pass over the dropped limbs computes `z_j = [x_j * drop_factor_j]_{d_j}`
+    /// into a scratch buffer of `drop.len() * n` words; then the outer loop runs over kept limbs,
+    /// the inner over coefficients (with several dropped moduli, a middle loop over dropped limbs
+    /// accumulates `z_j * lift_matrix[i][j] < 2^60` in `u64`, reduced every 15 terms).
+    pub fn apply_in_place(
+        &self,
+        keep_inout: &mut [u32],
+        input_drop: &[u32],
+        n: usize,
+    ) -> Result<()> {
+        check_len(
+            "scale-down kept residues",
+            flat_len(self.keep.len(), n, "scale-down kept residues")?,
+            keep_inout.len(),
+        )?;
+        check_len(
+            "scale-down dropped residues",
+            flat_len(self.drop.len(), n, "scale-down dropped residues")?,
+            input_drop.len(),
+        )?;
+        if n == 0 {
+            return Ok(());
+        }
+        // z_j = [x_j * t^{-1} * dhat_j^{-1}]_{d_j}, canonical.
+        let mut z = vec![0u32; input_drop.len()];
+        for (((d, (&w, &ws)), x_limb), z_limb) in self
+            .drop
+            .iter()
+            .zip(self.drop_factor.iter().zip(&self.drop_factor_shoup))
+            .zip(input_drop.chunks_exact(n))
+            .zip(z.chunks_exact_mut(n))
+        {
+            for (zk, &xk) in z_limb.iter_mut().zip(x_limb) {
+                *zk = d.mul_shoup(xk, w, ws);
+            }
+        }
+        let per_keep = self
+            .keep
+            .iter()
+            .zip(self.d_inv.iter().zip(&self.d_inv_shoup))
+            .zip(keep_inout.chunks_exact_mut(n))
+            .enumerate();
+        if let [d] = self.drop.as_slice() {
+            // out = x * D^{-1} - c * t * d^{-1}, with c the centred lift of y = z.
+            let half = d.value() / 2;
+            for (i, ((k, (&di, &dis)), limb)) in per_keep {
+                let d_k = self.d_mod_keep[i];
+                let (m, ms) = (self.lift_matrix[i], self.lift_matrix_shoup[i]);
+                for (xk, &y) in limb.iter_mut().zip(&z) {
+                    let y_k = k.reduce_u32(y);
+                    let c = if y > half { k.sub(y_k, d_k) } else { y_k };
+                    *xk = k.sub(k.mul_shoup(*xk, di, dis), k.mul_shoup(c, m, ms));
+                }
+            }
+        } else {
+            // out = x * D^{-1} - sum_j z_j * t * d_j^{-1}.
+            let l = self.drop.len();
+            let mut acc = vec![0u64; n];
+            for (i, ((k, (&di, &dis)), limb)) in per_keep {
+                acc.fill(0);
+                let coeffs = &self.lift_matrix[i * l..(i + 1) * l];
+                accumulate(&mut acc, &z, coeffs, n, u64::from(k.value()));
+                for (xk, &a) in limb.iter_mut().zip(&acc) {
+                    *xk = k.sub(k.mul_shoup(*xk, di, dis), k.reduce_u64(a));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::panic,
+        reason = "tests"
+    )]
+
+    use super::*;
+    use crate::math::primes::ntt_primes;
+    use num_traits::{One, Zero};
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    const N_RING: u64 = 1 << 10;
+
+    fn moduli(values: &[u64]) -> Vec<Modulus> {
+        values.iter().map(|&q| Modulus::new(q).unwrap()).collect()
+    }
+
+    fn primes(count: usize, exclude: &[u64]) -> Vec<u64> {
+        ntt_primes(30, N_RING, count, exclude).unwrap()
+    }
+
+    fn product(ms: &[Modulus]) -> BigUint {
+        ms.iter().map(|m| BigUint::from(m.value())).product()
+    }
+
+    /// Uniform-ish value in `[0, bound)` from random 32-bit digits.
+    fn random_below(rng: &mut ChaCha8Rng, bound: &BigUint) -> BigUint {
+        let words = (bound.bits() / 32 + 2) as usize;
+        let digits = (0..words).map(|_| rng.random::<u32>()).collect::<Vec<_>>();
+        BigUint::new(digits) % bound
+    }
+
+    fn centre(x: BigUint, q: &BigUint) -> BigInt {
+        if &x * 2u32 > *q {
+            BigInt::from(x) - BigInt::from(q.clone())
+        } else {
+            BigInt::from(x)
+        }
+    }
+
+    /// Residues by plain big-integer division.
+    fn residues(x: &BigInt, ms: &[Modulus]) -> Vec<u32> {
+        ms.iter()
+            .map(|m| {
+                let q = BigInt::from(m.value());
+                let r = ((x % &q) + &q) % &q;
+                u32::try_from(&r).unwrap()
+            })
+            .collect()
+    }
+
+    /// Limb-major residues of `xs` (one value per coefficient).
+    fn limbs(xs: &[BigInt], ms: &[Modulus]) -> Vec<u32> {
+        let per = xs.iter().map(|x| residues(x, ms)).collect::<Vec<_>>();
+        let mut out = vec![0; ms.len() * xs.len()];
+        for (k, r) in per.iter().enumerate() {
+            for (i, &v) in r.iter().enumerate() {
+                out[i * xs.len() + k] = v;
+            }
+        }
+        out
+    }
+
+    fn column(data: &[u32], limbs: usize, n: usize, k: usize) -> Vec<u32> {
+        (0..limbs).map(|i| data[i * n + k]).collect()
+    }
+
+    fn int(x: &BigUint) -> BigInt {
+        BigInt::from(x.clone())
+    }
+
+    #[test]
+    fn crt_round_trips_unsigned_and_signed() {
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let all = primes(20, &[]);
+        for count in 1..=20 {
+            let ms = moduli(&all[..count]);
+            let basis = RnsBasis::new(&ms).unwrap();
+            let q = product(&ms);
+            assert_eq!(basis.product(), &q);
+            assert_eq!(basis.len(), count);
+            assert!(!basis.is_empty());
+            let log2 = basis.log2_product();
+            assert!(
+                (log2 - q.bits() as f64).abs() <= 1.0,
+                "{log2} vs {}",
+                q.bits()
+            );
+            let mut samples = (0..20)
+                .map(|_| random_below(&mut rng, &q))
+                .collect::<Vec<_>>();
+            samples.extend([BigUint::zero(), BigUint::one(), &q - 1u32, &q / 2u32]);
+            samples.push(&q / 2u32 + 1u32);
+            for x in samples {
+                let want = residues(&int(&x), &ms);
+                assert_eq!(basis.decompose(&x), want);
+                assert_eq!(basis.reconstruct(&want).unwrap(), x);
+                // decompose accepts values beyond Q.
+                let big = &x + &q * 12345u32;
+                assert_eq!(basis.decompose(&big), want);
+                // Signed.
+                let c = centre(x.clone(), &q);
+                assert!(BigInt::from(2u32) * &c <= int(&q) && BigInt::from(2u32) * &c > -int(&q));
+                assert_eq!(basis.decompose_signed(&c), want);
+                assert_eq!(basis.reconstruct_centered(&want).unwrap(), c);
+                let neg = -&c;
+                assert_eq!(basis.decompose_signed(&neg), residues(&neg, &ms));
+            }
+        }
+    }
+
+    #[test]
+    fn centred_boundary_for_even_product() {
+        // Q = 4 * 9 = 36: Q/2 = 18 stays positive, 19 maps to -17.
+        let basis = RnsBasis::new(&moduli(&[4, 9])).unwrap();
+        for v in 0..36i64 {
+            let want = if v > 18 { v - 36 } else { v };
+            let r = basis.decompose_signed(&BigInt::from(v));
+            assert_eq!(r, vec![(v % 4) as u32, (v % 9) as u32]);
+            assert_eq!(basis.reconstruct_centered(&r).unwrap(), BigInt::from(want));
+        }
+    }
+
+    #[test]
+    fn basis_errors() {
+        assert!(matches!(
+            RnsBasis::new(&[]),
+            Err(Error::InvalidModulus { modulus: 0, .. })
+        ));
+        assert!(matches!(
+            RnsBasis::new(&moduli(&[6, 35, 15])),
+            Err(Error::InvalidModulus { .. })
+        ));
+        let p = primes(2, &[]);
+        assert!(matches!(
+            RnsBasis::new(&moduli(&[p[0], p[1], p[0]])),
+            Err(Error::InvalidModulus { .. })
+        ));
+        let basis = RnsBasis::new(&moduli(&p)).unwrap();
+        assert!(matches!(
+            basis.reconstruct(&[1]),
+            Err(Error::DimensionMismatch {
+                expected: 2,
+                found: 1,
+                ..
+            })
+        ));
+        assert!(matches!(
+            basis.reconstruct(&[1, p[1] as u32]),
+            Err(Error::ResidueOutOfRange { limb: 1, index: 0 })
+        ));
+        assert!(basis.reconstruct_centered(&[0, 0, 0]).is_err());
+    }
+
+    /// Independent fast base conversion: returns `u` with `sum_i y_i * qhat_i = x + u * Q`.
+    fn fast_conv_u(x: &BigUint, from: &[Modulus]) -> BigUint {
+        let q = product(from);
+        let mut s = BigUint::zero();
+        for m in from {
+            let qi = BigUint::from(m.value());
+            let qhat = &q / &qi;
+            let inv = (&qhat % &qi).modinv(&qi).unwrap();
+            let y = (x % &qi) * inv % &qi;
+            s += y * qhat;
+        }
+        assert!(s >= *x);
+        let diff = s - x;
+        assert!((&diff % &q).is_zero());
+        diff / q
+    }
+
+    fn check_base_conversion(from: &[Modulus], to: &[Modulus], rng: &mut ChaCha8Rng) {
+        let n = 16;
+        let conv = BaseConverter::new(from, to).unwrap();
+        let q = product(from);
+        let mut xs = (0..n - 3)
+            .map(|_| random_below(rng, &q))
+            .collect::<Vec<_>>();
+        xs.extend([BigUint::zero(), &q - 1u32, &q / 2u32]);
+        let input = limbs(&xs.iter().map(int).collect::<Vec<_>>(), from);
+        let mut out = vec![0u32; to.len() * n];
+        conv.convert(&input, n, &mut out).unwrap();
+        for (k, x) in xs.iter().enumerate() {
+            let u = fast_conv_u(x, from);
+            assert!(u < BigUint::from(from.len()), "u = {u}");
+            let want = residues(&int(&(x + &u * &q)), to);
+            assert_eq!(column(&out, to.len(), n, k), want, "coefficient {k}");
+        }
+    }
+
+    #[test]
+    fn base_conversion_matches_big_integers() {
+        let mut rng = ChaCha8Rng::seed_from_u64(2);
+        let all = primes(60, &[]);
+        for (l, m) in [
+            (1usize, 1usize),
+            (1, 3),
+            (3, 1),
+            (4, 5),
+            (15, 2),
+            (16, 3),
+            (20, 20),
+            (31, 2),
+            (45, 4),
+        ] {
+            let from = moduli(&all[..l]);
+            let to = moduli(&all[l..l + m]);
+            check_base_conversion(&from, &to, &mut rng);
+        }
+        // Targets smaller than the sources, composite, even, or shared with the source basis.
+        let from = moduli(&all[..5]);
+        let to = moduli(&[2, 3, 65536, 1_000_000, 17, all[2], (1 << 30) - 1]);
+        check_base_conversion(&from, &to, &mut rng);
+        // Small composite source moduli.
+        let from = moduli(&[9, 16, 25, 7, 11 * 13]);
+        let to = moduli(&[all[0], 3, 1 << 29]);
+        check_base_conversion(&from, &to, &mut rng);
+    }
+
+    #[test]
+    fn base_conversion_worst_case_accumulators() {
+        // All y_i = q_i - 1 and all table entries large: exercises the chunked reduction.
+        let all = primes(40, &[]);
+        let from = moduli(&all[..38]);
+        let to = moduli(&all[38..]);
+        let conv = BaseConverter::new(&from, &to).unwrap();
+        let q = product(&from);
+        // x with y_i = q_i - 1 for all i: x = sum_i (q_i - 1) * qhat_i mod Q.
+        let mut x = BigUint::zero();
+        for m in &from {
+            let qhat = &q / m.value();
+            x += &qhat * (m.value() - 1);
+        }
+        let s = x.clone();
+        x %= &q;
+        let u = (&s - &x) / &q;
+        assert_eq!(u, fast_conv_u(&x, &from));
+        let input = residues(&int(&x), &from);
+        let mut out = vec![0u32; to.len()];
+        conv.convert(&input, 1, &mut out).unwrap();
+        assert_eq!(out, residues(&int(&s), &to));
+    }
+
+    #[test]
+    fn accumulate_never_overflows_at_the_bounds() {
+        let top = (1u32 << 30) - 1;
+        let p = (1u64 << 30) - 35;
+        for rows_count in [1usize, 14, 15, 16, 31, 64] {
+            let n = 3;
+            let rows = vec![top; rows_count * n];
+            let coeffs = vec![top; rows_count];
+            let mut acc = vec![p - 1; n];
+            accumulate(&mut acc, &rows, &coeffs, n, p);
+            let want = (u128::from(p - 1) + rows_count as u128 * u128::from(top) * u128::from(top))
+                % u128::from(p);
+            for a in acc {
+                assert_eq!(u128::from(a) % u128::from(p), want);
+            }
+        }
+    }
+
+    #[test]
+    fn base_conversion_reads_words_mod_q() {
+        let all = primes(4, &[]);
+        let from = moduli(&all[..2]);
+        let to = moduli(&all[2..]);
+        let conv = BaseConverter::new(&from, &to).unwrap();
+        let raw = [u32::MAX, 3_000_000_000];
+        let canon = [u32::MAX % from[0].value(), 3_000_000_000 % from[1].value()];
+        let (mut a, mut b) = ([0u32; 2], [0u32; 2]);
+        conv.convert(&raw, 1, &mut a).unwrap();
+        conv.convert(&canon, 1, &mut b).unwrap();
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn base_conversion_tables_and_errors() {
+        let all = primes(5, &[]);
+        let from = moduli(&all[..3]);
+        let to = moduli(&all[3..]);
+        let conv = BaseConverter::new(&from, &to).unwrap();
+        let q = product(&from);
+        for (i, m) in from.iter().enumerate() {
+            let qi = BigUint::from(m.value());
+            let qhat = &q / &qi;
+            let inv = (&qhat % &qi).modinv(&qi).unwrap();
+            assert_eq!(BigUint::from(conv.qhat_inv()[i]), inv);
+            assert_eq!(conv.qhat_inv_shoup()[i], m.shoup(conv.qhat_inv()[i]));
+            for (j, p) in to.iter().enumerate() {
+                let e = conv.qhat_mod_p()[j * from.len() + i];
+                assert_eq!(BigUint::from(e), &qhat % p.value());
+                assert_eq!(conv.qhat_mod_p_shoup()[j * from.len() + i], p.shoup(e));
+            }
+        }
+        assert_eq!(conv.from_moduli(), &from[..]);
+        assert_eq!(conv.to_moduli(), &to[..]);
+
+        let mut out = vec![0u32; 2 * 4];
+        assert!(matches!(
+            conv.convert(&[0; 11], 4, &mut out),
+            Err(Error::DimensionMismatch {
+                expected: 12,
+                found: 11,
+                ..
+            })
+        ));
+        assert!(matches!(
+            conv.convert(&[0; 12], 4, &mut out[..7]),
+            Err(Error::DimensionMismatch {
+                expected: 8,
+                found: 7,
+                ..
+            })
+        ));
+        assert!(matches!(
+            conv.convert(&[], usize::MAX, &mut []),
+            Err(Error::SizeOverflow { .. })
+        ));
+        conv.convert(&[], 0, &mut []).unwrap();
+        assert!(matches!(
+            BaseConverter::new(&[], &to),
+            Err(Error::InvalidModulus { modulus: 0, .. })
+        ));
+        assert!(matches!(
+            BaseConverter::new(&moduli(&[all[0], all[0]]), &to),
+            Err(Error::InvalidModulus { .. })
+        ));
+        // An empty target set is allowed.
+        let empty = BaseConverter::new(&from, &[]).unwrap();
+        empty.convert(&[1, 2, 3], 1, &mut []).unwrap();
+    }
+
+    /// Runs `ScaleDown::apply` on the given integers; returns the output limbs.
+    fn scale_down(sd: &ScaleDown, xs: &[BigInt]) -> Vec<u32> {
+        let n = xs.len();
+        let keep_in = limbs(xs, sd.keep_moduli());
+        let drop_in = limbs(xs, sd.drop_moduli());
+        let mut out = vec![0u32; sd.keep_moduli().len() * n];
+        sd.apply(&keep_in, &drop_in, n, &mut out).unwrap();
+        for (i, k) in sd.keep_moduli().iter().enumerate() {
+            assert!(out[i * n..(i + 1) * n].iter().all(|&v| v < k.value()));
+        }
+        let mut inplace = keep_in;
+        sd.apply_in_place(&mut inplace, &drop_in, n).unwrap();
+        assert_eq!(inplace, out);
+        out
+    }
+
+    /// Random centred values mod `q` plus edge values.
+    fn samples(rng: &mut ChaCha8Rng, q: &BigUint, d: &BigUint, count: usize) -> Vec<BigInt> {
+        let mut xs = (0..count)
+            .map(|_| centre(random_below(rng, q), q))
+            .collect::<Vec<_>>();
+        let half_d = int(&(d / 2u32));
+        let d_i = int(d);
+        for base in [BigInt::zero(), &d_i * 12345u32, -(&d_i * 777u32)] {
+            for off in [BigInt::zero(), BigInt::one(), -BigInt::one()] {
+                xs.push(&base + &half_d + &off);
+                xs.push(&base - &half_d + &off);
+            }
+        }
+        xs.push(centre(q - 1u32, q));
+        xs.push(centre(q / 2u32, q));
+        xs.into_iter().map(|x| centre(modq(x, q), q)).collect()
+    }
+
+    fn modq(x: BigInt, q: &BigUint) -> BigUint {
+        let qi = int(q);
+        (((x % &qi) + &qi) % &qi).to_biguint().unwrap()
+    }
+
+    fn check_single_drop_round(keep: &[Modulus], d: Modulus, rng: &mut ChaCha8Rng) {
+        let sd = ScaleDown::new(keep, &[d], None).unwrap();
+        let k = product(keep);
+        let dd = BigUint::from(d.value());
+        let q = &k * &dd;
+        let xs = samples(rng, &q, &dd, 40);
+        let out = scale_down(&sd, &xs);
+        let basis = RnsBasis::new(keep).unwrap();
+        for (j, x) in xs.iter().enumerate() {
+            // Nearest integer to x / d, ties down, via non-negative floor division.
+            let shift: BigInt = int(&q) * 4u32;
+            let xp = (x + &shift).to_biguint().unwrap();
+            let (mut r, rem) = (&xp / &dd, &xp % &dd);
+            if &rem * 2u32 > dd {
+                r += 1u32;
+            }
+            let r = int(&r) - (shift / int(&dd));
+            let got = basis
+                .reconstruct(&column(&out, keep.len(), xs.len(), j))
+                .unwrap();
+            assert_eq!(got, modq(r, &k), "x = {x}, d = {}", d.value());
+        }
+    }
+
+    #[test]
+    fn scale_down_one_prime_rounds_exactly() {
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let all = primes(6, &[]);
+        check_single_drop_round(&moduli(&all[..3]), Modulus::new(all[3]).unwrap(), &mut rng);
+        check_single_drop_round(&moduli(&all[..1]), Modulus::new(all[5]).unwrap(), &mut rng);
+        // Dropped modulus larger / smaller than the kept ones, and even (ties possible).
+        check_single_drop_round(
+            &moduli(&[65537, 12289, 17]),
+            Modulus::new(all[0]).unwrap(),
+            &mut rng,
+        );
+        check_single_drop_round(&moduli(&all[..2]), Modulus::new(1024).unwrap(), &mut rng);
+        check_single_drop_round(&moduli(&all[..2]), Modulus::new(3).unwrap(), &mut rng);
+        check_single_drop_round(&moduli(&[7, 11]), Modulus::new(2).unwrap(), &mut rng);
+    }
+
+    fn check_single_drop_bgv(keep: &[Modulus], d: Modulus, t: u32, rng: &mut ChaCha8Rng) {
+        let sd = ScaleDown::new(keep, &[d], Some(t)).unwrap();
+        assert_eq!(sd.t(), Some(t));
+        let k = product(keep);
+        let dd = BigUint::from(d.value());
+        let q = &k * &dd;
+        let xs = samples(rng, &q, &dd, 40);
+        let out = scale_down(&sd, &xs);
+        let basis = RnsBasis::new(keep).unwrap();
+        let ti = BigInt::from(t);
+        let di = int(&dd);
+        for (j, x) in xs.iter().enumerate() {
+            let o = basis
+                .reconstruct(&column(&out, keep.len(), xs.len(), j))
+                .unwrap();
+            // delta = x - out * d, taken centred mod Q (|delta| <= t d / 2 < Q / 2 fixes it).
+            let delta = centre(modq(x - int(&o) * &di, &q), &q);
+            assert!(
+                BigInt::from(2u32) * int(delta.magnitude()) <= &ti * &di,
+                "delta = {delta}"
+            );
+            assert!((&delta % &ti).is_zero(), "delta = {delta} not 0 mod t");
+            assert!(((x - &delta) % &di).is_zero(), "delta != x mod d");
+        }
+    }
+
+    #[test]
+    fn scale_down_one_prime_bgv() {
+        let mut rng = ChaCha8Rng::seed_from_u64(4);
+        let all = primes(5, &[]);
+        let d = Modulus::new(all[4]).unwrap();
+        for t in [2u32, 3, 257, 65537, 786_433] {
+            check_single_drop_bgv(&moduli(&all[..3]), d, t, &mut rng);
+        }
+        check_single_drop_bgv(
+            &moduli(&[65537, 12289]),
+            Modulus::new(all[0]).unwrap(),
+            17,
+            &mut rng,
+        );
+        check_single_drop_bgv(
+            &moduli(&all[..3]),
+            Modulus::new(1 << 20).unwrap(),
+            65537,
+            &mut rng,
+        );
+        // t larger than every modulus.
+        check_single_drop_bgv(&moduli(&all[..3]), d, u32::MAX, &mut rng);
+    }
+
+    /// Independent ScaleDown with several dropped moduli: `(x - t * (y + u D)) / D mod K`.
+    fn check_multi_drop(keep: &[Modulus], drop: &[Modulus], t: Option<u32>, rng: &mut ChaCha8Rng) {
+        let sd = ScaleDown::new(keep, drop, t).unwrap();
+        let k = product(keep);
+        let d = product(drop);
+        let q = &k * &d;
+        let tt = BigUint::from(t.unwrap_or(1));
+        let t_inv = (&tt % &d).modinv(&d).unwrap();
+        let xs = samples(rng, &q, &d, 30);
+        let out = scale_down(&sd, &xs);
+        let basis = RnsBasis::new(keep).unwrap();
+        let l = BigUint::from(drop.len());
+        for (j, x) in xs.iter().enumerate() {
+            let got = basis
+                .reconstruct(&column(&out, keep.len(), xs.len(), j))
+                .unwrap();
+            let y = modq(x.clone(), &d) * &t_inv % &d;
+            let u = fast_conv_u(&y, drop);
+            assert!(u < l);
+            let delta = int(&(&tt * (&y + &u * &d)));
+            let num = x - &delta;
+            assert!((&num % int(&d)).is_zero());
+            assert_eq!(got, modq(num / int(&d), &k), "x = {x}");
+            // The documented bound, from the output alone: e = x - out * D mod Q.
+            let e = modq(x - int(&got) * int(&d), &q);
+            assert!(e < &tt * &l * &d, "error {e} beyond t L D");
+            assert!((&e % &tt).is_zero());
+            assert_eq!(&e % &d, modq(x.clone(), &d));
+            if t.is_none() {
+                // out = floor(x / D) - u, so x / D - L < out <= x / D.
+                assert!(e < &l * &d);
+            }
+        }
+    }
+
+    #[test]
+    fn scale_down_several_primes() {
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let all = primes(60, &[]);
+        for (nk, nd) in [(1usize, 2usize), (3, 2), (4, 4), (2, 16), (5, 20), (3, 33)] {
+            let keep = moduli(&all[..nk]);
+            let drop = moduli(&all[nk..nk + nd]);
+            check_multi_drop(&keep, &drop, None, &mut rng);
+            check_multi_drop(&keep, &drop, Some(65537), &mut rng);
+        }
+        check_multi_drop(&moduli(&all[..4]), &moduli(&[1024, 3, 5]), None, &mut rng);
+        check_multi_drop(&moduli(&[17, 12289]), &moduli(&all[..3]), Some(7), &mut rng);
+    }
+
+    #[test]
+    fn scale_down_tables() {
+        let all = primes(5, &[]);
+        let keep = moduli(&all[..2]);
+        let drop = moduli(&all[2..]);
+        let t = 65537u32;
+        let sd = ScaleDown::new(&keep, &drop, Some(t)).unwrap();
+        let d = product(&drop);
+        for (i, k) in keep.iter().enumerate() {
+            let kv = BigUint::from(k.value());
+            let dinv = (&d % &kv).modinv(&kv).unwrap();
+            assert_eq!(BigUint::from(sd.d_inv()[i]), dinv);
+            assert_eq!(BigUint::from(sd.d_mod_keep()[i]), &d % &kv);
+            assert_eq!(sd.d_inv_shoup()[i], k.shoup(sd.d_inv()[i]));
+            for (j, dj) in drop.iter().enumerate() {
+                let e = sd.lift_matrix()[i * drop.len() + j];
+                let want =
+                    BigUint::from(t) * (BigUint::from(dj.value()) % &kv).modinv(&kv).unwrap() % &kv;
+                assert_eq!(BigUint::from(e), want);
+                assert_eq!(sd.lift_matrix_shoup()[i * drop.len() + j], k.shoup(e));
+            }
+        }
+        for (j, dj) in drop.iter().enumerate() {
+            let dv = BigUint::from(dj.value());
+            let dhat = &d / &dv;
+            let want = (BigUint::from(t) * dhat % &dv).modinv(&dv).unwrap();
+            assert_eq!(BigUint::from(sd.drop_factor()[j]), want);
+            assert_eq!(sd.drop_factor_shoup()[j], dj.shoup(sd.drop_factor()[j]));
+        }
+        assert_eq!(sd.keep_moduli(), &keep[..]);
+        assert_eq!(sd.drop_moduli(), &drop[..]);
+    }
+
+    #[test]
+    fn scale_down_reads_words_mod_q() {
+        let all = primes(4, &[]);
+        for drop in [&all[2..3], &all[2..4]] {
+            let sd = ScaleDown::new(&moduli(&all[..2]), &moduli(drop), Some(257)).unwrap();
+            let keep_raw = [u32::MAX, 4_000_000_000];
+            let keep_canon: Vec<u32> = keep_raw
+                .iter()
+                .zip(sd.keep_moduli())
+                .map(|(&w, m)| w % m.value())
+                .collect();
+            let drop_raw = vec![3_999_999_999u32; drop.len()];
+            let drop_canon: Vec<u32> = drop_raw
+                .iter()
+                .zip(sd.drop_moduli())
+                .map(|(&w, m)| w % m.value())
+                .collect();
+            let (mut a, mut b) = ([0u32; 2], [0u32; 2]);
+            sd.apply(&keep_raw, &drop_raw, 1, &mut a).unwrap();
+            sd.apply(&keep_canon, &drop_canon, 1, &mut b).unwrap();
+            assert_eq!(a, b);
+        }
+    }
+
+    #[test]
+    fn scale_down_errors() {
+        let all = primes(4, &[]);
+        let keep = moduli(&all[..2]);
+        let drop = moduli(&all[2..]);
+        assert!(matches!(
+            ScaleDown::new(&[], &drop, None),
+            Err(Error::InvalidModulus { modulus: 0, .. })
+        ));
+        assert!(matches!(
+            ScaleDown::new(&keep, &[], None),
+            Err(Error::InvalidModulus { modulus: 0, .. })
+        ));
+        assert!(matches!(
+            ScaleDown::new(&keep, &moduli(&[all[2], all[1]]), None),
+            Err(Error::InvalidModulus { .. })
+        ));
+        assert!(matches!(
+            ScaleDown::new(&moduli(&[6, 35]), &moduli(&[10]), None),
+            Err(Error::InvalidModulus { .. })
+        ));
+        assert!(matches!(
+            ScaleDown::new(&moduli(&[7, 11]), &moduli(&[13, 4]), Some(6)),
+            Err(Error::InvalidPlaintextModulus { t: 6, .. })
+        ));
+        assert!(matches!(
+            ScaleDown::new(&keep, &drop, Some(all[3] as u32)),
+            Err(Error::InvalidPlaintextModulus { .. })
+        ));
+        assert!(matches!(
+            ScaleDown::new(&keep, &drop, Some(0)),
+            Err(Error::InvalidPlaintextModulus { t: 0, .. })
+        ));
+        // t sharing a factor with a kept modulus only is fine.
+        assert!(ScaleDown::new(&moduli(&[7, 11]), &moduli(&[13]), Some(7)).is_ok());
+
+        let sd = ScaleDown::new(&keep, &drop, Some(65537)).unwrap();
+        let n = 4;
+        let mut out = vec![0u32; 8];
+        assert!(matches!(
+            sd.apply(&[0; 7], &[0; 8], n, &mut out),
+            Err(Error::DimensionMismatch {
+                expected: 8,
+                found: 7,
+                ..
+            })
+        ));
+        assert!(matches!(
+            sd.apply(&[0; 8], &[0; 9], n, &mut out),
+            Err(Error::DimensionMismatch {
+                expected: 8,
+                found: 9,
+                ..
+            })
+        ));
+        assert!(matches!(
+            sd.apply(&[0; 8], &[0; 8], n, &mut out[..6]),
+            Err(Error::DimensionMismatch {
+                expected: 8,
+                found: 6,
+                ..
+            })
+        ));
+        assert!(matches!(
+            sd.apply_in_place(&mut out, &[0; 3], n),
+            Err(Error::DimensionMismatch { .. })
+        ));
+        assert!(matches!(
+            sd.apply(&[], &[], usize::MAX, &mut []),
+            Err(Error::SizeOverflow { .. })
+        ));
+        sd.apply(&[], &[], 0, &mut []).unwrap();
+        sd.apply(&[0; 8], &[0; 8], n, &mut out).unwrap();
+        assert_eq!(out, vec![0; 8]);
+    }
+}
