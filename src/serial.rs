@@ -1,1 +1,728 @@
-//! (in progress)
+//! The versioned binary wire format.
+//!
+//! Every object is a 24-byte header followed by a payload, all integers little-endian:
+//!
+//! | offset | size | field |
+//! |---|---|---|
+//! | 0 | 4 | magic `b"WGFH"` |
+//! | 4 | 2 | format version (`u16`, currently 1) |
+//! | 6 | 1 | object type ([`ObjectType`] tag) |
+//! | 7 | 1 | scheme ([`Scheme::tag`]) |
+//! | 8 | 8 | parameter id (`u64`, see [`crate::params::Parameters::id`]) |
+//! | 16 | 8 | payload length in bytes (`u64`), equal to the number of bytes that follow |
+//!
+//! Payloads are written with [`Writer`] and read with [`Reader`], whose every read is bounds
+//! checked ([`Error::Truncated`]). Blocks of RNS residues (limb-major `[limb][N]` `u32`) are
+//! written by [`write_residues`]: one packing-mode byte (0 = plain `u32` little-endian words),
+//! then the words. Readers check sizes before allocating and check every residue against its
+//! modulus, so hostile input yields a typed error, never a panic or a huge allocation.
+
+use crate::error::{Error, Result};
+use crate::math::zq::Modulus;
+use crate::params::Scheme;
+
+/// Magic bytes opening every object.
+pub const MAGIC: [u8; 4] = *b"WGFH";
+/// Current format version.
+pub const FORMAT_VERSION: u16 = 1;
+/// Length of the object header in bytes.
+pub const HEADER_LEN: usize = 24;
+/// Packing mode of residue blocks: plain `u32` little-endian words.
+pub const PACKING_PLAIN_U32: u8 = 0;
+
+/// Type of a serialized object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum ObjectType {
+    /// A parameter set.
+    Parameters = 1,
+    /// A secret key.
+    SecretKey = 2,
+    /// A public key.
+    PublicKey = 3,
+    /// A relinearisation key.
+    RelinKey = 4,
+    /// One Galois key.
+    GaloisKey = 5,
+    /// A plaintext.
+    Plaintext = 6,
+    /// A ciphertext.
+    Ciphertext = 7,
+    /// A ciphertext whose uniform part is replaced by a seed.
+    SeededCiphertext = 8,
+    /// A set of Galois keys.
+    GaloisKeySet = 9,
+}
+
+impl ObjectType {
+    /// The wire tag.
+    #[must_use]
+    pub const fn tag(self) -> u8 {
+        self as u8
+    }
+
+    /// Display name (used in [`Error::ObjectTypeMismatch`]).
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Parameters => "Parameters",
+            Self::SecretKey => "SecretKey",
+            Self::PublicKey => "PublicKey",
+            Self::RelinKey => "RelinKey",
+            Self::GaloisKey => "GaloisKey",
+            Self::Plaintext => "Plaintext",
+            Self::Ciphertext => "Ciphertext",
+            Self::SeededCiphertext => "SeededCiphertext",
+            Self::GaloisKeySet => "GaloisKeySet",
+        }
+    }
+}
+
+impl TryFrom<u8> for ObjectType {
+    type Error = Error;
+
+    /// Parses a wire tag ([`Error::UnknownObjectType`] outside 1..=9).
+    fn try_from(tag: u8) -> Result<Self> {
+        Ok(match tag {
+            1 => Self::Parameters,
+            2 => Self::SecretKey,
+            3 => Self::PublicKey,
+            4 => Self::RelinKey,
+            5 => Self::GaloisKey,
+            6 => Self::Plaintext,
+            7 => Self::Ciphertext,
+            8 => Self::SeededCiphertext,
+            9 => Self::GaloisKeySet,
+            _ => return Err(Error::UnknownObjectType { tag }),
+        })
+    }
+}
+
+/// A parsed object header (the format version is implied: only [`FORMAT_VERSION`] parses).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// Object type.
+    pub object: ObjectType,
+    /// Scheme of the parameters the object belongs to.
+    pub scheme: Scheme,
+    /// Id of those parameters.
+    pub param_id: u64,
+    /// Payload length in bytes.
+    pub payload_len: u64,
+}
+
+/// Growable little-endian byte writer.
+#[derive(Clone, Debug, Default)]
+pub struct Writer {
+    buf: Vec<u8>,
+}
+
+impl Writer {
+    /// An empty writer.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An empty writer with room for `capacity` bytes.
+    #[must_use]
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self {
+            buf: Vec::with_capacity(capacity),
+        }
+    }
+
+    /// Appends one byte.
+    pub fn put_u8(&mut self, x: u8) {
+        self.buf.push(x);
+    }
+
+    /// Appends a `u16`, little-endian.
+    pub fn put_u16(&mut self, x: u16) {
+        self.buf.extend_from_slice(&x.to_le_bytes());
+    }
+
+    /// Appends a `u32`, little-endian.
+    pub fn put_u32(&mut self, x: u32) {
+        self.buf.extend_from_slice(&x.to_le_bytes());
+    }
+
+    /// Appends a `u64`, little-endian.
+    pub fn put_u64(&mut self, x: u64) {
+        self.buf.extend_from_slice(&x.to_le_bytes());
+    }
+
+    /// Appends an `f64` as its IEEE-754 bits, little-endian.
+    pub fn put_f64(&mut self, x: f64) {
+        self.put_u64(x.to_bits());
+    }
+
+    /// Appends raw bytes (no length prefix).
+    pub fn put_bytes(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+    }
+
+    /// Appends a residue block: packing mode 0, then every word as `u32` little-endian (no
+    /// length prefix: the reader knows limbs and N from the parameters).
+    pub fn put_residues(&mut self, data: &[u32]) {
+        self.buf.reserve(1 + 4 * data.len());
+        self.put_u8(PACKING_PLAIN_U32);
+        for &x in data {
+            self.put_u32(x);
+        }
+    }
+
+    /// Number of bytes written.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Whether nothing was written.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+
+    /// The bytes written so far.
+    #[must_use]
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// The bytes written.
+    #[must_use]
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.buf
+    }
+}
+
+/// Bounds-checked little-endian reader over a byte slice.
+#[derive(Clone, Debug)]
+pub struct Reader<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    /// A reader at the start of `bytes`.
+    #[must_use]
+    pub fn new(bytes: &'a [u8]) -> Self {
+        Self { bytes, pos: 0 }
+    }
+
+    /// Offset of the next read from the start of the slice.
+    #[must_use]
+    pub fn offset(&self) -> usize {
+        self.pos
+    }
+
+    /// Bytes left to read.
+    #[must_use]
+    pub fn remaining(&self) -> usize {
+        self.bytes.len().saturating_sub(self.pos)
+    }
+
+    /// Ensures `needed` more bytes exist without reading them ([`Error::Truncated`] with the
+    /// number of missing bytes otherwise). Use before allocating for a declared size.
+    pub fn ensure(&self, needed: usize) -> Result<()> {
+        let remaining = self.remaining();
+        if needed > remaining {
+            return Err(Error::Truncated {
+                offset: self.pos,
+                needed: needed - remaining,
+            });
+        }
+        Ok(())
+    }
+
+    /// The next `len` bytes ([`Error::Truncated`] if fewer remain).
+    pub fn get_bytes(&mut self, len: usize) -> Result<&'a [u8]> {
+        self.ensure(len)?;
+        let end = self.pos + len;
+        let out = self.bytes.get(self.pos..end).ok_or(Error::Truncated {
+            offset: self.pos,
+            needed: len,
+        })?;
+        self.pos = end;
+        Ok(out)
+    }
+
+    fn get_array<const K: usize>(&mut self) -> Result<[u8; K]> {
+        let mut a = [0u8; K];
+        a.copy_from_slice(self.get_bytes(K)?);
+        Ok(a)
+    }
+
+    /// Reads one byte.
+    pub fn get_u8(&mut self) -> Result<u8> {
+        Ok(u8::from_le_bytes(self.get_array()?))
+    }
+
+    /// Reads a little-endian `u16`.
+    pub fn get_u16(&mut self) -> Result<u16> {
+        Ok(u16::from_le_bytes(self.get_array()?))
+    }
+
+    /// Reads a little-endian `u32`.
+    pub fn get_u32(&mut self) -> Result<u32> {
+        Ok(u32::from_le_bytes(self.get_array()?))
+    }
+
+    /// Reads a little-endian `u64`.
+    pub fn get_u64(&mut self) -> Result<u64> {
+        Ok(u64::from_le_bytes(self.get_array()?))
+    }
+
+    /// Reads an `f64` from its little-endian IEEE-754 bits (any bit pattern, NaN included).
+    pub fn get_f64(&mut self) -> Result<f64> {
+        Ok(f64::from_bits(self.get_u64()?))
+    }
+
+    /// Ends reading: [`Error::TrailingBytes`] if any byte is left.
+    pub fn finish(self) -> Result<()> {
+        match self.remaining() {
+            0 => Ok(()),
+            count => Err(Error::TrailingBytes { count }),
+        }
+    }
+}
+
+/// A whole object: the 24-byte header (with the current version and `payload.len()` as the
+/// payload length) followed by `payload`.
+#[must_use]
+pub fn write_object(object: ObjectType, scheme: Scheme, param_id: u64, payload: &[u8]) -> Vec<u8> {
+    let mut w = Writer::with_capacity(HEADER_LEN + payload.len());
+    w.put_bytes(&MAGIC);
+    w.put_u16(FORMAT_VERSION);
+    w.put_u8(object.tag());
+    w.put_u8(scheme.tag());
+    w.put_u64(param_id);
+    w.put_u64(payload.len() as u64);
+    w.put_bytes(payload);
+    w.into_bytes()
+}
+
+/// Parses an object header and returns it with the payload slice.
+///
+/// Checks, in order: enough bytes for each header field ([`Error::Truncated`]), the magic
+/// ([`Error::BadMagic`]), the version ([`Error::UnsupportedVersion`]), the object tag
+/// ([`Error::UnknownObjectType`]), the scheme tag ([`Error::InvalidField`]), that the object is
+/// `expected` ([`Error::ObjectTypeMismatch`]), and that the declared payload length equals the
+/// number of bytes after the header ([`Error::LengthMismatch`]; a truncated payload reports
+/// this too). The parameter id is the caller's to check: it knows the parameters.
+pub fn read_object(bytes: &[u8], expected: ObjectType) -> Result<(Header, &[u8])> {
+    let mut r = Reader::new(bytes);
+    if r.get_bytes(MAGIC.len())? != MAGIC {
+        return Err(Error::BadMagic);
+    }
+    let version = r.get_u16()?;
+    if version != FORMAT_VERSION {
+        return Err(Error::UnsupportedVersion { version });
+    }
+    let object = ObjectType::try_from(r.get_u8()?)?;
+    let scheme = Scheme::from_tag(r.get_u8()?)?;
+    let param_id = r.get_u64()?;
+    let payload_len = r.get_u64()?;
+    if object != expected {
+        return Err(Error::ObjectTypeMismatch {
+            expected: expected.name(),
+            found: object.name(),
+        });
+    }
+    let actual = r.remaining() as u64;
+    if payload_len != actual {
+        return Err(Error::LengthMismatch {
+            declared: payload_len,
+            actual,
+        });
+    }
+    let payload = r.get_bytes(r.remaining())?;
+    Ok((
+        Header {
+            object,
+            scheme,
+            param_id,
+            payload_len,
+        },
+        payload,
+    ))
+}
+
+/// Reads a residue block of `moduli.len()` limbs of `n` words each, limb-major `[limb][n]`.
+///
+/// Errors: a mode byte other than 0 ([`Error::UnknownPacking`]); `limbs * n * 4` overflowing
+/// ([`Error::SizeOverflow`]); fewer bytes than that ([`Error::Truncated`], checked before
+/// allocating); a word not below its limb's modulus ([`Error::ResidueOutOfRange`], the first
+/// one in storage order). Output residues are in `[0, q_limb)`.
+pub fn read_residues(r: &mut Reader, moduli: &[Modulus], n: usize) -> Result<Vec<u32>> {
+    let mode = r.get_u8()?;
+    if mode != PACKING_PLAIN_U32 {
+        return Err(Error::UnknownPacking { mode });
+    }
+    let count = moduli.len().checked_mul(n).ok_or(Error::SizeOverflow {
+        what: "residue count",
+    })?;
+    let len = count.checked_mul(4).ok_or(Error::SizeOverflow {
+        what: "residue block size",
+    })?;
+    r.ensure(len)?;
+    let raw = r.get_bytes(len)?;
+    let mut out = Vec::with_capacity(count);
+    if n == 0 {
+        return Ok(out);
+    }
+    for ((limb, m), block) in moduli.iter().enumerate().zip(raw.chunks_exact(4 * n)) {
+        for (index, word) in block.chunks_exact(4).enumerate() {
+            let mut a = [0u8; 4];
+            a.copy_from_slice(word);
+            let x = u32::from_le_bytes(a);
+            if x >= m.value() {
+                return Err(Error::ResidueOutOfRange { limb, index });
+            }
+            out.push(x);
+        }
+    }
+    Ok(out)
+}
+
+/// Writes a residue block (packing mode 0, then `data` as `u32` little-endian words). The same
+/// as [`Writer::put_residues`].
+pub fn write_residues(w: &mut Writer, data: &[u32]) {
+    w.put_residues(data);
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::panic,
+        reason = "tests"
+    )]
+    use super::*;
+
+    #[test]
+    fn header_layout_is_as_documented() {
+        let payload = [0xaau8, 0xbb, 0xcc];
+        let bytes = write_object(
+            ObjectType::Ciphertext,
+            Scheme::Ckks,
+            0x0102_0304_0506_0708,
+            &payload,
+        );
+        let want: Vec<u8> = [
+            &b"WGFH"[..],
+            &[1, 0],                   // version
+            &[7],                      // Ciphertext
+            &[2],                      // CKKS
+            &[8, 7, 6, 5, 4, 3, 2, 1], // id
+            &[3, 0, 0, 0, 0, 0, 0, 0], // payload length
+            &payload,
+        ]
+        .concat();
+        assert_eq!(bytes, want);
+        let (h, p) = read_object(&bytes, ObjectType::Ciphertext).unwrap();
+        assert_eq!(
+            h,
+            Header {
+                object: ObjectType::Ciphertext,
+                scheme: Scheme::Ckks,
+                param_id: 0x0102_0304_0506_0708,
+                payload_len: 3
+            }
+        );
+        assert_eq!(p, &payload);
+        // Empty payload.
+        let bytes = write_object(ObjectType::SecretKey, Scheme::Bgv, 7, &[]);
+        assert_eq!(bytes.len(), HEADER_LEN);
+        let (h, p) = read_object(&bytes, ObjectType::SecretKey).unwrap();
+        assert_eq!((h.payload_len, p.len()), (0, 0));
+    }
+
+    #[test]
+    fn object_tags() {
+        for tag in 0..=255u8 {
+            match ObjectType::try_from(tag) {
+                Ok(t) => {
+                    assert!((1..=9).contains(&tag));
+                    assert_eq!(t.tag(), tag);
+                }
+                Err(e) => {
+                    assert!(tag == 0 || tag > 9);
+                    assert_eq!(e, Error::UnknownObjectType { tag });
+                }
+            }
+        }
+        assert_eq!(ObjectType::GaloisKeySet.tag(), 9);
+        assert_eq!(ObjectType::Parameters.tag(), 1);
+    }
+
+    #[test]
+    fn header_errors() {
+        let good = write_object(ObjectType::PublicKey, Scheme::Bgv, 42, &[1, 2, 3, 4]);
+        let expect = ObjectType::PublicKey;
+        // Truncated header at every offset.
+        for k in 0..HEADER_LEN {
+            assert!(
+                matches!(
+                    read_object(&good[..k], expect),
+                    Err(Error::Truncated { .. })
+                ),
+                "k = {k}"
+            );
+        }
+        assert_eq!(
+            read_object(&good[..5], expect),
+            Err(Error::Truncated {
+                offset: 4,
+                needed: 1
+            })
+        );
+        // Truncated payload.
+        for k in HEADER_LEN..good.len() {
+            assert_eq!(
+                read_object(&good[..k], expect),
+                Err(Error::LengthMismatch {
+                    declared: 4,
+                    actual: (k - HEADER_LEN) as u64
+                })
+            );
+        }
+        let mut b = good.clone();
+        b[3] = b'X';
+        assert_eq!(read_object(&b, expect), Err(Error::BadMagic));
+        let mut b = good.clone();
+        b[4..6].copy_from_slice(&2u16.to_le_bytes());
+        assert_eq!(
+            read_object(&b, expect),
+            Err(Error::UnsupportedVersion { version: 2 })
+        );
+        let mut b = good.clone();
+        b[4..6].copy_from_slice(&0u16.to_le_bytes());
+        assert_eq!(
+            read_object(&b, expect),
+            Err(Error::UnsupportedVersion { version: 0 })
+        );
+        for tag in [0u8, 10, 255] {
+            let mut b = good.clone();
+            b[6] = tag;
+            assert_eq!(
+                read_object(&b, expect),
+                Err(Error::UnknownObjectType { tag })
+            );
+        }
+        for tag in [0u8, 3, 255] {
+            let mut b = good.clone();
+            b[7] = tag;
+            assert!(matches!(
+                read_object(&b, expect),
+                Err(Error::InvalidField {
+                    field: "scheme",
+                    ..
+                })
+            ));
+        }
+        assert_eq!(
+            read_object(&good, ObjectType::RelinKey),
+            Err(Error::ObjectTypeMismatch {
+                expected: "RelinKey",
+                found: "PublicKey"
+            })
+        );
+        // Trailing bytes after the payload.
+        let mut b = good.clone();
+        b.push(0);
+        assert_eq!(
+            read_object(&b, expect),
+            Err(Error::LengthMismatch {
+                declared: 4,
+                actual: 5
+            })
+        );
+        // Declared lengths that do not match, including absurd ones.
+        for declared in [0u64, 3, 5, u64::MAX] {
+            let mut b = good.clone();
+            b[16..24].copy_from_slice(&declared.to_le_bytes());
+            assert_eq!(
+                read_object(&b, expect),
+                Err(Error::LengthMismatch {
+                    declared,
+                    actual: 4
+                })
+            );
+        }
+    }
+
+    #[test]
+    fn writer_reader_round_trip() {
+        let mut w = Writer::new();
+        assert!(w.is_empty());
+        w.put_u8(0xfe);
+        w.put_u16(0xbeef);
+        w.put_u32(0xdead_beef);
+        w.put_u64(0x0123_4567_89ab_cdef);
+        w.put_f64(-3.19);
+        w.put_f64(f64::from_bits(0x7ff8_0000_0000_1234)); // a NaN payload survives
+        w.put_bytes(b"xyz");
+        assert_eq!(w.len(), 1 + 2 + 4 + 8 + 8 + 8 + 3);
+        let bytes = w.into_bytes();
+        assert_eq!(&bytes[1..3], &[0xef, 0xbe]);
+        let mut r = Reader::new(&bytes);
+        assert_eq!(r.get_u8().unwrap(), 0xfe);
+        assert_eq!(r.get_u16().unwrap(), 0xbeef);
+        assert_eq!(r.get_u32().unwrap(), 0xdead_beef);
+        assert_eq!(r.get_u64().unwrap(), 0x0123_4567_89ab_cdef);
+        assert_eq!(r.get_f64().unwrap(), -3.19);
+        assert_eq!(r.get_f64().unwrap().to_bits(), 0x7ff8_0000_0000_1234);
+        assert_eq!(r.offset(), 31);
+        assert_eq!(r.remaining(), 3);
+        assert_eq!(
+            r.get_u32(),
+            Err(Error::Truncated {
+                offset: 31,
+                needed: 1
+            })
+        );
+        // A failed read consumes nothing.
+        assert_eq!(r.offset(), 31);
+        assert_eq!(
+            r.clone().get_bytes(usize::MAX),
+            Err(Error::Truncated {
+                offset: 31,
+                needed: usize::MAX - 3
+            })
+        );
+        assert_eq!(r.clone().finish(), Err(Error::TrailingBytes { count: 3 }));
+        assert_eq!(r.get_bytes(3).unwrap(), b"xyz");
+        assert_eq!(
+            r.get_u8(),
+            Err(Error::Truncated {
+                offset: 34,
+                needed: 1
+            })
+        );
+        assert!(r.finish().is_ok());
+    }
+
+    fn moduli() -> Vec<Modulus> {
+        [97u64, 193, 257]
+            .iter()
+            .map(|&q| Modulus::new(q).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn residue_round_trip_and_layout() {
+        let ms = moduli();
+        let n = 4;
+        let data: Vec<u32> = (0..ms.len() * n)
+            .map(|i| ((i * 37 + 5) as u32) % ms[i / n].value())
+            .collect();
+        let mut w = Writer::new();
+        write_residues(&mut w, &data);
+        w.put_u8(0x55);
+        let bytes = w.into_bytes();
+        assert_eq!(bytes.len(), 1 + 4 * data.len() + 1);
+        assert_eq!(bytes[0], PACKING_PLAIN_U32);
+        assert_eq!(&bytes[1..5], &data[0].to_le_bytes());
+        let mut r = Reader::new(&bytes);
+        assert_eq!(read_residues(&mut r, &ms, n).unwrap(), data);
+        assert_eq!(r.get_u8().unwrap(), 0x55);
+        r.finish().unwrap();
+        // Largest valid residues.
+        let top: Vec<u32> = (0..ms.len() * n).map(|i| ms[i / n].value() - 1).collect();
+        let mut w = Writer::new();
+        w.put_residues(&top);
+        let bytes = w.into_bytes();
+        assert_eq!(
+            read_residues(&mut Reader::new(&bytes), &ms, n).unwrap(),
+            top
+        );
+        // n = 0 and no limbs.
+        let mut w = Writer::new();
+        w.put_residues(&[]);
+        let bytes = w.into_bytes();
+        assert!(read_residues(&mut Reader::new(&bytes), &ms, 0)
+            .unwrap()
+            .is_empty());
+        assert!(read_residues(&mut Reader::new(&bytes), &[], 8)
+            .unwrap()
+            .is_empty());
+    }
+
+    #[test]
+    fn residue_errors() {
+        let ms = moduli();
+        let n = 4;
+        let data = vec![0u32; ms.len() * n];
+        for (limb, index) in [(0usize, 0usize), (1, 3), (2, 2)] {
+            for bad in [ms[limb].value(), u32::MAX] {
+                let mut d = data.clone();
+                d[limb * n + index] = bad;
+                let mut w = Writer::new();
+                w.put_residues(&d);
+                let bytes = w.into_bytes();
+                assert_eq!(
+                    read_residues(&mut Reader::new(&bytes), &ms, n),
+                    Err(Error::ResidueOutOfRange { limb, index })
+                );
+            }
+        }
+        // A value valid for one limb but not the next (193 < 257 but >= 97).
+        let mut d = data.clone();
+        d[1] = 193;
+        let mut w = Writer::new();
+        w.put_residues(&d);
+        let bytes = w.into_bytes();
+        assert_eq!(
+            read_residues(&mut Reader::new(&bytes), &ms, n),
+            Err(Error::ResidueOutOfRange { limb: 0, index: 1 })
+        );
+        // Unknown packing modes.
+        for mode in [1u8, 2, 255] {
+            let mut w = Writer::new();
+            w.put_residues(&data);
+            let mut bytes = w.into_bytes();
+            bytes[0] = mode;
+            assert_eq!(
+                read_residues(&mut Reader::new(&bytes), &ms, n),
+                Err(Error::UnknownPacking { mode })
+            );
+        }
+        // Truncation at every length.
+        let mut w = Writer::new();
+        w.put_residues(&data);
+        let bytes = w.into_bytes();
+        for k in 0..bytes.len() {
+            assert!(
+                matches!(
+                    read_residues(&mut Reader::new(&bytes[..k]), &ms, n),
+                    Err(Error::Truncated { .. })
+                ),
+                "k = {k}"
+            );
+        }
+        assert_eq!(
+            read_residues(&mut Reader::new(&bytes[..10]), &ms, n),
+            Err(Error::Truncated {
+                offset: 1,
+                needed: 48 - 9
+            })
+        );
+        // Huge declared sizes: refused before allocating.
+        assert!(matches!(
+            read_residues(&mut Reader::new(&bytes), &ms, 1 << 40),
+            Err(Error::Truncated { .. })
+        ));
+        assert!(matches!(
+            read_residues(&mut Reader::new(&bytes), &ms, usize::MAX / 2),
+            Err(Error::SizeOverflow { .. })
+        ));
+        assert!(matches!(
+            read_residues(&mut Reader::new(&bytes), &ms[..1], usize::MAX / 2),
+            Err(Error::SizeOverflow { .. })
+        ));
+    }
+}
