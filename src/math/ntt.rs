@@ -1,1 +1,912 @@
-//! (in progress)
+//! Negacyclic number-theoretic transform over `Z_q[X]/(X^N + 1)`.
+//!
+//! For a prime `q < 2^30` with `q = 1 mod 2N` and `psi` the smallest primitive `2N`-th root of
+//! unity mod `q` ([`primes::min_primitive_root_2n`]), the forward transform maps the
+//! coefficients `a_0 .. a_{N-1}` of `a(X)` to the evaluations
+//!
+//! ```text
+//! out[i] = a(psi^(2 * bitrev(i) + 1)) mod q,    i in [0, N)
+//! ```
+//!
+//! i.e. evaluations at the odd powers of `psi`, stored in bit-reversed order (see
+//! [`eval_exponent`]). The inverse transform undoes this exactly, `N^{-1}` included.
+//!
+//! # Algorithm (the specification every backend reproduces)
+//!
+//! * **Forward**: Cooley-Tukey, natural order in, bit-reversed order out, `log2 N` stages. Stage
+//!   `s` (`m = 2^s` blocks of `2t` values, `t = N / 2m`) applies to every pair `(x, y) =
+//!   (a[2it + j], a[2it + j + t])`, `j < t`, of block `i` Harvey's lazy butterfly with
+//!   `w = W[m + i]` from [`NttTable::forward_twiddles`]:
+//!
+//!   ```text
+//!   x <- x >= 2q ? x - 2q : x              (now x < 2q)
+//!   u <- mul_shoup_lazy(y, w, w')          (u < 2q, y < 4q)
+//!   (x, y) <- (x + u, x - u + 2q)          (both < 4q)
+//!   ```
+//!
+//!   Values stay in `[0, 4q)`, which fits `u32` since `4q < 2^32`. The strict form ends with
+//!   two conditional subtractions (`4q -> 2q -> q`) on every output.
+//! * **Inverse**: Gentleman-Sande, bit-reversed order in, natural order out. Stages run with
+//!   `m = N/2, N/4, .., 1` blocks; block `i` of every stage but the last uses `w = V[m + i]`
+//!   from [`NttTable::inverse_twiddles`] in the butterfly
+//!
+//!   ```text
+//!   s <- x + y;  s <- s >= 2q ? s - 2q : s (s < 2q)
+//!   (x, y) <- (s, mul_shoup_lazy(x - y + 2q, w, w'))
+//!   ```
+//!
+//!   keeping values in `[0, 2q)`. `N^{-1}` is folded into the last stage (one block):
+//!   `(x, y) <- (mul_shoup_lazy(x + y, V[0], V'[0]), mul_shoup_lazy(x - y + 2q, V[1], V'[1]))`
+//!   where `V[0] = N^{-1}` and `V[1] = psi^{-N/2} * N^{-1}`. The strict form ends with one
+//!   conditional subtraction of `q`.
+//!
+//! `mul_shoup_lazy(a, w, w') = a*w - floor(a*w' / 2^32) * q  (mod 2^32)`, in `[0, 2q)` for any
+//! `a < 2^32` ([`Modulus::mul_shoup_lazy`]). All arithmetic is exact `u32` arithmetic, so the
+//! strict outputs are canonical residues and any backend implementing the same algorithm
+//! (or any other correct negacyclic NTT with the same root and order) matches bit for bit.
+//!
+//! For `N = 1` there is nothing to transform; it is not supported (`N >= 2`).
+
+#![allow(
+    clippy::indexing_slicing,
+    reason = "hot loops over slices whose lengths are checked on entry; table ranges are \
+              m..2m with m < N and tables of length N"
+)]
+
+use std::fmt;
+
+use crate::error::{Error, Result};
+use crate::math::primes;
+use crate::math::zq::Modulus;
+
+/// Smallest supported `log2 N`.
+pub const MIN_LOG_N: u32 = 1;
+/// Largest supported `log2 N`.
+pub const MAX_LOG_N: u32 = 17;
+
+/// Checks that `n` is a power of two in `[2^MIN_LOG_N, 2^MAX_LOG_N]` and returns `log2 n`.
+fn check_ring_degree(n: usize) -> Result<u32> {
+    let err = Error::InvalidRingDegree {
+        n: n as u64,
+        min_log: MIN_LOG_N,
+        max_log: MAX_LOG_N,
+    };
+    if !n.is_power_of_two() {
+        return Err(err);
+    }
+    let log_n = n.trailing_zeros();
+    if !(MIN_LOG_N..=MAX_LOG_N).contains(&log_n) {
+        return Err(err);
+    }
+    Ok(log_n)
+}
+
+/// Reverses the low `bits` bits of `x` (higher bits are dropped). `bit_reverse(x, 0) = 0`.
+#[inline]
+#[must_use]
+pub fn bit_reverse(x: usize, bits: u32) -> usize {
+    if bits == 0 {
+        0
+    } else {
+        x.reverse_bits() >> (usize::BITS - bits)
+    }
+}
+
+/// Exponent `e = 2 * bit_reverse(i, log_n) + 1` (odd, in `[1, 2N)`) such that slot `i` of the
+/// forward NTT output holds `a(psi^e)`. Only the low `log_n` bits of `i` are used.
+#[inline]
+#[must_use]
+pub fn eval_exponent(i: usize, log_n: u32) -> usize {
+    2 * bit_reverse(i, log_n) + 1
+}
+
+/// Checks that the Galois element `g` is odd and below `2N`.
+fn check_galois_element(g: usize, n: usize) -> Result<()> {
+    if g.is_multiple_of(2) || g >= 2 * n {
+        return Err(Error::InvalidParameters {
+            reason: format!(
+                "Galois element {g} is not an odd number below 2N = {}",
+                2 * n
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Slot permutation of the Galois automorphism `X -> X^g` in the evaluation domain.
+///
+/// For `b(X) = a(X^g)` and the forward NTT outputs `A = NTT(a)`, `B = NTT(b)` (bit-reversed
+/// order), `B[i] = A[perm[i]]` for every `i`: slot `i` of `B` is `a(psi^(e_i * g mod 2N))` with
+/// `e_i = eval_exponent(i, log_n)`, which is slot `perm[i]` of `A`.
+///
+/// Errors: `log_n` outside `[1, 17]` ([`Error::InvalidRingDegree`]); `g` even or `g >= 2N`
+/// ([`Error::InvalidParameters`]).
+pub fn automorphism_permutation(g: usize, log_n: u32) -> Result<Vec<u32>> {
+    if !(MIN_LOG_N..=MAX_LOG_N).contains(&log_n) {
+        return Err(Error::InvalidRingDegree {
+            n: 1u64.checked_shl(log_n).unwrap_or(0),
+            min_log: MIN_LOG_N,
+            max_log: MAX_LOG_N,
+        });
+    }
+    let n = 1usize << log_n;
+    check_galois_element(g, n)?;
+    let mask = 2 * n - 1;
+    Ok((0..n)
+        .map(|i| {
+            // e * g is odd, so (e * g mod 2N - 1) / 2 is the bit-reversed slot index.
+            let e = (eval_exponent(i, log_n) * g) & mask;
+            bit_reverse(e >> 1, log_n) as u32
+        })
+        .collect())
+}
+
+/// Coefficient-domain Galois automorphism `out(X) = input(X^g) mod (X^N + 1)`.
+///
+/// Coefficient `i` moves to `i * g mod 2N`; an index `k >= N` lands on `k - N` negated
+/// (because `X^N = -1`). `N = input.len()` must be a power of two in `[2, 2^17]`, `out` must
+/// have the same length, `g` must be odd and below `2N`. Input values in `[0, q)`, output in
+/// `[0, q)` (larger inputs give unspecified values, never a panic).
+///
+/// Errors: [`Error::InvalidRingDegree`], [`Error::DimensionMismatch`],
+/// [`Error::InvalidParameters`] (bad `g`).
+pub fn automorphism_coeff(input: &[u32], g: usize, m: &Modulus, out: &mut [u32]) -> Result<()> {
+    let n = input.len();
+    check_ring_degree(n)?;
+    if out.len() != n {
+        return Err(Error::DimensionMismatch {
+            what: "automorphism output length",
+            expected: n,
+            found: out.len(),
+        });
+    }
+    check_galois_element(g, n)?;
+    let q = m.value();
+    let mask = 2 * n - 1;
+    let mut k = 0usize;
+    for &x in input {
+        // k = i * g mod 2N, advanced incrementally.
+        if k < n {
+            out[k] = x;
+        } else {
+            out[k - n] = if x == 0 { 0 } else { q.wrapping_sub(x) };
+        }
+        k = (k + g) & mask;
+    }
+    Ok(())
+}
+
+/// Precomputed tables for the negacyclic NTT of one prime `q` and one degree `N`.
+///
+/// Immutable once built; cheap to share across threads (`Send + Sync`).
+#[derive(Clone)]
+pub struct NttTable {
+    m: Modulus,
+    n: usize,
+    log_n: u32,
+    psi: u32,
+    /// `W[k] = psi^bitrev(k)`, `k < N`.
+    fwd: Vec<u32>,
+    /// Shoup companions of `fwd`.
+    fwd_shoup: Vec<u32>,
+    /// `V[0] = N^{-1}`, `V[1] = psi^{-N/2} N^{-1}`, `V[k] = psi^{-bitrev(k)}` for `k >= 2`.
+    inv: Vec<u32>,
+    /// Shoup companions of `inv`.
+    inv_shoup: Vec<u32>,
+    n_inv: u32,
+    n_inv_shoup: u32,
+}
+
+impl fmt::Debug for NttTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NttTable")
+            .field("q", &self.m.value())
+            .field("n", &self.n)
+            .field("psi", &self.psi)
+            .finish_non_exhaustive()
+    }
+}
+
+impl NttTable {
+    /// Builds the tables for modulus `m` and degree `n`.
+    ///
+    /// `n` must be a power of two in `[2, 2^17]` ([`Error::InvalidRingDegree`]); `q` must be a
+    /// prime with `q = 1 mod 2n` ([`Error::InvalidModulus`]). The root is the canonical
+    /// `psi = primes::min_primitive_root_2n(m, n)`.
+    pub fn new(m: Modulus, n: usize) -> Result<Self> {
+        let log_n = check_ring_degree(n)?;
+        let psi = primes::min_primitive_root_2n(&m, n as u64)?;
+        let psi_inv = m.inv(psi).ok_or(Error::InvalidModulus {
+            modulus: u64::from(m.value()),
+            reason: "primitive root is not invertible",
+        })?;
+        let n_inv = m.inv(m.reduce_u64(n as u64)).ok_or(Error::InvalidModulus {
+            modulus: u64::from(m.value()),
+            reason: "N is not invertible",
+        })?;
+        let powers = |base: u32| {
+            let mut p = Vec::with_capacity(n);
+            let mut cur = 1 % m.value();
+            for _ in 0..n {
+                p.push(cur);
+                cur = m.mul(cur, base);
+            }
+            p
+        };
+        let psi_pows = powers(psi);
+        let psi_inv_pows = powers(psi_inv);
+        let fwd: Vec<u32> = (0..n).map(|k| psi_pows[bit_reverse(k, log_n)]).collect();
+        let mut inv: Vec<u32> = (0..n)
+            .map(|k| psi_inv_pows[bit_reverse(k, log_n)])
+            .collect();
+        inv[0] = n_inv;
+        inv[1] = m.mul(inv[1], n_inv);
+        let fwd_shoup = fwd.iter().map(|&w| m.shoup(w)).collect();
+        let inv_shoup = inv.iter().map(|&w| m.shoup(w)).collect();
+        Ok(Self {
+            m,
+            n,
+            log_n,
+            psi,
+            fwd,
+            fwd_shoup,
+            inv,
+            inv_shoup,
+            n_inv,
+            n_inv_shoup: m.shoup(n_inv),
+        })
+    }
+
+    /// Ring degree `N`.
+    #[inline]
+    #[must_use]
+    pub fn n(&self) -> usize {
+        self.n
+    }
+
+    /// `log2 N`.
+    #[inline]
+    #[must_use]
+    pub fn log_n(&self) -> u32 {
+        self.log_n
+    }
+
+    /// The modulus `q`.
+    #[inline]
+    #[must_use]
+    pub fn modulus(&self) -> &Modulus {
+        &self.m
+    }
+
+    /// The primitive `2N`-th root of unity `psi` (the smallest one).
+    #[inline]
+    #[must_use]
+    pub fn psi(&self) -> u32 {
+        self.psi
+    }
+
+    /// Forward twiddles `(W, W')`, each of length `N`, values in `[0, q)`.
+    ///
+    /// `W[k] = psi^bit_reverse(k, log_n)` and `W'[k] = floor(W[k] * 2^32 / q)` (Shoup).
+    /// Stage with `m` blocks uses `W[m .. 2m]`, block `i` taking `W[m + i]`; `W[0] = 1` is
+    /// unused.
+    #[must_use]
+    pub fn forward_twiddles(&self) -> (&[u32], &[u32]) {
+        (&self.fwd, &self.fwd_shoup)
+    }
+
+    /// Inverse twiddles `(V, V')`, each of length `N`, values in `[0, q)`, with `N^{-1}` folded
+    /// into the last stage.
+    ///
+    /// `V[k] = psi^{-bit_reverse(k, log_n)}` for `2 <= k < N` (stage with `m >= 2` blocks uses
+    /// `V[m .. 2m]`, block `i` taking `V[m + i]`); `V[0] = N^{-1}` multiplies the sums and
+    /// `V[1] = psi^{-N/2} * N^{-1}` the differences of the last stage. `V'[k] =
+    /// floor(V[k] * 2^32 / q)` (Shoup).
+    #[must_use]
+    pub fn inverse_twiddles(&self) -> (&[u32], &[u32]) {
+        (&self.inv, &self.inv_shoup)
+    }
+
+    /// `(N^{-1} mod q, floor(N^{-1} * 2^32 / q))`.
+    #[must_use]
+    pub fn n_inv(&self) -> (u32, u32) {
+        (self.n_inv, self.n_inv_shoup)
+    }
+
+    fn check_len(&self, a: &[u32]) -> Result<()> {
+        if a.len() == self.n {
+            Ok(())
+        } else {
+            Err(Error::DimensionMismatch {
+                what: "NTT input length",
+                expected: self.n,
+                found: a.len(),
+            })
+        }
+    }
+
+    /// Forward NTT in place: natural order in, bit-reversed order out.
+    ///
+    /// Input values in `[0, 4q)` (so any canonical residue); output the canonical residues in
+    /// `[0, q)`. Errors with [`Error::DimensionMismatch`] if `a.len() != N`.
+    pub fn forward(&self, a: &mut [u32]) -> Result<()> {
+        self.check_len(a)?;
+        self.forward_core::<true>(a);
+        Ok(())
+    }
+
+    /// Lazy forward NTT in place: natural order in, bit-reversed order out.
+    ///
+    /// Input values in `[0, 4q)`; output values in `[0, 4q)`, congruent mod `q` to
+    /// [`forward`](Self::forward)'s. Inputs `>= 4q` give unspecified values (never a panic).
+    /// Errors with [`Error::DimensionMismatch`] if `a.len() != N`.
+    pub fn forward_lazy(&self, a: &mut [u32]) -> Result<()> {
+        self.check_len(a)?;
+        self.forward_core::<false>(a);
+        Ok(())
+    }
+
+    /// Inverse NTT in place (`N^{-1}` included): bit-reversed order in, natural order out.
+    ///
+    /// Input values in `[0, 2q)` (so any canonical residue); output the canonical residues in
+    /// `[0, q)`. Errors with [`Error::DimensionMismatch`] if `a.len() != N`.
+    pub fn inverse(&self, a: &mut [u32]) -> Result<()> {
+        self.check_len(a)?;
+        self.inverse_core::<true>(a);
+        Ok(())
+    }
+
+    /// Lazy inverse NTT in place (`N^{-1}` included): bit-reversed order in, natural order out.
+    ///
+    /// Input values in `[0, 2q)` (note: a [`forward_lazy`](Self::forward_lazy) output in
+    /// `[0, 4q)` must be reduced first); output values in `[0, 2q)`, congruent mod `q` to
+    /// [`inverse`](Self::inverse)'s. Inputs `>= 2q` give unspecified values (never a panic).
+    /// Errors with [`Error::DimensionMismatch`] if `a.len() != N`.
+    pub fn inverse_lazy(&self, a: &mut [u32]) -> Result<()> {
+        self.check_len(a)?;
+        self.inverse_core::<false>(a);
+        Ok(())
+    }
+
+    /// Cooley-Tukey stages on `a` (length `N`, checked by the caller).
+    fn forward_core<const STRICT: bool>(&self, a: &mut [u32]) {
+        let q = self.m.value();
+        let two_q = q << 1;
+        let n = self.n;
+        let mut m = 1;
+        let mut t = n >> 1;
+        // All stages but the last (t >= 2).
+        while t >= 2 {
+            let w = &self.fwd[m..2 * m];
+            let ws = &self.fwd_shoup[m..2 * m];
+            for ((block, &w), &ws) in a.chunks_exact_mut(2 * t).zip(w).zip(ws) {
+                let (xs, ys) = block.split_at_mut(t);
+                for (x, y) in xs.iter_mut().zip(ys.iter_mut()) {
+                    let (u, v) = fwd_butterfly(*x, *y, w, ws, q, two_q);
+                    *x = u;
+                    *y = v;
+                }
+            }
+            m <<= 1;
+            t >>= 1;
+        }
+        // Last stage: t = 1, m = N/2 blocks of one pair.
+        let w = &self.fwd[m..];
+        let ws = &self.fwd_shoup[m..];
+        for ((pair, &w), &ws) in a.chunks_exact_mut(2).zip(w).zip(ws) {
+            if let [x, y] = pair {
+                let (mut u, mut v) = fwd_butterfly(*x, *y, w, ws, q, two_q);
+                if STRICT {
+                    u = reduce_4q(u, q, two_q);
+                    v = reduce_4q(v, q, two_q);
+                }
+                *x = u;
+                *y = v;
+            }
+        }
+    }
+
+    /// Gentleman-Sande stages on `a` (length `N`, checked by the caller).
+    fn inverse_core<const STRICT: bool>(&self, a: &mut [u32]) {
+        let q = self.m.value();
+        let two_q = q << 1;
+        let n = self.n;
+        // All stages but the last (m >= 2 blocks).
+        let mut m = n >> 1;
+        let mut t = 1;
+        while m >= 2 {
+            let w = &self.inv[m..2 * m];
+            let ws = &self.inv_shoup[m..2 * m];
+            for ((block, &w), &ws) in a.chunks_exact_mut(2 * t).zip(w).zip(ws) {
+                let (xs, ys) = block.split_at_mut(t);
+                for (x, y) in xs.iter_mut().zip(ys.iter_mut()) {
+                    let (u, v) = inv_butterfly(*x, *y, w, ws, q, two_q);
+                    *x = u;
+                    *y = v;
+                }
+            }
+            m >>= 1;
+            t <<= 1;
+        }
+        // Last stage: one block, N^{-1} folded in.
+        let (w0, w0s) = (self.inv[0], self.inv_shoup[0]);
+        let (w1, w1s) = (self.inv[1], self.inv_shoup[1]);
+        let (xs, ys) = a.split_at_mut(n >> 1);
+        for (x, y) in xs.iter_mut().zip(ys.iter_mut()) {
+            let sum = x.wrapping_add(*y);
+            let diff = x.wrapping_add(two_q).wrapping_sub(*y);
+            let mut u = mul_shoup_lazy(sum, w0, w0s, q);
+            let mut v = mul_shoup_lazy(diff, w1, w1s, q);
+            if STRICT {
+                u = reduce_2q(u, q);
+                v = reduce_2q(v, q);
+            }
+            *x = u;
+            *y = v;
+        }
+    }
+}
+
+/// `a * w mod q` in `[0, 2q)` for any `a: u32` (Shoup, `ws = floor(w 2^32 / q)`).
+#[inline(always)]
+fn mul_shoup_lazy(a: u32, w: u32, ws: u32, q: u32) -> u32 {
+    let quot = ((u64::from(a) * u64::from(ws)) >> 32) as u32;
+    a.wrapping_mul(w).wrapping_sub(quot.wrapping_mul(q))
+}
+
+/// `x mod q` for `x < 2q`.
+#[inline(always)]
+fn reduce_2q(x: u32, q: u32) -> u32 {
+    // x - q wraps to a value above x exactly when x < q.
+    x.min(x.wrapping_sub(q))
+}
+
+/// `x mod q` for `x < 4q`.
+#[inline(always)]
+fn reduce_4q(x: u32, q: u32, two_q: u32) -> u32 {
+    reduce_2q(x.min(x.wrapping_sub(two_q)), q)
+}
+
+/// Harvey forward butterfly: `x, y < 4q` in, both outputs `< 4q`.
+#[inline(always)]
+fn fwd_butterfly(x: u32, y: u32, w: u32, ws: u32, q: u32, two_q: u32) -> (u32, u32) {
+    let x = x.min(x.wrapping_sub(two_q));
+    let u = mul_shoup_lazy(y, w, ws, q);
+    (x.wrapping_add(u), x.wrapping_add(two_q).wrapping_sub(u))
+}
+
+/// Harvey inverse butterfly: `x, y < 2q` in, both outputs `< 2q`.
+#[inline(always)]
+fn inv_butterfly(x: u32, y: u32, w: u32, ws: u32, q: u32, two_q: u32) -> (u32, u32) {
+    let s = x.wrapping_add(y);
+    let s = s.min(s.wrapping_sub(two_q));
+    let d = x.wrapping_add(two_q).wrapping_sub(y);
+    (s, mul_shoup_lazy(d, w, ws, q))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::panic,
+        reason = "tests"
+    )]
+
+    use super::*;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    /// `b^e mod q` in plain u64 arithmetic (independent of `Modulus`).
+    fn pow_mod(mut b: u64, mut e: u64, q: u64) -> u64 {
+        let mut acc = 1 % q;
+        b %= q;
+        while e > 0 {
+            if e & 1 == 1 {
+                acc = acc * b % q;
+            }
+            b = b * b % q;
+            e >>= 1;
+        }
+        acc
+    }
+
+    /// `a(x) mod q` by Horner's rule in u64.
+    fn eval(a: &[u32], x: u64, q: u64) -> u64 {
+        a.iter()
+            .rev()
+            .fold(0u64, |acc, &c| (acc * x + u64::from(c)) % q)
+    }
+
+    /// Schoolbook negacyclic product in u128.
+    fn schoolbook(a: &[u32], b: &[u32], q: u64) -> Vec<u32> {
+        let n = a.len();
+        let mut acc = vec![0u128; n];
+        let mut neg = vec![0u128; n];
+        for (i, &x) in a.iter().enumerate() {
+            for (j, &y) in b.iter().enumerate() {
+                let p = u128::from(x) * u128::from(y);
+                if i + j < n {
+                    acc[i + j] += p;
+                } else {
+                    neg[i + j - n] += p;
+                }
+            }
+        }
+        let q = u128::from(q);
+        acc.iter()
+            .zip(&neg)
+            .map(|(&p, &m)| ((p % q + q - m % q) % q) as u32)
+            .collect()
+    }
+
+    fn random_poly(rng: &mut ChaCha8Rng, n: usize, bound: u32) -> Vec<u32> {
+        (0..n).map(|_| rng.random_range(0..bound)).collect()
+    }
+
+    fn table(q: u64, n: usize) -> NttTable {
+        NttTable::new(Modulus::new(q).unwrap(), n).unwrap()
+    }
+
+    /// (q, N) pairs: small textbook primes and 30-bit NTT primes.
+    fn cases() -> Vec<(u64, usize)> {
+        let mut v = vec![(17, 2), (17, 8), (97, 16), (7681, 256), (12289, 2048)];
+        for log_n in 1..=12u32 {
+            let n = 1usize << log_n;
+            for q in primes::ntt_primes(30, n as u64, 2, &[]).unwrap() {
+                v.push((q, n));
+            }
+        }
+        v.push((primes::ntt_primes(20, 1 << 10, 1, &[]).unwrap()[0], 1 << 10));
+        v
+    }
+
+    #[test]
+    fn bit_reverse_and_exponents() {
+        assert_eq!(bit_reverse(0b0001, 4), 0b1000);
+        assert_eq!(bit_reverse(0b0110, 4), 0b0110);
+        assert_eq!(bit_reverse(0b1011, 4), 0b1101);
+        assert_eq!(bit_reverse(5, 0), 0);
+        for bits in 1..=17 {
+            for x in [0usize, 1, 2, 3, (1 << bits) - 1] {
+                let x = x & ((1 << bits) - 1);
+                let naive = (0..bits).fold(0, |acc, b| acc | ((x >> b) & 1) << (bits - 1 - b));
+                assert_eq!(bit_reverse(x, bits), naive);
+            }
+        }
+        // Slot exponents are a permutation of the odd residues mod 2N.
+        let log_n = 6;
+        let mut e: Vec<usize> = (0..64).map(|i| eval_exponent(i, log_n)).collect();
+        e.sort_unstable();
+        assert_eq!(e, (0..64).map(|k| 2 * k + 1).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn table_contents() {
+        for (q, n) in [(97u64, 16usize), (7681, 256)] {
+            let t = table(q, n);
+            assert_eq!(t.n(), n);
+            assert_eq!(t.log_n(), n.trailing_zeros());
+            assert_eq!(u64::from(t.modulus().value()), q);
+            // psi is the smallest x with x^N = -1 (brute force).
+            let psi = (2..q).find(|&x| pow_mod(x, n as u64, q) == q - 1).unwrap();
+            assert_eq!(u64::from(t.psi()), psi);
+            let psi_inv = pow_mod(psi, 2 * n as u64 - 1, q);
+            let n_inv = pow_mod(n as u64, q - 2, q);
+            let shoup = |w: u32| ((u64::from(w) << 32) / q) as u32;
+            let (w, ws) = t.forward_twiddles();
+            let (v, vs) = t.inverse_twiddles();
+            assert_eq!((w.len(), ws.len(), v.len(), vs.len()), (n, n, n, n));
+            let log_n = t.log_n();
+            for k in 0..n {
+                let r = bit_reverse(k, log_n) as u64;
+                assert_eq!(u64::from(w[k]), pow_mod(psi, r, q));
+                let want_v = match k {
+                    0 => n_inv,
+                    1 => pow_mod(psi_inv, r, q) * n_inv % q,
+                    _ => pow_mod(psi_inv, r, q),
+                };
+                assert_eq!(u64::from(v[k]), want_v, "k = {k}");
+                assert_eq!(ws[k], shoup(w[k]));
+                assert_eq!(vs[k], shoup(v[k]));
+            }
+            assert_eq!(t.n_inv(), (n_inv as u32, shoup(n_inv as u32)));
+        }
+    }
+
+    #[test]
+    fn round_trips() {
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        for (q, n) in cases() {
+            let t = table(q, n);
+            let a = random_poly(&mut rng, n, q as u32);
+            let mut b = a.clone();
+            t.forward(&mut b).unwrap();
+            assert!(b.iter().all(|&x| u64::from(x) < q));
+            t.inverse(&mut b).unwrap();
+            assert_eq!(a, b, "INTT(NTT(a)), q = {q}, N = {n}");
+            t.inverse(&mut b).unwrap();
+            assert!(b.iter().all(|&x| u64::from(x) < q));
+            t.forward(&mut b).unwrap();
+            assert_eq!(a, b, "NTT(INTT(a)), q = {q}, N = {n}");
+        }
+    }
+
+    #[test]
+    fn forward_is_evaluation_at_odd_powers() {
+        let mut rng = ChaCha8Rng::seed_from_u64(2);
+        for (q, n) in cases().into_iter().filter(|&(_, n)| n <= 256) {
+            let t = table(q, n);
+            let a = random_poly(&mut rng, n, q as u32);
+            let mut b = a.clone();
+            t.forward(&mut b).unwrap();
+            let psi = u64::from(t.psi());
+            for (i, &bi) in b.iter().enumerate() {
+                let x = pow_mod(psi, eval_exponent(i, t.log_n()) as u64, q);
+                assert_eq!(u64::from(bi), eval(&a, x, q), "slot {i}, q = {q}, N = {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn product_matches_schoolbook() {
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        for (q, n) in cases().into_iter().filter(|&(_, n)| n <= 1024) {
+            let t = table(q, n);
+            let m = t.modulus();
+            let a = random_poly(&mut rng, n, q as u32);
+            let b = random_poly(&mut rng, n, q as u32);
+            let (mut fa, mut fb) = (a.clone(), b.clone());
+            t.forward(&mut fa).unwrap();
+            t.forward(&mut fb).unwrap();
+            let mut c: Vec<u32> = fa.iter().zip(&fb).map(|(&x, &y)| m.mul(x, y)).collect();
+            t.inverse(&mut c).unwrap();
+            assert_eq!(c, schoolbook(&a, &b, q), "q = {q}, N = {n}");
+        }
+    }
+
+    #[test]
+    fn lazy_forms_agree_and_respect_ranges() {
+        let mut rng = ChaCha8Rng::seed_from_u64(4);
+        for (q, n) in cases() {
+            let t = table(q, n);
+            let qq = q as u32;
+            let reduce = |v: &[u32]| v.iter().map(|&x| x % qq).collect::<Vec<_>>();
+            // Forward: inputs anywhere in [0, 4q), including the top edge.
+            let inputs = [
+                random_poly(&mut rng, n, 4 * qq),
+                vec![4 * qq - 1; n],
+                vec![3 * qq; n],
+                vec![0; n],
+            ];
+            for a in &inputs {
+                let mut want = reduce(a);
+                t.forward(&mut want).unwrap();
+                let mut strict = a.clone();
+                t.forward(&mut strict).unwrap();
+                assert_eq!(strict, want, "strict forward of [0, 4q) input");
+                let mut lazy = a.clone();
+                t.forward_lazy(&mut lazy).unwrap();
+                assert!(lazy.iter().all(|&x| x < 4 * qq), "forward_lazy range");
+                assert_eq!(reduce(&lazy), want, "forward_lazy mod q");
+            }
+            // Inverse: inputs anywhere in [0, 2q).
+            let inputs = [
+                random_poly(&mut rng, n, 2 * qq),
+                vec![2 * qq - 1; n],
+                vec![qq; n],
+            ];
+            for a in &inputs {
+                let mut want = reduce(a);
+                t.inverse(&mut want).unwrap();
+                let mut strict = a.clone();
+                t.inverse(&mut strict).unwrap();
+                assert_eq!(strict, want, "strict inverse of [0, 2q) input");
+                let mut lazy = a.clone();
+                t.inverse_lazy(&mut lazy).unwrap();
+                assert!(lazy.iter().all(|&x| x < 2 * qq), "inverse_lazy range");
+                assert_eq!(reduce(&lazy), want, "inverse_lazy mod q");
+            }
+        }
+    }
+
+    #[test]
+    fn constant_and_monomial_transforms() {
+        // NTT(c) = c everywhere; NTT(X) at slot i = psi^(e_i).
+        let (q, n) = (7681u64, 256usize);
+        let t = table(q, n);
+        let mut c = vec![0u32; n];
+        c[0] = 1234;
+        t.forward(&mut c).unwrap();
+        assert!(c.iter().all(|&x| x == 1234));
+        let mut x = vec![0u32; n];
+        x[1] = 1;
+        t.forward(&mut x).unwrap();
+        for (i, &xi) in x.iter().enumerate() {
+            let e = eval_exponent(i, t.log_n()) as u64;
+            assert_eq!(u64::from(xi), pow_mod(u64::from(t.psi()), e, q));
+        }
+    }
+
+    fn galois_elements(n: usize) -> Vec<usize> {
+        let two_n = 2 * n;
+        let mut gs = vec![1, two_n - 1];
+        let (mut p3, mut p5) = (1usize, 1usize);
+        for _ in 0..6 {
+            p3 = p3 * 3 % two_n;
+            p5 = p5 * 5 % two_n;
+            gs.push(p3);
+            gs.push(p5);
+            gs.push(two_n - p5);
+        }
+        gs
+    }
+
+    #[test]
+    fn automorphism_coeff_matches_evaluation() {
+        // b(X) = a(X^g) iff b(x) = a(x^g) at every root x = psi^e of X^N + 1.
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        for (q, n) in [(17u64, 8usize), (97, 16), (7681, 64)] {
+            let m = Modulus::new(q).unwrap();
+            let psi = u64::from(table(q, n).psi());
+            let a = random_poly(&mut rng, n, q as u32);
+            for g in galois_elements(n) {
+                let mut b = vec![0u32; n];
+                automorphism_coeff(&a, g, &m, &mut b).unwrap();
+                assert!(b.iter().all(|&x| u64::from(x) < q));
+                for e in (1..2 * n as u64).step_by(2) {
+                    let x = pow_mod(psi, e, q);
+                    let xg = pow_mod(psi, e * g as u64, q);
+                    assert_eq!(eval(&b, x, q), eval(&a, xg, q), "g = {g}, e = {e}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn automorphism_permutation_matches_coeff_path() {
+        let mut rng = ChaCha8Rng::seed_from_u64(6);
+        for (q, n) in cases()
+            .into_iter()
+            .filter(|&(_, n)| (4..=4096).contains(&n))
+        {
+            let t = table(q, n);
+            let a = random_poly(&mut rng, n, q as u32);
+            let mut fa = a.clone();
+            t.forward(&mut fa).unwrap();
+            for g in galois_elements(n) {
+                let perm = automorphism_permutation(g, t.log_n()).unwrap();
+                assert_eq!(perm.len(), n);
+                let mut b = vec![0u32; n];
+                automorphism_coeff(&a, g, t.modulus(), &mut b).unwrap();
+                t.forward(&mut b).unwrap();
+                let permuted: Vec<u32> = perm.iter().map(|&p| fa[p as usize]).collect();
+                assert_eq!(b, permuted, "g = {g}, q = {q}, N = {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn bad_inputs_are_errors() {
+        let t = table(97, 16);
+        for len in [0usize, 15, 17, 32] {
+            let mut a = vec![0u32; len];
+            let dim = |r: Result<()>| matches!(r, Err(Error::DimensionMismatch { .. }));
+            assert!(dim(t.forward(&mut a)));
+            assert!(dim(t.forward_lazy(&mut a)));
+            assert!(dim(t.inverse(&mut a)));
+            assert!(dim(t.inverse_lazy(&mut a)));
+        }
+        let m = Modulus::new(97).unwrap();
+        for n in [0usize, 1, 3, 12, 1 << 18] {
+            assert!(matches!(
+                NttTable::new(m, n),
+                Err(Error::InvalidRingDegree { .. })
+            ));
+        }
+        // 97 = 1 mod 32 but not 1 mod 64; 91 = 7 * 13 is not prime; 65 = 1 mod 64 is not prime.
+        assert!(matches!(
+            NttTable::new(m, 32),
+            Err(Error::InvalidModulus { .. })
+        ));
+        for q in [91u64, 65] {
+            assert!(matches!(
+                NttTable::new(Modulus::new(q).unwrap(), 2),
+                Err(Error::InvalidModulus { .. })
+            ));
+        }
+        // Galois elements.
+        for g in [0usize, 2, 32, 33, 1000] {
+            assert!(matches!(
+                automorphism_permutation(g, 4),
+                Err(Error::InvalidParameters { .. })
+            ));
+            let (a, mut b) = (vec![0u32; 16], vec![0u32; 16]);
+            assert!(matches!(
+                automorphism_coeff(&a, g, &m, &mut b),
+                Err(Error::InvalidParameters { .. })
+            ));
+        }
+        for log_n in [0u32, 18, 64, 200] {
+            assert!(matches!(
+                automorphism_permutation(1, log_n),
+                Err(Error::InvalidRingDegree { .. })
+            ));
+        }
+        let (a, mut b) = (vec![0u32; 16], vec![0u32; 8]);
+        assert!(matches!(
+            automorphism_coeff(&a, 3, &m, &mut b),
+            Err(Error::DimensionMismatch { .. })
+        ));
+        let (a, mut b) = (vec![0u32; 12], vec![0u32; 12]);
+        assert!(matches!(
+            automorphism_coeff(&a, 3, &m, &mut b),
+            Err(Error::InvalidRingDegree { .. })
+        ));
+    }
+
+    #[test]
+    fn out_of_range_values_do_not_panic() {
+        let t = table(97, 16);
+        let mut a = vec![u32::MAX; 16];
+        t.forward(&mut a).unwrap();
+        let mut a = vec![u32::MAX; 16];
+        t.forward_lazy(&mut a).unwrap();
+        let mut a = vec![u32::MAX; 16];
+        t.inverse(&mut a).unwrap();
+        let mut a = vec![u32::MAX; 16];
+        t.inverse_lazy(&mut a).unwrap();
+        let mut b = vec![0u32; 16];
+        automorphism_coeff(&a, 3, t.modulus(), &mut b).unwrap();
+    }
+
+    #[test]
+    fn largest_degree_works() {
+        let n = 1usize << 17;
+        let q = primes::ntt_primes(30, n as u64, 1, &[]).unwrap()[0];
+        let t = table(q, n);
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let a = random_poly(&mut rng, n, q as u32);
+        let mut b = a.clone();
+        t.forward(&mut b).unwrap();
+        let psi = u64::from(t.psi());
+        for i in [0usize, 1, 2, 12345, n / 2, n - 1] {
+            let x = pow_mod(psi, eval_exponent(i, t.log_n()) as u64, q);
+            assert_eq!(u64::from(b[i]), eval(&a, x, q), "slot {i}");
+        }
+        t.inverse(&mut b).unwrap();
+        assert_eq!(a, b);
+    }
+
+    #[derive(serde::Deserialize)]
+    struct KatCase {
+        n: usize,
+        q: u64,
+        psi: u32,
+        input: Vec<u32>,
+        forward: Vec<u32>,
+    }
+
+    #[derive(serde::Deserialize)]
+    struct Kat {
+        cases: Vec<KatCase>,
+    }
+
+    #[test]
+    fn known_answer_vectors() {
+        let kat: Kat = serde_json::from_str(include_str!("../../tests/data/ntt_kat.json")).unwrap();
+        let sizes: Vec<(usize, u64)> = kat.cases.iter().map(|c| (c.n, c.q)).collect();
+        let q1024 = primes::ntt_primes(30, 1024, 1, &[]).unwrap()[0];
+        assert_eq!(sizes, vec![(16, 7681), (1024, q1024)]);
+        for c in &kat.cases {
+            let t = table(c.q, c.n);
+            assert_eq!(t.psi(), c.psi);
+            let mut a = c.input.clone();
+            t.forward(&mut a).unwrap();
+            assert_eq!(a, c.forward, "forward, N = {}", c.n);
+            t.inverse(&mut a).unwrap();
+            assert_eq!(a, c.input, "inverse, N = {}", c.n);
+        }
+    }
+}
