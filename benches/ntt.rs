@@ -5,12 +5,7 @@
 //! while ours folds it into the last stage, so our inverse does slightly more work.
 
 #![allow(missing_docs, reason = "criterion macros generate undocumented items")]
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    reason = "benchmark setup"
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, reason = "benchmark setup")]
 
 use std::hint::black_box;
 
@@ -61,16 +56,12 @@ fn bench_forward(c: &mut Criterion) {
                 table.forward_lazy(black_box(&mut buf)).unwrap();
             });
         });
-        group.bench_with_input(
-            BenchmarkId::new("tfhe_ntt_prime32_forward", n),
-            &n,
-            |b, _| {
-                b.iter(|| {
-                    buf.copy_from_slice(&data);
-                    plan.fwd(black_box(&mut buf));
-                });
-            },
-        );
+        group.bench_with_input(BenchmarkId::new("tfhe_ntt_prime32_forward", n), &n, |b, _| {
+            b.iter(|| {
+                buf.copy_from_slice(&data);
+                plan.fwd(black_box(&mut buf));
+            });
+        });
     }
     group.finish();
 }
@@ -94,27 +85,19 @@ fn bench_inverse(c: &mut Criterion) {
                 table.inverse_lazy(black_box(&mut buf)).unwrap();
             });
         });
-        group.bench_with_input(
-            BenchmarkId::new("tfhe_ntt_prime32_inverse", n),
-            &n,
-            |b, _| {
-                b.iter(|| {
-                    buf.copy_from_slice(&data);
-                    plan.inv(black_box(&mut buf));
-                });
-            },
-        );
-        group.bench_with_input(
-            BenchmarkId::new("tfhe_ntt_prime32_inverse_normalized", n),
-            &n,
-            |b, _| {
-                b.iter(|| {
-                    buf.copy_from_slice(&data);
-                    plan.inv(black_box(&mut buf));
-                    plan.normalize(black_box(&mut buf));
-                });
-            },
-        );
+        group.bench_with_input(BenchmarkId::new("tfhe_ntt_prime32_inverse", n), &n, |b, _| {
+            b.iter(|| {
+                buf.copy_from_slice(&data);
+                plan.inv(black_box(&mut buf));
+            });
+        });
+        group.bench_with_input(BenchmarkId::new("tfhe_ntt_prime32_inverse_normalized", n), &n, |b, _| {
+            b.iter(|| {
+                buf.copy_from_slice(&data);
+                plan.inv(black_box(&mut buf));
+                plan.normalize(black_box(&mut buf));
+            });
+        });
     }
     group.finish();
 }

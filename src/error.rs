@@ -68,9 +68,7 @@ pub enum Error {
         security_bits: u32,
     },
     /// The security table has no entry for this combination.
-    #[error(
-        "no security bound is known for N = {n}, {security_bits}-bit security, {secret} secret"
-    )]
+    #[error("no security bound is known for N = {n}, {security_bits}-bit security, {secret} secret")]
     UnknownSecurityLevel {
         /// Ring degree.
         n: u64,
@@ -134,9 +132,7 @@ pub enum Error {
         wanted: usize,
     },
     /// The noise estimate says the result could not be decrypted.
-    #[error(
-        "noise budget exhausted: estimated noise 2^{noise_log2:.1} vs modulus 2^{modulus_log2:.1}"
-    )]
+    #[error("noise budget exhausted: estimated noise 2^{noise_log2:.1} vs modulus 2^{modulus_log2:.1}")]
     NoiseBudgetExhausted {
         /// Estimated log2 of the noise bound.
         noise_log2: f64,

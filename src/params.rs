@@ -82,10 +82,7 @@ impl Scheme {
         match tag {
             1 => Ok(Self::Bgv),
             2 => Ok(Self::Ckks),
-            _ => Err(Error::InvalidField {
-                field: "scheme",
-                reason: "unknown scheme tag",
-            }),
+            _ => Err(Error::InvalidField { field: "scheme", reason: "unknown scheme tag" }),
         }
     }
 
@@ -123,10 +120,7 @@ impl SecretDistribution {
     pub fn from_tag(tag: u8) -> Result<Self> {
         match tag {
             1 => Ok(Self::Ternary),
-            _ => Err(Error::InvalidField {
-                field: "secret",
-                reason: "unknown secret distribution tag",
-            }),
+            _ => Err(Error::InvalidField { field: "secret", reason: "unknown secret distribution tag" }),
         }
     }
 
@@ -168,10 +162,7 @@ impl SecurityLevel {
             128 => Ok(Self::Bits128),
             192 => Ok(Self::Bits192),
             256 => Ok(Self::Bits256),
-            _ => Err(Error::InvalidField {
-                field: "security",
-                reason: "security level is not 128, 192 or 256 bits",
-            }),
+            _ => Err(Error::InvalidField { field: "security", reason: "security level is not 128, 192 or 256 bits" }),
         }
     }
 }
@@ -210,18 +201,16 @@ pub struct ParametersLiteral {
 impl ParametersLiteral {
     /// The literal as pretty-printed JSON.
     pub fn to_json(&self) -> Result<String> {
-        serde_json::to_string_pretty(self).map_err(|e| Error::InvalidParameters {
-            reason: format!("cannot write JSON: {e}"),
-        })
+        serde_json::to_string_pretty(self)
+            .map_err(|e| Error::InvalidParameters { reason: format!("cannot write JSON: {e}") })
     }
 
     /// Parses a literal from JSON ([`Error::InvalidParameters`] on malformed JSON, unknown
     /// fields or unknown enum values). Nothing else is checked: pass the result to
     /// [`Parameters::new`].
     pub fn from_json(json: &str) -> Result<Self> {
-        serde_json::from_str(json).map_err(|e| Error::InvalidParameters {
-            reason: format!("cannot parse JSON literal: {e}"),
-        })
+        serde_json::from_str(json)
+            .map_err(|e| Error::InvalidParameters { reason: format!("cannot parse JSON literal: {e}") })
     }
 
     /// Appends the canonical binary encoding (see [`Parameters::to_bytes`]). Only called on
@@ -255,10 +244,7 @@ impl ParametersLiteral {
         check_count("name length", u64::from(name_len), MAX_NAME_LEN)?;
         let name_bytes = r.get_bytes(name_len as usize)?;
         let name = std::str::from_utf8(name_bytes)
-            .map_err(|_| Error::InvalidField {
-                field: "name",
-                reason: "not valid UTF-8",
-            })?
+            .map_err(|_| Error::InvalidField { field: "name", reason: "not valid UTF-8" })?
             .to_owned();
         let scheme = Scheme::from_tag(r.get_u8()?)?;
         let log_n = r.get_u32()?;
@@ -284,19 +270,7 @@ impl ParametersLiteral {
         let security = SecurityLevel::from_bits(u32::from(r.get_u16()?))?;
         let sigma = f64::from_bits(r.get_u64()?);
         r.finish()?;
-        Ok(Self {
-            name,
-            scheme,
-            log_n,
-            q,
-            p,
-            dnum,
-            plaintext_modulus,
-            log_scale,
-            secret,
-            security,
-            sigma,
-        })
+        Ok(Self { name, scheme, log_n, q, p, dnum, plaintext_modulus, log_scale, secret, security, sigma })
     }
 }
 
@@ -378,9 +352,7 @@ impl Parameters {
         }
         let n = 1u64 << lit.log_n;
         if lit.q.is_empty() {
-            return Err(Error::InvalidParameters {
-                reason: "the ciphertext chain q is empty".into(),
-            });
+            return Err(Error::InvalidParameters { reason: "the ciphertext chain q is empty".into() });
         }
         check_count("number of q primes", lit.q.len() as u64, MAX_PRIMES)?;
         check_count("number of p primes", lit.p.len() as u64, MAX_PRIMES)?;
@@ -400,16 +372,8 @@ impl Parameters {
             }
             Modulus::new(x)
         };
-        let q = lit
-            .q
-            .iter()
-            .map(|&x| check_prime(x))
-            .collect::<Result<Vec<_>>>()?;
-        let p = lit
-            .p
-            .iter()
-            .map(|&x| check_prime(x))
-            .collect::<Result<Vec<_>>>()?;
+        let q = lit.q.iter().map(|&x| check_prime(x)).collect::<Result<Vec<_>>>()?;
+        let p = lit.p.iter().map(|&x| check_prime(x)).collect::<Result<Vec<_>>>()?;
         let mut all: Vec<u64> = lit.q.iter().chain(&lit.p).copied().collect();
         all.sort_unstable();
         if let Some(w) = all.windows(2).find(|w| w.first() == w.get(1)) {
@@ -441,12 +405,7 @@ impl Parameters {
         if !lit.p.is_empty() {
             let product = |xs: &[u64]| xs.iter().fold(BigUint::from(1u32), |acc, &x| acc * x);
             let big_p = product(&lit.p);
-            let max_digit = lit
-                .q
-                .chunks(alpha)
-                .map(product)
-                .max()
-                .unwrap_or_else(|| BigUint::from(1u32));
+            let max_digit = lit.q.chunks(alpha).map(product).max().unwrap_or_else(|| BigUint::from(1u32));
             if big_p < max_digit {
                 return Err(Error::InvalidParameters {
                     reason: format!(
@@ -464,14 +423,10 @@ impl Parameters {
         match lit.scheme {
             Scheme::Bgv => {
                 let Some(t) = lit.plaintext_modulus else {
-                    return Err(Error::InvalidParameters {
-                        reason: "BGV needs a plaintext modulus".into(),
-                    });
+                    return Err(Error::InvalidParameters { reason: "BGV needs a plaintext modulus".into() });
                 };
                 if lit.log_scale.is_some() {
-                    return Err(Error::InvalidParameters {
-                        reason: "BGV takes no log_scale".into(),
-                    });
+                    return Err(Error::InvalidParameters { reason: "BGV takes no log_scale".into() });
                 }
                 let bad = |reason| Err(Error::InvalidPlaintextModulus { t, reason });
                 if t < 2 {
@@ -490,24 +445,16 @@ impl Parameters {
             }
             Scheme::Ckks => {
                 if lit.plaintext_modulus.is_some() {
-                    return Err(Error::InvalidParameters {
-                        reason: "CKKS takes no plaintext modulus".into(),
-                    });
+                    return Err(Error::InvalidParameters { reason: "CKKS takes no plaintext modulus".into() });
                 }
                 match lit.log_scale {
                     Some(s) if (MIN_LOG_SCALE..=MAX_LOG_SCALE).contains(&s) => {}
                     Some(s) => {
                         return Err(Error::InvalidParameters {
-                            reason: format!(
-                                "log_scale = {s} is outside [{MIN_LOG_SCALE}, {MAX_LOG_SCALE}]"
-                            ),
+                            reason: format!("log_scale = {s} is outside [{MIN_LOG_SCALE}, {MAX_LOG_SCALE}]"),
                         })
                     }
-                    None => {
-                        return Err(Error::InvalidParameters {
-                            reason: "CKKS needs a log_scale".into(),
-                        })
-                    }
+                    None => return Err(Error::InvalidParameters { reason: "CKKS needs a log_scale".into() }),
                 }
             }
         }
@@ -632,10 +579,7 @@ impl Parameters {
     pub fn digit_range(&self, j: usize) -> Range<usize> {
         let len_q = self.inner.q.len();
         let start = j.saturating_mul(self.inner.alpha).min(len_q);
-        let end = j
-            .saturating_add(1)
-            .saturating_mul(self.inner.alpha)
-            .min(len_q);
+        let end = j.saturating_add(1).saturating_mul(self.inner.alpha).min(len_q);
         start..end
     }
 
@@ -733,12 +677,7 @@ impl Parameters {
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut w = Writer::new();
         self.inner.literal.encode(&mut w);
-        serial::write_object(
-            ObjectType::Parameters,
-            self.scheme(),
-            self.id(),
-            w.as_bytes(),
-        )
+        serial::write_object(ObjectType::Parameters, self.scheme(), self.id(), w.as_bytes())
     }
 
     /// Parses a `Parameters` wire object and re-validates it with [`Parameters::new`] (an
@@ -761,17 +700,11 @@ impl Parameters {
         let (header, payload) = serial::read_object(bytes, ObjectType::Parameters)?;
         let lit = ParametersLiteral::decode(payload)?;
         if header.scheme != lit.scheme {
-            return Err(Error::SchemeMismatch {
-                expected: header.scheme.name(),
-                found: lit.scheme.name(),
-            });
+            return Err(Error::SchemeMismatch { expected: header.scheme.name(), found: lit.scheme.name() });
         }
         let params = Self::build(lit, secure)?;
         if header.param_id != params.id() {
-            return Err(Error::ParameterMismatch {
-                expected: params.id(),
-                found: header.param_id,
-            });
+            return Err(Error::ParameterMismatch { expected: params.id(), found: header.param_id });
         }
         Ok(params)
     }
@@ -806,41 +739,11 @@ struct ShippedSet {
 }
 
 const SHIPPED: [ShippedSet; 5] = [
-    ShippedSet {
-        name: "bgv-n13",
-        log_n: 13,
-        t: 65537,
-        count_p: 2,
-        primes: &N13_PRIMES,
-    },
-    ShippedSet {
-        name: "bgv-n14",
-        log_n: 14,
-        t: 65537,
-        count_p: 4,
-        primes: &N14_PRIMES,
-    },
-    ShippedSet {
-        name: "bgv-n15",
-        log_n: 15,
-        t: 65537,
-        count_p: 7,
-        primes: &N15_PRIMES,
-    },
-    ShippedSet {
-        name: "bgv-n16",
-        log_n: 16,
-        t: 786_433,
-        count_p: 15,
-        primes: &N16_PRIMES,
-    },
-    ShippedSet {
-        name: "bgv-n17",
-        log_n: 17,
-        t: 786_433,
-        count_p: 30,
-        primes: &N17_PRIMES,
-    },
+    ShippedSet { name: "bgv-n13", log_n: 13, t: 65537, count_p: 2, primes: &N13_PRIMES },
+    ShippedSet { name: "bgv-n14", log_n: 14, t: 65537, count_p: 4, primes: &N14_PRIMES },
+    ShippedSet { name: "bgv-n15", log_n: 15, t: 65537, count_p: 7, primes: &N15_PRIMES },
+    ShippedSet { name: "bgv-n16", log_n: 16, t: 786_433, count_p: 15, primes: &N16_PRIMES },
+    ShippedSet { name: "bgv-n17", log_n: 17, t: 786_433, count_p: 30, primes: &N17_PRIMES },
 ];
 
 /// The shipped BGV sets, all 128-bit, ternary secret, sigma 3.19, dnum 3, 30-bit primes with the
@@ -883,9 +786,7 @@ pub fn by_name(name: &str) -> Result<Parameters> {
     let lit = shipped()
         .into_iter()
         .find(|l| l.name == name)
-        .ok_or_else(|| Error::UnknownParameterSet {
-            name: name.to_owned(),
-        })?;
+        .ok_or_else(|| Error::UnknownParameterSet { name: name.to_owned() })?;
     Parameters::new(lit)
 }
 
@@ -933,13 +834,7 @@ pub fn bgv_literal(
 /// `"insecure-test-bgv-n{log_n}-q{count_q}-p{count_p}-d{dnum}-t{t}"`, built with
 /// [`Parameters::new_insecure_for_tests`]. Batching plaintext moduli: 12289 (`= 3 * 2^12 + 1`)
 /// for `N <= 2^11`, 65537 for `N <= 2^15`, 786433 for `N <= 2^17`.
-pub fn insecure_test_bgv(
-    log_n: u32,
-    count_q: usize,
-    count_p: usize,
-    dnum: usize,
-    t: u64,
-) -> Result<Parameters> {
+pub fn insecure_test_bgv(log_n: u32, count_q: usize, count_p: usize, dnum: usize, t: u64) -> Result<Parameters> {
     let name = format!("insecure-test-bgv-n{log_n}-q{count_q}-p{count_p}-d{dnum}-t{t}");
     Parameters::new_insecure_for_tests(bgv_literal(&name, log_n, count_q, count_p, dnum, t)?)
 }
@@ -1007,21 +902,12 @@ const N17_PRIMES: [u64; 118] = [
 
 #[cfg(test)]
 mod tests {
-    #![allow(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::indexing_slicing,
-        clippy::panic,
-        reason = "tests"
-    )]
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, reason = "tests")]
     use super::*;
 
     /// Independent primality by trial division (values < 2^31 only).
     fn slow_prime(n: u64) -> bool {
-        n >= 2
-            && (2..)
-                .take_while(|d| d * d <= n)
-                .all(|d| !n.is_multiple_of(d))
+        n >= 2 && (2..).take_while(|d| d * d <= n).all(|d| !n.is_multiple_of(d))
     }
 
     /// log2 of a big integer from its top 64 bits.
@@ -1116,12 +1002,7 @@ mod tests {
 
     #[test]
     fn by_name_unknown_is_an_error() {
-        assert_eq!(
-            by_name("bgv-n12"),
-            Err(Error::UnknownParameterSet {
-                name: "bgv-n12".into()
-            })
-        );
+        assert_eq!(by_name("bgv-n12"), Err(Error::UnknownParameterSet { name: "bgv-n12".into() }));
     }
 
     #[test]
@@ -1205,10 +1086,7 @@ mod tests {
 
     #[test]
     fn ids_differ_across_sets_and_fields() {
-        let mut ids: Vec<u64> = shipped()
-            .into_iter()
-            .map(|l| Parameters::new(l).unwrap().id())
-            .collect();
+        let mut ids: Vec<u64> = shipped().into_iter().map(|l| Parameters::new(l).unwrap().id()).collect();
         let base = small();
         ids.push(insecure(base.clone()).unwrap().id());
         let mut l = base.clone();
@@ -1239,18 +1117,8 @@ mod tests {
         for log_n in [0u32, 18, 63, 64, u32::MAX] {
             let mut lit = small();
             lit.log_n = log_n;
-            assert!(matches!(
-                insecure(lit),
-                Err(Error::InvalidRingDegree {
-                    min_log: 1,
-                    max_log: 17,
-                    ..
-                })
-            ));
-            assert!(matches!(
-                bgv_literal("x", log_n, 2, 1, 1, 3),
-                Err(Error::InvalidRingDegree { .. })
-            ));
+            assert!(matches!(insecure(lit), Err(Error::InvalidRingDegree { min_log: 1, max_log: 17, .. })));
+            assert!(matches!(bgv_literal("x", log_n, 2, 1, 1, 3), Err(Error::InvalidRingDegree { .. })));
         }
         // The smallest degree works through the insecure constructor (primes = 1 mod 4).
         let p = insecure_test_bgv(1, 2, 1, 2, 3).unwrap();
@@ -1440,12 +1308,7 @@ mod tests {
         // bgv-n13 with one chain prime more: 8 primes, log2(QP) ~ 240 > 214.
         let lit = bgv_literal("too-big", 13, 6, 2, 3, 65537).unwrap();
         match Parameters::new(lit.clone()) {
-            Err(Error::InsecureParameters {
-                n,
-                log_qp,
-                max_log_qp,
-                security_bits,
-            }) => {
+            Err(Error::InsecureParameters { n, log_qp, max_log_qp, security_bits }) => {
                 assert_eq!((n, max_log_qp, security_bits), (8192, 214, 128));
                 assert!(log_qp > 239.0 && log_qp < 240.0);
             }
@@ -1459,30 +1322,19 @@ mod tests {
         lit.security = SecurityLevel::Bits192;
         assert!(matches!(
             Parameters::new(lit),
-            Err(Error::InsecureParameters {
-                max_log_qp: 297,
-                security_bits: 192,
-                ..
-            })
+            Err(Error::InsecureParameters { max_log_qp: 297, security_bits: 192, .. })
         ));
         // No table entry: N = 512, and N = 1024 at 192 bits.
         let small_n = bgv_literal("x", 9, 1, 0, 1, 65537).unwrap();
         assert_eq!(
             Parameters::new(small_n.clone()),
-            Err(Error::UnknownSecurityLevel {
-                n: 512,
-                security_bits: 128,
-                secret: "ternary"
-            })
+            Err(Error::UnknownSecurityLevel { n: 512, security_bits: 128, secret: "ternary" })
         );
         assert_eq!(insecure(small_n).unwrap().security_bound(), None);
         let mut lit = bgv_literal("x", 10, 1, 0, 1, 65537).unwrap();
         assert!(Parameters::new(lit.clone()).is_err()); // 30 bits > 26
         lit.security = SecurityLevel::Bits192;
-        assert!(matches!(
-            Parameters::new(lit),
-            Err(Error::UnknownSecurityLevel { n: 1024, .. })
-        ));
+        assert!(matches!(Parameters::new(lit), Err(Error::UnknownSecurityLevel { n: 1024, .. })));
         // Exactly at a bound passes; just above fails. A set of N = 2^11 with one prime: 30 <= 36.
         let lit = bgv_literal("x", 11, 1, 0, 1, 65537).unwrap();
         let mut l192 = lit.clone();
@@ -1490,10 +1342,7 @@ mod tests {
         assert!(Parameters::new(l192).is_ok());
         let mut l256 = lit;
         l256.security = SecurityLevel::Bits256; // 30 > 27
-        assert!(matches!(
-            Parameters::new(l256),
-            Err(Error::InsecureParameters { max_log_qp: 27, .. })
-        ));
+        assert!(matches!(Parameters::new(l256), Err(Error::InsecureParameters { max_log_qp: 27, .. })));
     }
 
     #[test]
@@ -1536,27 +1385,15 @@ mod tests {
     fn count_and_name_caps() {
         let mut l = small();
         l.name = "x".repeat(MAX_NAME_LEN + 1);
-        assert!(matches!(
-            insecure(l),
-            Err(Error::CountTooLarge {
-                what: "name length",
-                ..
-            })
-        ));
+        assert!(matches!(insecure(l), Err(Error::CountTooLarge { what: "name length", .. })));
         let mut l = small();
         l.name = "é".repeat(MAX_NAME_LEN / 2);
         assert!(insecure(l).is_ok());
-        assert!(matches!(
-            bgv_literal("x", 10, 257, 0, 1, 3),
-            Err(Error::CountTooLarge { .. })
-        ));
+        assert!(matches!(bgv_literal("x", 10, 257, 0, 1, 3), Err(Error::CountTooLarge { .. })));
         let mut l = small();
         l.q = vec![3; 300];
         assert!(matches!(insecure(l), Err(Error::CountTooLarge { .. })));
-        assert!(matches!(
-            bgv_literal("x", 17, 250, 0, 1, 3),
-            Err(Error::NotEnoughPrimes { .. })
-        ));
+        assert!(matches!(bgv_literal("x", 17, 250, 0, 1, 3), Err(Error::NotEnoughPrimes { .. })));
     }
 
     #[test]
@@ -1565,9 +1402,7 @@ mod tests {
             let p = Parameters::new(lit).unwrap();
             let bytes = p.to_bytes();
             assert_eq!(Parameters::from_bytes(&bytes).unwrap(), p);
-            let header = serial::read_object(&bytes, ObjectType::Parameters)
-                .unwrap()
-                .0;
+            let header = serial::read_object(&bytes, ObjectType::Parameters).unwrap().0;
             assert_eq!(header.param_id, p.id());
             assert_eq!(header.scheme, Scheme::Bgv);
         }
@@ -1607,12 +1442,8 @@ mod tests {
         // Truncated payloads under a consistent header reach the payload reader.
         let payload = &bytes[serial::HEADER_LEN..];
         for k in 0..payload.len() {
-            let obj =
-                serial::write_object(ObjectType::Parameters, Scheme::Bgv, p.id(), &payload[..k]);
-            assert!(
-                matches!(Parameters::from_bytes(&obj), Err(Error::Truncated { .. })),
-                "k = {k}"
-            );
+            let obj = serial::write_object(ObjectType::Parameters, Scheme::Bgv, p.id(), &payload[..k]);
+            assert!(matches!(Parameters::from_bytes(&obj), Err(Error::Truncated { .. })), "k = {k}");
         }
     }
 
@@ -1620,63 +1451,40 @@ mod tests {
     fn corrupted_objects() {
         let (p, bytes) = n13_bytes();
         let payload = bytes[serial::HEADER_LEN..].to_vec();
-        let obj = |payload: &[u8]| {
-            serial::write_object(ObjectType::Parameters, Scheme::Bgv, p.id(), payload)
-        };
+        let obj = |payload: &[u8]| serial::write_object(ObjectType::Parameters, Scheme::Bgv, p.id(), payload);
         // Trailing bytes inside the payload.
         let mut long = payload.clone();
         long.push(0);
-        assert_eq!(
-            Parameters::from_bytes(&obj(&long)),
-            Err(Error::TrailingBytes { count: 1 })
-        );
+        assert_eq!(Parameters::from_bytes(&obj(&long)), Err(Error::TrailingBytes { count: 1 }));
         // Trailing bytes after the declared payload.
         let mut b = bytes.clone();
         b.extend_from_slice(&[0, 0]);
-        assert!(matches!(
-            Parameters::from_bytes(&b),
-            Err(Error::LengthMismatch { .. })
-        ));
+        assert!(matches!(Parameters::from_bytes(&b), Err(Error::LengthMismatch { .. })));
         // Declared length differs.
         let mut b = bytes.clone();
         b[16..24].copy_from_slice(&(payload.len() as u64 - 1).to_le_bytes());
         assert_eq!(
             Parameters::from_bytes(&b),
-            Err(Error::LengthMismatch {
-                declared: payload.len() as u64 - 1,
-                actual: payload.len() as u64
-            })
+            Err(Error::LengthMismatch { declared: payload.len() as u64 - 1, actual: payload.len() as u64 })
         );
         // Wrong id in the header.
         let mut b = bytes.clone();
         b[8] ^= 1;
-        assert!(matches!(
-            Parameters::from_bytes(&b),
-            Err(Error::ParameterMismatch { .. })
-        ));
+        assert!(matches!(Parameters::from_bytes(&b), Err(Error::ParameterMismatch { .. })));
         // Header scheme differs from the literal's.
         let mut b = bytes.clone();
         b[7] = Scheme::Ckks.tag();
-        assert!(matches!(
-            Parameters::from_bytes(&b),
-            Err(Error::SchemeMismatch { .. })
-        ));
+        assert!(matches!(Parameters::from_bytes(&b), Err(Error::SchemeMismatch { .. })));
         // Wrong object type, bad magic, bad version.
         let mut b = bytes.clone();
         b[6] = ObjectType::Ciphertext.tag();
-        assert!(matches!(
-            Parameters::from_bytes(&b),
-            Err(Error::ObjectTypeMismatch { .. })
-        ));
+        assert!(matches!(Parameters::from_bytes(&b), Err(Error::ObjectTypeMismatch { .. })));
         let mut b = bytes.clone();
         b[0] = b'X';
         assert_eq!(Parameters::from_bytes(&b), Err(Error::BadMagic));
         let mut b = bytes.clone();
         b[4] = 2;
-        assert_eq!(
-            Parameters::from_bytes(&b),
-            Err(Error::UnsupportedVersion { version: 2 })
-        );
+        assert_eq!(Parameters::from_bytes(&b), Err(Error::UnsupportedVersion { version: 2 }));
         // A changed prime (still the same length) fails validation or the id check.
         let mut pl = payload.clone();
         let name_len = p.name().len();
@@ -1686,39 +1494,18 @@ mod tests {
         // Unknown tags inside the payload.
         let mut pl = payload.clone();
         pl[4 + name_len] = 9; // scheme
-        assert!(matches!(
-            Parameters::from_bytes(&obj(&pl)),
-            Err(Error::InvalidField {
-                field: "scheme",
-                ..
-            })
-        ));
+        assert!(matches!(Parameters::from_bytes(&obj(&pl)), Err(Error::InvalidField { field: "scheme", .. })));
         let secret_at = payload.len() - 8 - 2 - 1;
         let mut pl = payload.clone();
         pl[secret_at] = 2;
-        assert!(matches!(
-            Parameters::from_bytes(&obj(&pl)),
-            Err(Error::InvalidField {
-                field: "secret",
-                ..
-            })
-        ));
+        assert!(matches!(Parameters::from_bytes(&obj(&pl)), Err(Error::InvalidField { field: "secret", .. })));
         let mut pl = payload.clone();
         pl[secret_at + 1..secret_at + 3].copy_from_slice(&100u16.to_le_bytes());
-        assert!(matches!(
-            Parameters::from_bytes(&obj(&pl)),
-            Err(Error::InvalidField {
-                field: "security",
-                ..
-            })
-        ));
+        assert!(matches!(Parameters::from_bytes(&obj(&pl)), Err(Error::InvalidField { field: "security", .. })));
         // Name that is not UTF-8.
         let mut pl = payload;
         pl[4] = 0xff;
-        assert!(matches!(
-            Parameters::from_bytes(&obj(&pl)),
-            Err(Error::InvalidField { field: "name", .. })
-        ));
+        assert!(matches!(Parameters::from_bytes(&obj(&pl)), Err(Error::InvalidField { field: "name", .. })));
     }
 
     #[test]
@@ -1726,45 +1513,29 @@ mod tests {
         let (p, bytes) = n13_bytes();
         let payload = &bytes[serial::HEADER_LEN..];
         let name_len = p.name().len();
-        let obj = |payload: &[u8]| {
-            serial::write_object(ObjectType::Parameters, Scheme::Bgv, p.id(), payload)
-        };
+        let obj = |payload: &[u8]| serial::write_object(ObjectType::Parameters, Scheme::Bgv, p.id(), payload);
         // Name length.
         for len in [257u32, u32::MAX] {
             let mut pl = payload.to_vec();
             pl[..4].copy_from_slice(&len.to_le_bytes());
             assert_eq!(
                 Parameters::from_bytes(&obj(&pl)),
-                Err(Error::CountTooLarge {
-                    what: "name length",
-                    found: u64::from(len),
-                    limit: 256
-                })
+                Err(Error::CountTooLarge { what: "name length", found: u64::from(len), limit: 256 })
             );
         }
         // Prime counts.
         let count_q_at = 4 + name_len + 1 + 4;
-        for (at, what) in [
-            (count_q_at, "number of q primes"),
-            (count_q_at + 4, "number of p primes"),
-        ] {
+        for (at, what) in [(count_q_at, "number of q primes"), (count_q_at + 4, "number of p primes")] {
             let mut pl = payload.to_vec();
             pl[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
             assert_eq!(
                 Parameters::from_bytes(&obj(&pl)),
-                Err(Error::CountTooLarge {
-                    what,
-                    found: u64::from(u32::MAX),
-                    limit: 256
-                })
+                Err(Error::CountTooLarge { what, found: u64::from(u32::MAX), limit: 256 })
             );
             // A count within the cap but beyond the data: truncation, not a panic.
             let mut pl = payload.to_vec();
             pl[at..at + 4].copy_from_slice(&256u32.to_le_bytes());
-            assert!(matches!(
-                Parameters::from_bytes(&obj(&pl)),
-                Err(Error::Truncated { .. })
-            ));
+            assert!(matches!(Parameters::from_bytes(&obj(&pl)), Err(Error::Truncated { .. })));
         }
     }
 
@@ -1781,10 +1552,7 @@ mod tests {
         assert!(json.contains("\"scheme\": \"bgv\""));
         assert!(json.contains("\"security\": \"bits128\""));
         let gaussian = json.replace("\"ternary\"", "\"gaussian\"");
-        assert!(matches!(
-            ParametersLiteral::from_json(&gaussian),
-            Err(Error::InvalidParameters { .. })
-        ));
+        assert!(matches!(ParametersLiteral::from_json(&gaussian), Err(Error::InvalidParameters { .. })));
         let bad_level = json.replace("\"bits128\"", "\"bits100\"");
         assert!(ParametersLiteral::from_json(&bad_level).is_err());
         let extra = json.replacen('{', "{\"extra\": 1,", 1);

@@ -1,1 +1,437 @@
-//! (in progress)
+//! RNS polynomials and the ring context they live in.
+//!
+//! A [`RingContext`] owns every prime of a parameter set (the ciphertext chain `q_0..q_L`
+//! followed by the special primes `p_0..p_{k-1}`), one NTT table per prime, and caches of the
+//! precomputed tables of basis conversions. Primes are addressed by their *global index* in
+//! that list, and a polynomial's basis is a [`Basis`]: the ordered list of global indices of
+//! its limbs.
+//!
+//! An [`RnsPoly`] stores its residues in a backend buffer, limb-major (`[limb][N]` u32, every
+//! residue in `[0, q)`), and carries its representation in its type: [`Coeff`] (coefficients)
+//! or [`Eval`] (NTT domain, bit-reversed order; see [`crate::math::ntt`]). Kernels that only
+//! make sense in one domain take that domain's type, so a product of coefficient vectors does
+//! not compile.
+
+use std::collections::HashMap;
+use std::marker::PhantomData;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::backend::Backend;
+use crate::error::{Error, Result};
+use crate::math::ntt::{automorphism_permutation, NttTable};
+use crate::math::rns::{BaseConverter, ScaleDown};
+use crate::math::zq::Modulus;
+use crate::params::Parameters;
+
+/// Ordered global indices of the primes a polynomial's limbs are reduced by.
+pub type Basis = Arc<[usize]>;
+
+/// Marker trait of polynomial representations.
+pub trait Representation: Send + Sync + 'static {
+    /// Name used in errors and the wire format.
+    const NAME: &'static str;
+    /// Tag of the wire format.
+    const TAG: u8;
+}
+
+/// Coefficient representation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Coeff;
+/// Evaluation (NTT) representation, bit-reversed slot order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Eval;
+
+impl Representation for Coeff {
+    const NAME: &'static str = "Coeff";
+    const TAG: u8 = 0;
+}
+impl Representation for Eval {
+    const NAME: &'static str = "Eval";
+    const TAG: u8 = 1;
+}
+
+/// Key of a cached basis-conversion table.
+type PairKey = (Vec<usize>, Vec<usize>, Option<u32>);
+
+/// Everything about the ring that kernels need: primes, NTT tables, conversion tables.
+#[derive(Debug)]
+pub struct RingContext {
+    params: Parameters,
+    moduli: Vec<Modulus>,
+    ntt: Vec<NttTable>,
+    converters: Mutex<HashMap<PairKey, Arc<BaseConverter>>>,
+    scale_downs: Mutex<HashMap<PairKey, Arc<ScaleDown>>>,
+    galois: Mutex<HashMap<usize, Arc<Vec<u32>>>>,
+}
+
+impl RingContext {
+    /// Builds the context (NTT tables for every prime of the chain and the special primes).
+    pub fn new(params: &Parameters) -> Result<Arc<Self>> {
+        let moduli: Vec<Modulus> = params.q().iter().chain(params.p().iter()).copied().collect();
+        let ntt = moduli.iter().map(|m| NttTable::new(*m, params.n())).collect::<Result<Vec<_>>>()?;
+        Ok(Arc::new(Self {
+            params: params.clone(),
+            moduli,
+            ntt,
+            converters: Mutex::new(HashMap::new()),
+            scale_downs: Mutex::new(HashMap::new()),
+            galois: Mutex::new(HashMap::new()),
+        }))
+    }
+
+    /// The parameters.
+    #[must_use]
+    pub fn params(&self) -> &Parameters {
+        &self.params
+    }
+
+    /// Ring degree N.
+    #[must_use]
+    pub fn n(&self) -> usize {
+        self.params.n()
+    }
+
+    /// Number of ciphertext primes (`L + 1`).
+    #[must_use]
+    pub fn q_count(&self) -> usize {
+        self.params.q().len()
+    }
+
+    /// Number of special primes.
+    #[must_use]
+    pub fn p_count(&self) -> usize {
+        self.params.p().len()
+    }
+
+    /// Modulus of a global index.
+    pub fn modulus(&self, index: usize) -> Result<&Modulus> {
+        self.moduli.get(index).ok_or(Error::LevelOutOfRange { level: index, max: self.moduli.len().saturating_sub(1) })
+    }
+
+    /// Moduli of a basis.
+    pub fn moduli_of(&self, basis: &[usize]) -> Result<Vec<Modulus>> {
+        basis.iter().map(|&i| self.modulus(i).copied()).collect()
+    }
+
+    /// NTT table of a global index.
+    pub fn ntt_table(&self, index: usize) -> Result<&NttTable> {
+        self.ntt.get(index).ok_or(Error::LevelOutOfRange { level: index, max: self.ntt.len().saturating_sub(1) })
+    }
+
+    /// Basis `q_0..q_level`.
+    pub fn q_basis(&self, level: usize) -> Result<Basis> {
+        if level >= self.q_count() {
+            return Err(Error::LevelOutOfRange { level, max: self.q_count().saturating_sub(1) });
+        }
+        Ok((0..=level).collect())
+    }
+
+    /// Basis of the special primes `p_0..p_{k-1}`.
+    #[must_use]
+    pub fn p_basis(&self) -> Basis {
+        (self.q_count()..self.q_count() + self.p_count()).collect()
+    }
+
+    /// Basis `q_0..q_level, p_0..p_{k-1}`.
+    pub fn qp_basis(&self, level: usize) -> Result<Basis> {
+        let q = self.q_basis(level)?;
+        Ok(q.iter().copied().chain(self.p_basis().iter().copied()).collect())
+    }
+
+    /// Cached fast base converter between two bases.
+    pub fn converter(&self, from: &[usize], to: &[usize]) -> Result<Arc<BaseConverter>> {
+        let key = (from.to_vec(), to.to_vec(), None);
+        let mut cache = self.converters.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(c) = cache.get(&key) {
+            return Ok(Arc::clone(c));
+        }
+        let conv = Arc::new(BaseConverter::new(&self.moduli_of(from)?, &self.moduli_of(to)?)?);
+        cache.insert(key, Arc::clone(&conv));
+        Ok(conv)
+    }
+
+    /// Cached divide-and-round table (`keep`, `drop`, optional plaintext modulus).
+    pub fn scale_down(&self, keep: &[usize], drop: &[usize], t: Option<u32>) -> Result<Arc<ScaleDown>> {
+        let key = (keep.to_vec(), drop.to_vec(), t);
+        let mut cache = self.scale_downs.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(c) = cache.get(&key) {
+            return Ok(Arc::clone(c));
+        }
+        let sd = Arc::new(ScaleDown::new(&self.moduli_of(keep)?, &self.moduli_of(drop)?, t)?);
+        cache.insert(key, Arc::clone(&sd));
+        Ok(sd)
+    }
+
+    /// Cached Eval-domain permutation of the automorphism `X -> X^g`.
+    pub fn galois_permutation(&self, g: usize) -> Result<Arc<Vec<u32>>> {
+        let mut cache = self.galois.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(p) = cache.get(&g) {
+            return Ok(Arc::clone(p));
+        }
+        let perm = Arc::new(automorphism_permutation(g, self.params.log_n())?);
+        cache.insert(g, Arc::clone(&perm));
+        Ok(perm)
+    }
+}
+
+/// An RNS polynomial on a backend, in representation `R`.
+pub struct RnsPoly<B: Backend, R: Representation> {
+    data: B::Buffer,
+    basis: Basis,
+    _rep: PhantomData<R>,
+}
+
+impl<B: Backend, R: Representation> std::fmt::Debug for RnsPoly<B, R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Residues are never printed: they may be secret.
+        f.debug_struct("RnsPoly").field("rep", &R::NAME).field("basis", &self.basis).finish_non_exhaustive()
+    }
+}
+
+impl<B: Backend, R: Representation> RnsPoly<B, R> {
+    /// Wraps a buffer; checks its length against the basis.
+    pub fn from_buffer(backend: &B, data: B::Buffer, basis: Basis) -> Result<Self> {
+        let words = basis.len() * backend.context().n();
+        let len = backend.len(&data);
+        if len != words {
+            return Err(Error::DimensionMismatch { what: "polynomial words", expected: words, found: len });
+        }
+        Ok(Self { data, basis, _rep: PhantomData })
+    }
+
+    /// Uploads host residues (limb-major, each `< q` of its limb; checked).
+    pub fn from_host(backend: &B, residues: &[u32], basis: Basis) -> Result<Self> {
+        let ctx = backend.context();
+        let n = ctx.n();
+        if residues.len() != basis.len() * n {
+            return Err(Error::DimensionMismatch {
+                what: "polynomial words",
+                expected: basis.len() * n,
+                found: residues.len(),
+            });
+        }
+        for (limb, (chunk, &idx)) in residues.chunks_exact(n).zip(basis.iter()).enumerate() {
+            let q = ctx.modulus(idx)?.value();
+            if let Some(index) = chunk.iter().position(|&x| x >= q) {
+                return Err(Error::ResidueOutOfRange { limb, index });
+            }
+        }
+        let data = backend.upload(residues)?;
+        Ok(Self { data, basis, _rep: PhantomData })
+    }
+
+    /// The zero polynomial.
+    pub fn zero(backend: &B, basis: Basis) -> Result<Self> {
+        let data = backend.zeros(basis.len() * backend.context().n())?;
+        Ok(Self { data, basis, _rep: PhantomData })
+    }
+
+    /// Downloads the residues (limb-major).
+    pub fn to_host(&self, backend: &B) -> Result<Vec<u32>> {
+        backend.download(&self.data)
+    }
+
+    /// The basis.
+    #[must_use]
+    pub fn basis(&self) -> &Basis {
+        &self.basis
+    }
+
+    /// Number of limbs.
+    #[must_use]
+    pub fn limb_count(&self) -> usize {
+        self.basis.len()
+    }
+
+    /// The backend buffer.
+    #[must_use]
+    pub fn buffer(&self) -> &B::Buffer {
+        &self.data
+    }
+
+    /// The backend buffer, mutably.
+    pub fn buffer_mut(&mut self) -> &mut B::Buffer {
+        &mut self.data
+    }
+
+    /// Splits into buffer and basis.
+    #[must_use]
+    pub fn into_parts(self) -> (B::Buffer, Basis) {
+        (self.data, self.basis)
+    }
+
+    /// A deep copy.
+    pub fn duplicate(&self, backend: &B) -> Result<Self> {
+        Ok(Self { data: backend.duplicate(&self.data)?, basis: Arc::clone(&self.basis), _rep: PhantomData })
+    }
+
+    /// Keeps the first `count` limbs (a level drop without arithmetic: the view of a lower
+    /// level). Cheap: the backend truncates in place.
+    pub fn keep_limbs(self, backend: &B, count: usize) -> Result<Self> {
+        if count == 0 || count > self.basis.len() {
+            return Err(Error::DimensionMismatch { what: "limbs kept", expected: self.basis.len(), found: count });
+        }
+        let basis: Basis = self.basis.iter().take(count).copied().collect();
+        let data = backend.truncate(self.data, count * backend.context().n())?;
+        Ok(Self { data, basis, _rep: PhantomData })
+    }
+
+    /// Copies the limbs of `sub` (each must be in this polynomial's basis) into a new polynomial.
+    pub fn select(&self, backend: &B, sub: &[usize]) -> Result<Self> {
+        let positions = positions_in(&self.basis, sub)?;
+        let data = backend.gather_limbs(&self.data, &positions)?;
+        Ok(Self { data, basis: sub.into(), _rep: PhantomData })
+    }
+
+    fn check_same_basis(&self, other: &Self) -> Result<()> {
+        if self.basis != other.basis {
+            return Err(Error::LevelMismatch { left: self.basis.len(), right: other.basis.len() });
+        }
+        Ok(())
+    }
+
+    /// `self + other`.
+    pub fn add(&self, backend: &B, other: &Self) -> Result<Self> {
+        self.check_same_basis(other)?;
+        Ok(Self {
+            data: backend.add(&self.data, &other.data, &self.basis)?,
+            basis: Arc::clone(&self.basis),
+            _rep: PhantomData,
+        })
+    }
+
+    /// `self - other`.
+    pub fn sub(&self, backend: &B, other: &Self) -> Result<Self> {
+        self.check_same_basis(other)?;
+        Ok(Self {
+            data: backend.sub(&self.data, &other.data, &self.basis)?,
+            basis: Arc::clone(&self.basis),
+            _rep: PhantomData,
+        })
+    }
+
+    /// `-self`.
+    pub fn neg(&self, backend: &B) -> Result<Self> {
+        Ok(Self { data: backend.neg(&self.data, &self.basis)?, basis: Arc::clone(&self.basis), _rep: PhantomData })
+    }
+
+    /// Multiplies limb `i` by the constant `scalars[i]` (each `< q_i`).
+    pub fn mul_scalar(&self, backend: &B, scalars: &[u32]) -> Result<Self> {
+        Ok(Self {
+            data: backend.mul_scalar(&self.data, scalars, &self.basis)?,
+            basis: Arc::clone(&self.basis),
+            _rep: PhantomData,
+        })
+    }
+
+    /// Multiplies by a small signed integer constant (reduced into every limb).
+    pub fn mul_int(&self, backend: &B, k: i64) -> Result<Self> {
+        let ctx = backend.context();
+        let scalars = self.basis.iter().map(|&i| Ok(ctx.modulus(i)?.reduce_i64(k))).collect::<Result<Vec<_>>>()?;
+        self.mul_scalar(backend, &scalars)
+    }
+}
+
+impl<B: Backend> RnsPoly<B, Coeff> {
+    /// Forward NTT of every limb.
+    pub fn into_eval(self, backend: &B) -> Result<RnsPoly<B, Eval>> {
+        let mut data = self.data;
+        backend.ntt_forward(&mut data, &self.basis)?;
+        Ok(RnsPoly { data, basis: self.basis, _rep: PhantomData })
+    }
+
+    /// Builds a polynomial from small signed coefficients (reduced into every limb).
+    pub fn from_signed(backend: &B, coeffs: &[i64], basis: Basis) -> Result<Self> {
+        let ctx = backend.context();
+        let n = ctx.n();
+        if coeffs.len() != n {
+            return Err(Error::DimensionMismatch { what: "coefficients", expected: n, found: coeffs.len() });
+        }
+        let mut host = Vec::with_capacity(basis.len() * n);
+        for &i in basis.iter() {
+            let m = ctx.modulus(i)?;
+            host.extend(coeffs.iter().map(|&c| m.reduce_i64(c)));
+        }
+        let data = backend.upload(&host)?;
+        Ok(Self { data, basis, _rep: PhantomData })
+    }
+
+    /// Fast base conversion of these limbs to `to` (see [`BaseConverter`]).
+    pub fn base_convert(&self, backend: &B, to: &[usize]) -> Result<Self> {
+        let data = backend.base_convert(&self.data, &self.basis, to)?;
+        Ok(Self { data, basis: to.into(), _rep: PhantomData })
+    }
+
+    /// Divide-and-round by the primes `drop` (a suffix of the basis), keeping the rest
+    /// (see [`ScaleDown`]); `t` selects the BGV variant that preserves the plaintext mod t.
+    pub fn scale_down(&self, backend: &B, drop_count: usize, t: Option<u32>) -> Result<Self> {
+        let len = self.basis.len();
+        if drop_count == 0 || drop_count >= len {
+            return Err(Error::DepthExhausted { level: len.saturating_sub(1), wanted: drop_count });
+        }
+        let keep: Vec<usize> = self.basis.iter().take(len - drop_count).copied().collect();
+        let drop: Vec<usize> = self.basis.iter().skip(len - drop_count).copied().collect();
+        let data = backend.scale_down(&self.data, &keep, &drop, t)?;
+        Ok(Self { data, basis: keep.into(), _rep: PhantomData })
+    }
+}
+
+impl<B: Backend> RnsPoly<B, Eval> {
+    /// Inverse NTT of every limb.
+    pub fn into_coeff(self, backend: &B) -> Result<RnsPoly<B, Coeff>> {
+        let mut data = self.data;
+        backend.ntt_inverse(&mut data, &self.basis)?;
+        Ok(RnsPoly { data, basis: self.basis, _rep: PhantomData })
+    }
+
+    /// Point-wise product.
+    pub fn mul(&self, backend: &B, other: &Self) -> Result<Self> {
+        self.check_same_basis(other)?;
+        Ok(Self {
+            data: backend.mul(&self.data, &other.data, &self.basis)?,
+            basis: Arc::clone(&self.basis),
+            _rep: PhantomData,
+        })
+    }
+
+    /// `self += a * b` point-wise.
+    pub fn mul_add_assign(&mut self, backend: &B, a: &Self, b: &Self) -> Result<()> {
+        self.check_same_basis(a)?;
+        self.check_same_basis(b)?;
+        backend.mul_add(&mut self.data, &a.data, &b.data, &self.basis)
+    }
+
+    /// The Galois automorphism `X -> X^g` (g odd, `< 2N`), applied in the Eval domain.
+    pub fn automorphism(&self, backend: &B, g: usize) -> Result<Self> {
+        Ok(Self {
+            data: backend.automorphism(&self.data, g, &self.basis)?,
+            basis: Arc::clone(&self.basis),
+            _rep: PhantomData,
+        })
+    }
+
+    /// Uniform residues from a ChaCha20 stream, sampled directly in the Eval domain.
+    pub fn uniform(
+        backend: &B,
+        seed: &crate::math::sampling::Seed,
+        purpose: crate::math::sampling::Purpose,
+        index: u32,
+        basis: Basis,
+    ) -> Result<Self> {
+        let data = backend.uniform(seed, purpose, index, &basis)?;
+        Ok(Self { data, basis, _rep: PhantomData })
+    }
+}
+
+/// Positions of the elements of `sub` within `basis`.
+pub fn positions_in(basis: &[usize], sub: &[usize]) -> Result<Vec<usize>> {
+    sub.iter()
+        .map(|s| {
+            basis.iter().position(|b| b == s).ok_or(Error::DimensionMismatch {
+                what: "limb not in basis",
+                expected: basis.len(),
+                found: *s,
+            })
+        })
+        .collect()
+}

@@ -127,9 +127,7 @@ impl Writer {
     /// An empty writer with room for `capacity` bytes.
     #[must_use]
     pub fn with_capacity(capacity: usize) -> Self {
-        Self {
-            buf: Vec::with_capacity(capacity),
-        }
+        Self { buf: Vec::with_capacity(capacity) }
     }
 
     /// Appends one byte.
@@ -228,10 +226,7 @@ impl<'a> Reader<'a> {
     pub fn ensure(&self, needed: usize) -> Result<()> {
         let remaining = self.remaining();
         if needed > remaining {
-            return Err(Error::Truncated {
-                offset: self.pos,
-                needed: needed - remaining,
-            });
+            return Err(Error::Truncated { offset: self.pos, needed: needed - remaining });
         }
         Ok(())
     }
@@ -240,10 +235,7 @@ impl<'a> Reader<'a> {
     pub fn get_bytes(&mut self, len: usize) -> Result<&'a [u8]> {
         self.ensure(len)?;
         let end = self.pos + len;
-        let out = self.bytes.get(self.pos..end).ok_or(Error::Truncated {
-            offset: self.pos,
-            needed: len,
-        })?;
+        let out = self.bytes.get(self.pos..end).ok_or(Error::Truncated { offset: self.pos, needed: len })?;
         self.pos = end;
         Ok(out)
     }
@@ -325,28 +317,14 @@ pub fn read_object(bytes: &[u8], expected: ObjectType) -> Result<(Header, &[u8])
     let param_id = r.get_u64()?;
     let payload_len = r.get_u64()?;
     if object != expected {
-        return Err(Error::ObjectTypeMismatch {
-            expected: expected.name(),
-            found: object.name(),
-        });
+        return Err(Error::ObjectTypeMismatch { expected: expected.name(), found: object.name() });
     }
     let actual = r.remaining() as u64;
     if payload_len != actual {
-        return Err(Error::LengthMismatch {
-            declared: payload_len,
-            actual,
-        });
+        return Err(Error::LengthMismatch { declared: payload_len, actual });
     }
     let payload = r.get_bytes(r.remaining())?;
-    Ok((
-        Header {
-            object,
-            scheme,
-            param_id,
-            payload_len,
-        },
-        payload,
-    ))
+    Ok((Header { object, scheme, param_id, payload_len }, payload))
 }
 
 /// Reads a residue block of `moduli.len()` limbs of `n` words each, limb-major `[limb][n]`.
@@ -360,12 +338,8 @@ pub fn read_residues(r: &mut Reader, moduli: &[Modulus], n: usize) -> Result<Vec
     if mode != PACKING_PLAIN_U32 {
         return Err(Error::UnknownPacking { mode });
     }
-    let count = moduli.len().checked_mul(n).ok_or(Error::SizeOverflow {
-        what: "residue count",
-    })?;
-    let len = count.checked_mul(4).ok_or(Error::SizeOverflow {
-        what: "residue block size",
-    })?;
+    let count = moduli.len().checked_mul(n).ok_or(Error::SizeOverflow { what: "residue count" })?;
+    let len = count.checked_mul(4).ok_or(Error::SizeOverflow { what: "residue block size" })?;
     r.ensure(len)?;
     let raw = r.get_bytes(len)?;
     let mut out = Vec::with_capacity(count);
@@ -394,24 +368,13 @@ pub fn write_residues(w: &mut Writer, data: &[u32]) {
 
 #[cfg(test)]
 mod tests {
-    #![allow(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::indexing_slicing,
-        clippy::panic,
-        reason = "tests"
-    )]
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, reason = "tests")]
     use super::*;
 
     #[test]
     fn header_layout_is_as_documented() {
         let payload = [0xaau8, 0xbb, 0xcc];
-        let bytes = write_object(
-            ObjectType::Ciphertext,
-            Scheme::Ckks,
-            0x0102_0304_0506_0708,
-            &payload,
-        );
+        let bytes = write_object(ObjectType::Ciphertext, Scheme::Ckks, 0x0102_0304_0506_0708, &payload);
         let want: Vec<u8> = [
             &b"WGFH"[..],
             &[1, 0],                   // version
@@ -465,29 +428,14 @@ mod tests {
         let expect = ObjectType::PublicKey;
         // Truncated header at every offset.
         for k in 0..HEADER_LEN {
-            assert!(
-                matches!(
-                    read_object(&good[..k], expect),
-                    Err(Error::Truncated { .. })
-                ),
-                "k = {k}"
-            );
+            assert!(matches!(read_object(&good[..k], expect), Err(Error::Truncated { .. })), "k = {k}");
         }
-        assert_eq!(
-            read_object(&good[..5], expect),
-            Err(Error::Truncated {
-                offset: 4,
-                needed: 1
-            })
-        );
+        assert_eq!(read_object(&good[..5], expect), Err(Error::Truncated { offset: 4, needed: 1 }));
         // Truncated payload.
         for k in HEADER_LEN..good.len() {
             assert_eq!(
                 read_object(&good[..k], expect),
-                Err(Error::LengthMismatch {
-                    declared: 4,
-                    actual: (k - HEADER_LEN) as u64
-                })
+                Err(Error::LengthMismatch { declared: 4, actual: (k - HEADER_LEN) as u64 })
             );
         }
         let mut b = good.clone();
@@ -495,63 +443,33 @@ mod tests {
         assert_eq!(read_object(&b, expect), Err(Error::BadMagic));
         let mut b = good.clone();
         b[4..6].copy_from_slice(&2u16.to_le_bytes());
-        assert_eq!(
-            read_object(&b, expect),
-            Err(Error::UnsupportedVersion { version: 2 })
-        );
+        assert_eq!(read_object(&b, expect), Err(Error::UnsupportedVersion { version: 2 }));
         let mut b = good.clone();
         b[4..6].copy_from_slice(&0u16.to_le_bytes());
-        assert_eq!(
-            read_object(&b, expect),
-            Err(Error::UnsupportedVersion { version: 0 })
-        );
+        assert_eq!(read_object(&b, expect), Err(Error::UnsupportedVersion { version: 0 }));
         for tag in [0u8, 10, 255] {
             let mut b = good.clone();
             b[6] = tag;
-            assert_eq!(
-                read_object(&b, expect),
-                Err(Error::UnknownObjectType { tag })
-            );
+            assert_eq!(read_object(&b, expect), Err(Error::UnknownObjectType { tag }));
         }
         for tag in [0u8, 3, 255] {
             let mut b = good.clone();
             b[7] = tag;
-            assert!(matches!(
-                read_object(&b, expect),
-                Err(Error::InvalidField {
-                    field: "scheme",
-                    ..
-                })
-            ));
+            assert!(matches!(read_object(&b, expect), Err(Error::InvalidField { field: "scheme", .. })));
         }
         assert_eq!(
             read_object(&good, ObjectType::RelinKey),
-            Err(Error::ObjectTypeMismatch {
-                expected: "RelinKey",
-                found: "PublicKey"
-            })
+            Err(Error::ObjectTypeMismatch { expected: "RelinKey", found: "PublicKey" })
         );
         // Trailing bytes after the payload.
         let mut b = good.clone();
         b.push(0);
-        assert_eq!(
-            read_object(&b, expect),
-            Err(Error::LengthMismatch {
-                declared: 4,
-                actual: 5
-            })
-        );
+        assert_eq!(read_object(&b, expect), Err(Error::LengthMismatch { declared: 4, actual: 5 }));
         // Declared lengths that do not match, including absurd ones.
         for declared in [0u64, 3, 5, u64::MAX] {
             let mut b = good.clone();
             b[16..24].copy_from_slice(&declared.to_le_bytes());
-            assert_eq!(
-                read_object(&b, expect),
-                Err(Error::LengthMismatch {
-                    declared,
-                    actual: 4
-                })
-            );
+            assert_eq!(read_object(&b, expect), Err(Error::LengthMismatch { declared, actual: 4 }));
         }
     }
 
@@ -578,48 +496,25 @@ mod tests {
         assert_eq!(r.get_f64().unwrap().to_bits(), 0x7ff8_0000_0000_1234);
         assert_eq!(r.offset(), 31);
         assert_eq!(r.remaining(), 3);
-        assert_eq!(
-            r.get_u32(),
-            Err(Error::Truncated {
-                offset: 31,
-                needed: 1
-            })
-        );
+        assert_eq!(r.get_u32(), Err(Error::Truncated { offset: 31, needed: 1 }));
         // A failed read consumes nothing.
         assert_eq!(r.offset(), 31);
-        assert_eq!(
-            r.clone().get_bytes(usize::MAX),
-            Err(Error::Truncated {
-                offset: 31,
-                needed: usize::MAX - 3
-            })
-        );
+        assert_eq!(r.clone().get_bytes(usize::MAX), Err(Error::Truncated { offset: 31, needed: usize::MAX - 3 }));
         assert_eq!(r.clone().finish(), Err(Error::TrailingBytes { count: 3 }));
         assert_eq!(r.get_bytes(3).unwrap(), b"xyz");
-        assert_eq!(
-            r.get_u8(),
-            Err(Error::Truncated {
-                offset: 34,
-                needed: 1
-            })
-        );
+        assert_eq!(r.get_u8(), Err(Error::Truncated { offset: 34, needed: 1 }));
         assert!(r.finish().is_ok());
     }
 
     fn moduli() -> Vec<Modulus> {
-        [97u64, 193, 257]
-            .iter()
-            .map(|&q| Modulus::new(q).unwrap())
-            .collect()
+        [97u64, 193, 257].iter().map(|&q| Modulus::new(q).unwrap()).collect()
     }
 
     #[test]
     fn residue_round_trip_and_layout() {
         let ms = moduli();
         let n = 4;
-        let data: Vec<u32> = (0..ms.len() * n)
-            .map(|i| ((i * 37 + 5) as u32) % ms[i / n].value())
-            .collect();
+        let data: Vec<u32> = (0..ms.len() * n).map(|i| ((i * 37 + 5) as u32) % ms[i / n].value()).collect();
         let mut w = Writer::new();
         write_residues(&mut w, &data);
         w.put_u8(0x55);
@@ -636,20 +531,13 @@ mod tests {
         let mut w = Writer::new();
         w.put_residues(&top);
         let bytes = w.into_bytes();
-        assert_eq!(
-            read_residues(&mut Reader::new(&bytes), &ms, n).unwrap(),
-            top
-        );
+        assert_eq!(read_residues(&mut Reader::new(&bytes), &ms, n).unwrap(), top);
         // n = 0 and no limbs.
         let mut w = Writer::new();
         w.put_residues(&[]);
         let bytes = w.into_bytes();
-        assert!(read_residues(&mut Reader::new(&bytes), &ms, 0)
-            .unwrap()
-            .is_empty());
-        assert!(read_residues(&mut Reader::new(&bytes), &[], 8)
-            .unwrap()
-            .is_empty());
+        assert!(read_residues(&mut Reader::new(&bytes), &ms, 0).unwrap().is_empty());
+        assert!(read_residues(&mut Reader::new(&bytes), &[], 8).unwrap().is_empty());
     }
 
     #[test]
@@ -686,10 +574,7 @@ mod tests {
             w.put_residues(&data);
             let mut bytes = w.into_bytes();
             bytes[0] = mode;
-            assert_eq!(
-                read_residues(&mut Reader::new(&bytes), &ms, n),
-                Err(Error::UnknownPacking { mode })
-            );
+            assert_eq!(read_residues(&mut Reader::new(&bytes), &ms, n), Err(Error::UnknownPacking { mode }));
         }
         // Truncation at every length.
         let mut w = Writer::new();
@@ -697,25 +582,16 @@ mod tests {
         let bytes = w.into_bytes();
         for k in 0..bytes.len() {
             assert!(
-                matches!(
-                    read_residues(&mut Reader::new(&bytes[..k]), &ms, n),
-                    Err(Error::Truncated { .. })
-                ),
+                matches!(read_residues(&mut Reader::new(&bytes[..k]), &ms, n), Err(Error::Truncated { .. })),
                 "k = {k}"
             );
         }
         assert_eq!(
             read_residues(&mut Reader::new(&bytes[..10]), &ms, n),
-            Err(Error::Truncated {
-                offset: 1,
-                needed: 48 - 9
-            })
+            Err(Error::Truncated { offset: 1, needed: 48 - 9 })
         );
         // Huge declared sizes: refused before allocating.
-        assert!(matches!(
-            read_residues(&mut Reader::new(&bytes), &ms, 1 << 40),
-            Err(Error::Truncated { .. })
-        ));
+        assert!(matches!(read_residues(&mut Reader::new(&bytes), &ms, 1 << 40), Err(Error::Truncated { .. })));
         assert!(matches!(
             read_residues(&mut Reader::new(&bytes), &ms, usize::MAX / 2),
             Err(Error::SizeOverflow { .. })

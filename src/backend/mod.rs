@@ -1,1 +1,102 @@
-//! (in progress)
+//! The kernel set every scheme is written against, and its implementations.
+//!
+//! The trait exposes *kernels*, not scheme operations: NTTs, element-wise arithmetic, the Galois
+//! automorphism, basis conversion, divide-and-round, the key-switching inner product and PRNG
+//! expansion. Everything above it ([`crate::rlwe`], [`crate::bgv`]) is generic over the backend,
+//! so the GPU backend runs the same scheme code.
+//!
+//! Conventions shared by every kernel:
+//! * a buffer holds limb-major `[limb][N]` `u32` words; the limbs' primes are given by a basis
+//!   (global prime indices of the [`RingContext`]);
+//! * inputs and outputs are canonical residues in `[0, q)`, so every backend produces the same
+//!   bits;
+//! * data crosses between host and backend only through [`Backend::upload`] and
+//!   [`Backend::download`].
+//!
+//! Kernel names are the names of the shaders of the GPU backend (`ntt_forward`, ...).
+
+pub mod cpu;
+
+use std::sync::Arc;
+
+use crate::error::Result;
+use crate::math::sampling::{Purpose, Seed};
+use crate::poly::RingContext;
+
+pub use cpu::CpuBackend;
+
+/// The kernel-level operation set.
+pub trait Backend: Send + Sync + Sized + 'static {
+    /// A buffer of `u32` words resident on the backend.
+    type Buffer: Send + Sync;
+
+    /// Short name ("cpu", "gpu").
+    fn name(&self) -> &'static str;
+    /// The ring this backend computes in.
+    fn context(&self) -> &Arc<RingContext>;
+
+    /// Copies host words to a new buffer.
+    fn upload(&self, words: &[u32]) -> Result<Self::Buffer>;
+    /// Copies a buffer to the host.
+    fn download(&self, buf: &Self::Buffer) -> Result<Vec<u32>>;
+    /// A zero-filled buffer of `words` words.
+    fn zeros(&self, words: usize) -> Result<Self::Buffer>;
+    /// Number of words in a buffer.
+    fn len(&self, buf: &Self::Buffer) -> usize;
+    /// A copy of a buffer.
+    fn duplicate(&self, buf: &Self::Buffer) -> Result<Self::Buffer>;
+    /// Keeps the first `words` words.
+    fn truncate(&self, buf: Self::Buffer, words: usize) -> Result<Self::Buffer>;
+    /// A new buffer made of the limbs at `positions` of `buf`, in that order.
+    fn gather_limbs(&self, buf: &Self::Buffer, positions: &[usize]) -> Result<Self::Buffer>;
+
+    /// A new buffer of `limbs` limbs where limb `pos[k]` is limb `k` of the source it belongs
+    /// to; the two position lists must cover `0..limbs` exactly once.
+    fn merge_limbs(
+        &self,
+        first: (&Self::Buffer, &[usize]),
+        second: (&Self::Buffer, &[usize]),
+        limbs: usize,
+    ) -> Result<Self::Buffer>;
+
+    /// `ntt_forward`: negacyclic NTT of every limb, natural order in, bit-reversed out.
+    fn ntt_forward(&self, buf: &mut Self::Buffer, basis: &[usize]) -> Result<()>;
+    /// `ntt_inverse`: inverse of [`Backend::ntt_forward`], bit-reversed in, natural out.
+    fn ntt_inverse(&self, buf: &mut Self::Buffer, basis: &[usize]) -> Result<()>;
+
+    /// `add`: element-wise `a + b`.
+    fn add(&self, a: &Self::Buffer, b: &Self::Buffer, basis: &[usize]) -> Result<Self::Buffer>;
+    /// `sub`: element-wise `a - b`.
+    fn sub(&self, a: &Self::Buffer, b: &Self::Buffer, basis: &[usize]) -> Result<Self::Buffer>;
+    /// `neg`: element-wise `-a`.
+    fn neg(&self, a: &Self::Buffer, basis: &[usize]) -> Result<Self::Buffer>;
+    /// `mul`: element-wise `a * b` (Barrett).
+    fn mul(&self, a: &Self::Buffer, b: &Self::Buffer, basis: &[usize]) -> Result<Self::Buffer>;
+    /// `mul_add`: `acc += a * b` element-wise.
+    fn mul_add(&self, acc: &mut Self::Buffer, a: &Self::Buffer, b: &Self::Buffer, basis: &[usize]) -> Result<()>;
+    /// `mul_scalar`: limb `i` times the constant `scalars[i] < q_i` (Shoup).
+    fn mul_scalar(&self, a: &Self::Buffer, scalars: &[u32], basis: &[usize]) -> Result<Self::Buffer>;
+
+    /// `automorphism`: `X -> X^g` in the Eval domain (a permutation of every limb).
+    fn automorphism(&self, a: &Self::Buffer, g: usize, basis: &[usize]) -> Result<Self::Buffer>;
+
+    /// `base_convert`: fast basis conversion of Coeff limbs from basis `from` to basis `to`.
+    fn base_convert(&self, a: &Self::Buffer, from: &[usize], to: &[usize]) -> Result<Self::Buffer>;
+    /// `scale_down`: divide-and-round of Coeff limbs over `keep ++ drop` by the product of
+    /// `drop`, output over `keep`; with `t` the BGV variant (plaintext kept up to `D^-1 mod t`).
+    fn scale_down(&self, a: &Self::Buffer, keep: &[usize], drop: &[usize], t: Option<u32>) -> Result<Self::Buffer>;
+
+    /// `key_switch_inner_product`: `(sum_j d_j * b_j, sum_j d_j * a_j)` in the Eval domain, over
+    /// `basis`. Each digit `d_j` is over `basis`; each key polynomial is over `key_basis` (a
+    /// superset of `basis`), whose limbs are picked by prime index.
+    fn key_switch_inner_product(
+        &self,
+        digits: &[&Self::Buffer],
+        basis: &[usize],
+        key: &[(&Self::Buffer, &Self::Buffer)],
+        key_basis: &[usize],
+    ) -> Result<(Self::Buffer, Self::Buffer)>;
+
+    /// `uniform`: residues of ChaCha20 streams, one per limb, as Eval-domain values.
+    fn uniform(&self, seed: &Seed, purpose: Purpose, index: u32, basis: &[usize]) -> Result<Self::Buffer>;
+}

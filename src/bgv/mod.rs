@@ -1,1 +1,353 @@
-//! (in progress)
+//! The BGV scheme over the shared RLWE core.
+//!
+//! Ciphertexts encrypt `corr * m mod t`, where the *correction factor* `corr` is tracked per
+//! ciphertext: with `u32` primes `q_i = 1 mod t` is impossible for useful `t`, so dropping a prime
+//! `q` multiplies the plaintext by `q^-1 mod t` (OpenFHE's FLEXIBLEAUTO makes the same choice).
+//! Decryption divides it out. Modulus switching drops as many primes as the noise estimate
+//! allows ([`noise`]); one 30-bit prime is less than one BGV level needs.
+//!
+//! Entry point: [`Bgv`], which owns the backend, the encoder and the noise model, and offers key
+//! generation, encryption, decryption and every homomorphic operation.
+
+mod encoder;
+mod evaluator;
+pub mod noise;
+mod wire;
+
+pub use encoder::{Encoder, Plaintext};
+pub use evaluator::EvaluationKeys;
+pub use noise::{max_depth, NoiseModel};
+
+use std::sync::Arc;
+
+use num_bigint::BigUint;
+use num_traits::ToPrimitive;
+
+use crate::backend::{Backend, CpuBackend};
+use crate::error::{Error, Result};
+use crate::math::sampling::{Sampler, Seed};
+use crate::math::zq::Modulus;
+use crate::params::{Parameters, Scheme};
+use crate::poly::{Coeff, Eval, RingContext, RnsPoly};
+use crate::rlwe::{self, NoiseScale, PublicKey, SecretKey};
+
+/// `log2(x)` of a big integer (0 for 0 and 1), exact to f64 precision at any size.
+fn log2_big(x: &BigUint) -> f64 {
+    let bits = x.bits();
+    if bits <= 64 {
+        return x.to_u64().map_or(0.0, |v| (v.max(1) as f64).log2());
+    }
+    let shift = bits - 64;
+    let top = (x >> shift).to_u64().unwrap_or(u64::MAX);
+    (top as f64).log2() + shift as f64
+}
+
+/// A BGV ciphertext: `(c_0, c_1[, c_2])` in the Eval domain over `q_0..q_level`.
+#[derive(Debug)]
+pub struct Ciphertext<B: Backend> {
+    pub(crate) polys: Vec<RnsPoly<B, Eval>>,
+    /// Plaintext correction factor: the ciphertext encrypts `corr * m mod t`.
+    pub(crate) correction: u32,
+    /// Estimated `log2` of the canonical norm of `c_0 + c_1 s` (see [`noise`]).
+    pub(crate) noise_log2: f64,
+    /// Seed of `c_1` while `c_1` is still the untouched PRG output of a fresh symmetric
+    /// encryption (serialised as the seed).
+    pub(crate) seed: Option<Seed>,
+    pub(crate) param_id: u64,
+}
+
+impl<B: Backend> Ciphertext<B> {
+    /// Current level (index of the last prime of its modulus).
+    #[must_use]
+    pub fn level(&self) -> usize {
+        self.polys.first().map_or(0, |p| p.limb_count().saturating_sub(1))
+    }
+
+    /// Degree (number of polynomials minus one).
+    #[must_use]
+    pub fn degree(&self) -> usize {
+        self.polys.len().saturating_sub(1)
+    }
+
+    /// Plaintext correction factor.
+    #[must_use]
+    pub fn correction_factor(&self) -> u32 {
+        self.correction
+    }
+
+    /// Estimated `log2` of the noise bound.
+    #[must_use]
+    pub fn noise_estimate(&self) -> f64 {
+        self.noise_log2
+    }
+
+    /// Whether `c_1` is still a seed (a fresh symmetric encryption).
+    #[must_use]
+    pub fn is_seeded(&self) -> bool {
+        self.seed.is_some()
+    }
+
+    /// The polynomials.
+    #[must_use]
+    pub fn polys(&self) -> &[RnsPoly<B, Eval>] {
+        &self.polys
+    }
+
+    /// Id of the parameters.
+    #[must_use]
+    pub fn param_id(&self) -> u64 {
+        self.param_id
+    }
+
+    /// A deep copy.
+    pub fn duplicate(&self, backend: &B) -> Result<Self> {
+        Ok(Self {
+            polys: self.polys.iter().map(|p| p.duplicate(backend)).collect::<Result<_>>()?,
+            correction: self.correction,
+            noise_log2: self.noise_log2,
+            seed: self.seed,
+            param_id: self.param_id,
+        })
+    }
+}
+
+/// BGV over a backend: encoder, keys, encryption, decryption and evaluation.
+#[derive(Debug)]
+pub struct Bgv<B: Backend> {
+    backend: Arc<B>,
+    t: Modulus,
+    encoder: Encoder,
+    noise: NoiseModel,
+}
+
+impl Bgv<CpuBackend> {
+    /// BGV on the CPU reference backend.
+    pub fn cpu(params: &Parameters) -> Result<Self> {
+        Self::new(CpuBackend::new(RingContext::new(params)?))
+    }
+}
+
+impl<B: Backend> Bgv<B> {
+    /// BGV on `backend` (its context must hold BGV parameters).
+    pub fn new(backend: B) -> Result<Self> {
+        let params = backend.context().params().clone();
+        if params.scheme() != Scheme::Bgv {
+            return Err(Error::SchemeMismatch { expected: "BGV", found: "CKKS" });
+        }
+        let t_value = params
+            .plaintext_modulus()
+            .ok_or(Error::InvalidParameters { reason: "BGV needs a plaintext modulus".into() })?;
+        let t = Modulus::new(t_value)?;
+        let encoder = Encoder::new(t, params.log_n(), params.id(), params.batching())?;
+        let noise = NoiseModel::new(&params);
+        Ok(Self { backend: Arc::new(backend), t, encoder, noise })
+    }
+
+    /// The backend.
+    #[must_use]
+    pub fn backend(&self) -> &B {
+        &self.backend
+    }
+
+    /// The parameters.
+    #[must_use]
+    pub fn params(&self) -> &Parameters {
+        self.backend.context().params()
+    }
+
+    /// The encoder.
+    #[must_use]
+    pub fn encoder(&self) -> &Encoder {
+        &self.encoder
+    }
+
+    /// The noise model.
+    #[must_use]
+    pub fn noise_model(&self) -> &NoiseModel {
+        &self.noise
+    }
+
+    /// The plaintext modulus.
+    #[must_use]
+    pub fn plaintext_modulus(&self) -> u32 {
+        self.t.value()
+    }
+
+    /// Highest level of the chain.
+    #[must_use]
+    pub fn max_level(&self) -> usize {
+        self.params().q().len() - 1
+    }
+
+    /// The correction factor of level `level`: `prod_{i > level} q_i^-1 mod t`, what switching
+    /// a top-level ciphertext down to `level` multiplies into its plaintext. Fresh encryptions at
+    /// a lower level use it too, so ciphertexts at one level add without realignment.
+    pub fn level_correction(&self, level: usize) -> Result<u32> {
+        let q = self.params().q();
+        if level >= q.len() {
+            return Err(Error::LevelOutOfRange { level, max: q.len() - 1 });
+        }
+        q.iter().skip(level + 1).try_fold(1 % self.t.value(), |acc, m| {
+            let inv = self.t.inv(self.t.reduce_u32(m.value())).ok_or(Error::InvalidPlaintextModulus {
+                t: u64::from(self.t.value()),
+                reason: "not coprime to a chain prime",
+            })?;
+            Ok(self.t.mul(acc, inv))
+        })
+    }
+
+    pub(crate) fn scale(&self) -> NoiseScale {
+        NoiseScale(self.t.value())
+    }
+
+    pub(crate) fn check_ct(&self, ct: &Ciphertext<B>) -> Result<()> {
+        let id = self.params().id();
+        if ct.param_id != id {
+            return Err(Error::ParameterMismatch { expected: id, found: ct.param_id });
+        }
+        Ok(())
+    }
+
+    // ---- keys -----------------------------------------------------------------------------
+
+    /// A fresh secret key (randomness from the operating system).
+    pub fn gen_secret_key(&self) -> Result<SecretKey<B>> {
+        rlwe::gen_secret_key(self.backend(), None)
+    }
+
+    /// A secret key whose randomness (and all seeds and errors it later draws) derives from
+    /// `master`: for reproducible runs and backend-equivalence tests.
+    pub fn gen_secret_key_from_seed(&self, master: &Seed) -> Result<SecretKey<B>> {
+        rlwe::gen_secret_key(self.backend(), Some(master))
+    }
+
+    /// A public key.
+    pub fn gen_public_key(&self, sk: &SecretKey<B>) -> Result<PublicKey<B>> {
+        rlwe::gen_public_key(self.backend(), sk, self.scale())
+    }
+
+    // ---- encryption -----------------------------------------------------------------------
+
+    /// The plaintext `factor * m`, centred mod t and lifted to `q_0..q_level`, in the Eval domain.
+    pub(crate) fn lift(&self, pt: &Plaintext, factor: u32, level: usize) -> Result<RnsPoly<B, Eval>> {
+        if pt.param_id != self.params().id() {
+            return Err(Error::ParameterMismatch { expected: self.params().id(), found: pt.param_id });
+        }
+        let ctx = self.backend.context();
+        let centred: Vec<i64> = pt.coeffs.iter().map(|&c| self.t.center(self.t.mul(c, factor))).collect();
+        RnsPoly::<B, Coeff>::from_signed(self.backend(), &centred, ctx.q_basis(level)?)?.into_eval(self.backend())
+    }
+
+    /// Symmetric encryption at the top level with a fresh seed; `c_1` stays a seed on the wire.
+    pub fn encrypt_symmetric(&self, sk: &SecretKey<B>, pt: &Plaintext) -> Result<Ciphertext<B>> {
+        self.encrypt_symmetric_at(sk, pt, self.max_level(), None)
+    }
+
+    /// Symmetric encryption at `level`, with the caller's seed if given (refused if used before
+    /// under this key).
+    pub fn encrypt_symmetric_at(
+        &self,
+        sk: &SecretKey<B>,
+        pt: &Plaintext,
+        level: usize,
+        seed: Option<Seed>,
+    ) -> Result<Ciphertext<B>> {
+        let correction = self.level_correction(level)?;
+        let msg = self.lift(pt, correction, level)?;
+        let ((b, a), seed) = rlwe::encrypt_symmetric(self.backend(), sk, &msg, self.scale(), seed)?;
+        Ok(Ciphertext {
+            polys: vec![b, a],
+            correction,
+            noise_log2: self.noise.fresh_secret(),
+            seed: Some(seed),
+            param_id: self.params().id(),
+        })
+    }
+
+    /// Public-key encryption at the top level; randomness from `rng`.
+    pub fn encrypt_public(&self, pk: &PublicKey<B>, pt: &Plaintext, rng: &mut Sampler) -> Result<Ciphertext<B>> {
+        let msg = self.lift(pt, 1, self.max_level())?;
+        let (c0, c1) = rlwe::encrypt_public(self.backend(), pk, &msg, self.scale(), rng)?;
+        Ok(Ciphertext {
+            polys: vec![c0, c1],
+            correction: 1,
+            noise_log2: self.noise.fresh_public(),
+            seed: None,
+            param_id: self.params().id(),
+        })
+    }
+
+    // ---- decryption -----------------------------------------------------------------------
+
+    /// `c_0 + c_1 s (+ c_2 s^2)` in coefficients, on the host.
+    fn raw_decrypt(&self, sk: &SecretKey<B>, ct: &Ciphertext<B>) -> Result<Vec<u32>> {
+        self.check_ct(ct)?;
+        let v = rlwe::decrypt_polys(self.backend(), sk, &ct.polys)?.into_coeff(self.backend())?;
+        v.to_host(self.backend())
+    }
+
+    /// Decrypts to the plaintext `m` (correction factor removed).
+    pub fn decrypt(&self, sk: &SecretKey<B>, ct: &Ciphertext<B>) -> Result<Plaintext> {
+        let level = ct.level();
+        let residues = self.raw_decrypt(sk, ct)?;
+        let ctx = self.backend.context();
+        let n = ctx.n();
+        let moduli: Vec<Modulus> = ctx.moduli_of(&ctx.q_basis(level)?)?;
+        // Centred CRT reduced mod t: v = sum_i y_i Qhat_i - k Q with y_i = [x_i Qhat_i^-1]_{q_i}
+        // and k = round(sum_i y_i / q_i); then v mod t needs only Qhat_i mod t and Q mod t.
+        let t = u64::from(self.t.value());
+        let q_big: BigUint = moduli.iter().map(|m| BigUint::from(m.value())).product();
+        let mut qhat_inv = Vec::with_capacity(moduli.len());
+        let mut qhat_mod_t = Vec::with_capacity(moduli.len());
+        for m in &moduli {
+            let qhat = &q_big / BigUint::from(m.value());
+            let r = (&qhat % BigUint::from(m.value())).to_u32().unwrap_or(0);
+            let inv = m
+                .inv(r)
+                .ok_or(Error::InvalidModulus { modulus: u64::from(m.value()), reason: "chain primes not coprime" })?;
+            qhat_inv.push((inv, m.shoup(inv)));
+            qhat_mod_t.push((&qhat % BigUint::from(t)).to_u64().unwrap_or(0));
+        }
+        let q_mod_t = (&q_big % BigUint::from(t)).to_u64().unwrap_or(0);
+        let corr_inv =
+            self.t.inv(ct.correction).ok_or(Error::InvalidCorrectionFactor { factor: u64::from(ct.correction), t })?;
+        let mut coeffs = vec![0u32; n];
+        for (j, out) in coeffs.iter_mut().enumerate() {
+            let mut frac = 0.0f64;
+            let mut acc = 0u64;
+            for (i, m) in moduli.iter().enumerate() {
+                let x = residues.get(i * n + j).copied().unwrap_or(0);
+                let (w, ws) = qhat_inv.get(i).copied().unwrap_or((0, 0));
+                let y = m.mul_shoup(x, w, ws);
+                frac += f64::from(y) / f64::from(m.value());
+                acc = (acc + u64::from(y) * qhat_mod_t.get(i).copied().unwrap_or(0)) % t;
+            }
+            let k = frac.round() as u64 % t;
+            let v = (acc + t - k * q_mod_t % t) % t;
+            *out = self.t.mul(v as u32, corr_inv);
+        }
+        Ok(Plaintext { coeffs, param_id: self.params().id() })
+    }
+
+    /// Remaining noise budget in bits: `log2(Q_l / 2) - log2 ||c_0 + c_1 s||_inf`, measured with
+    /// the secret key. For tests and diagnostics only: it reveals information about the noise,
+    /// so library code never calls it on untrusted ciphertexts.
+    pub fn noise_budget(&self, sk: &SecretKey<B>, ct: &Ciphertext<B>) -> Result<f64> {
+        let level = ct.level();
+        let residues = self.raw_decrypt(sk, ct)?;
+        let ctx = self.backend.context();
+        let n = ctx.n();
+        let moduli = ctx.moduli_of(&ctx.q_basis(level)?)?;
+        let basis = crate::math::rns::RnsBasis::new(&moduli)?;
+        let mut max_log = 0.0f64;
+        let mut limb_vals = vec![0u32; moduli.len()];
+        for j in 0..n {
+            for (i, v) in limb_vals.iter_mut().enumerate() {
+                *v = residues.get(i * n + j).copied().unwrap_or(0);
+            }
+            let c = basis.reconstruct_centered(&limb_vals)?;
+            max_log = max_log.max(log2_big(c.magnitude()));
+        }
+        Ok(basis.log2_product() - 1.0 - max_log)
+    }
+}

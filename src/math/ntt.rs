@@ -66,11 +66,7 @@ pub const MAX_LOG_N: u32 = 17;
 
 /// Checks that `n` is a power of two in `[2^MIN_LOG_N, 2^MAX_LOG_N]` and returns `log2 n`.
 fn check_ring_degree(n: usize) -> Result<u32> {
-    let err = Error::InvalidRingDegree {
-        n: n as u64,
-        min_log: MIN_LOG_N,
-        max_log: MAX_LOG_N,
-    };
+    let err = Error::InvalidRingDegree { n: n as u64, min_log: MIN_LOG_N, max_log: MAX_LOG_N };
     if !n.is_power_of_two() {
         return Err(err);
     }
@@ -104,10 +100,7 @@ pub fn eval_exponent(i: usize, log_n: u32) -> usize {
 fn check_galois_element(g: usize, n: usize) -> Result<()> {
     if g.is_multiple_of(2) || g >= 2 * n {
         return Err(Error::InvalidParameters {
-            reason: format!(
-                "Galois element {g} is not an odd number below 2N = {}",
-                2 * n
-            ),
+            reason: format!("Galois element {g} is not an odd number below 2N = {}", 2 * n),
         });
     }
     Ok(())
@@ -154,11 +147,7 @@ pub fn automorphism_coeff(input: &[u32], g: usize, m: &Modulus, out: &mut [u32])
     let n = input.len();
     check_ring_degree(n)?;
     if out.len() != n {
-        return Err(Error::DimensionMismatch {
-            what: "automorphism output length",
-            expected: n,
-            found: out.len(),
-        });
+        return Err(Error::DimensionMismatch { what: "automorphism output length", expected: n, found: out.len() });
     }
     check_galois_element(g, n)?;
     let q = m.value();
@@ -220,10 +209,9 @@ impl NttTable {
             modulus: u64::from(m.value()),
             reason: "primitive root is not invertible",
         })?;
-        let n_inv = m.inv(m.reduce_u64(n as u64)).ok_or(Error::InvalidModulus {
-            modulus: u64::from(m.value()),
-            reason: "N is not invertible",
-        })?;
+        let n_inv = m
+            .inv(m.reduce_u64(n as u64))
+            .ok_or(Error::InvalidModulus { modulus: u64::from(m.value()), reason: "N is not invertible" })?;
         let powers = |base: u32| {
             let mut p = Vec::with_capacity(n);
             let mut cur = 1 % m.value();
@@ -236,25 +224,12 @@ impl NttTable {
         let psi_pows = powers(psi);
         let psi_inv_pows = powers(psi_inv);
         let fwd: Vec<u32> = (0..n).map(|k| psi_pows[bit_reverse(k, log_n)]).collect();
-        let mut inv: Vec<u32> = (0..n)
-            .map(|k| psi_inv_pows[bit_reverse(k, log_n)])
-            .collect();
+        let mut inv: Vec<u32> = (0..n).map(|k| psi_inv_pows[bit_reverse(k, log_n)]).collect();
         inv[0] = n_inv;
         inv[1] = m.mul(inv[1], n_inv);
         let fwd_shoup = fwd.iter().map(|&w| m.shoup(w)).collect();
         let inv_shoup = inv.iter().map(|&w| m.shoup(w)).collect();
-        Ok(Self {
-            m,
-            n,
-            log_n,
-            psi,
-            fwd,
-            fwd_shoup,
-            inv,
-            inv_shoup,
-            n_inv,
-            n_inv_shoup: m.shoup(n_inv),
-        })
+        Ok(Self { m, n, log_n, psi, fwd, fwd_shoup, inv, inv_shoup, n_inv, n_inv_shoup: m.shoup(n_inv) })
     }
 
     /// Ring degree `N`.
@@ -317,11 +292,7 @@ impl NttTable {
         if a.len() == self.n {
             Ok(())
         } else {
-            Err(Error::DimensionMismatch {
-                what: "NTT input length",
-                expected: self.n,
-                found: a.len(),
-            })
+            Err(Error::DimensionMismatch { what: "NTT input length", expected: self.n, found: a.len() })
         }
     }
 
@@ -486,13 +457,7 @@ fn inv_butterfly(x: u32, y: u32, w: u32, ws: u32, q: u32, two_q: u32) -> (u32, u
 
 #[cfg(test)]
 mod tests {
-    #![allow(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::indexing_slicing,
-        clippy::panic,
-        reason = "tests"
-    )]
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, reason = "tests")]
 
     use super::*;
     use rand::{Rng, SeedableRng};
@@ -514,9 +479,7 @@ mod tests {
 
     /// `a(x) mod q` by Horner's rule in u64.
     fn eval(a: &[u32], x: u64, q: u64) -> u64 {
-        a.iter()
-            .rev()
-            .fold(0u64, |acc, &c| (acc * x + u64::from(c)) % q)
+        a.iter().rev().fold(0u64, |acc, &c| (acc * x + u64::from(c)) % q)
     }
 
     /// Schoolbook negacyclic product in u128.
@@ -535,10 +498,7 @@ mod tests {
             }
         }
         let q = u128::from(q);
-        acc.iter()
-            .zip(&neg)
-            .map(|(&p, &m)| ((p % q + q - m % q) % q) as u32)
-            .collect()
+        acc.iter().zip(&neg).map(|(&p, &m)| ((p % q + q - m % q) % q) as u32).collect()
     }
 
     fn random_poly(rng: &mut ChaCha8Rng, n: usize, bound: u32) -> Vec<u32> {
@@ -674,12 +634,7 @@ mod tests {
             let qq = q as u32;
             let reduce = |v: &[u32]| v.iter().map(|&x| x % qq).collect::<Vec<_>>();
             // Forward: inputs anywhere in [0, 4q), including the top edge.
-            let inputs = [
-                random_poly(&mut rng, n, 4 * qq),
-                vec![4 * qq - 1; n],
-                vec![3 * qq; n],
-                vec![0; n],
-            ];
+            let inputs = [random_poly(&mut rng, n, 4 * qq), vec![4 * qq - 1; n], vec![3 * qq; n], vec![0; n]];
             for a in &inputs {
                 let mut want = reduce(a);
                 t.forward(&mut want).unwrap();
@@ -692,11 +647,7 @@ mod tests {
                 assert_eq!(reduce(&lazy), want, "forward_lazy mod q");
             }
             // Inverse: inputs anywhere in [0, 2q).
-            let inputs = [
-                random_poly(&mut rng, n, 2 * qq),
-                vec![2 * qq - 1; n],
-                vec![qq; n],
-            ];
+            let inputs = [random_poly(&mut rng, n, 2 * qq), vec![2 * qq - 1; n], vec![qq; n]];
             for a in &inputs {
                 let mut want = reduce(a);
                 t.inverse(&mut want).unwrap();
@@ -767,10 +718,7 @@ mod tests {
     #[test]
     fn automorphism_permutation_matches_coeff_path() {
         let mut rng = ChaCha8Rng::seed_from_u64(6);
-        for (q, n) in cases()
-            .into_iter()
-            .filter(|&(_, n)| (4..=4096).contains(&n))
-        {
+        for (q, n) in cases().into_iter().filter(|&(_, n)| (4..=4096).contains(&n)) {
             let t = table(q, n);
             let a = random_poly(&mut rng, n, q as u32);
             let mut fa = a.clone();
@@ -800,50 +748,26 @@ mod tests {
         }
         let m = Modulus::new(97).unwrap();
         for n in [0usize, 1, 3, 12, 1 << 18] {
-            assert!(matches!(
-                NttTable::new(m, n),
-                Err(Error::InvalidRingDegree { .. })
-            ));
+            assert!(matches!(NttTable::new(m, n), Err(Error::InvalidRingDegree { .. })));
         }
         // 97 = 1 mod 32 but not 1 mod 64; 91 = 7 * 13 is not prime; 65 = 1 mod 64 is not prime.
-        assert!(matches!(
-            NttTable::new(m, 32),
-            Err(Error::InvalidModulus { .. })
-        ));
+        assert!(matches!(NttTable::new(m, 32), Err(Error::InvalidModulus { .. })));
         for q in [91u64, 65] {
-            assert!(matches!(
-                NttTable::new(Modulus::new(q).unwrap(), 2),
-                Err(Error::InvalidModulus { .. })
-            ));
+            assert!(matches!(NttTable::new(Modulus::new(q).unwrap(), 2), Err(Error::InvalidModulus { .. })));
         }
         // Galois elements.
         for g in [0usize, 2, 32, 33, 1000] {
-            assert!(matches!(
-                automorphism_permutation(g, 4),
-                Err(Error::InvalidParameters { .. })
-            ));
+            assert!(matches!(automorphism_permutation(g, 4), Err(Error::InvalidParameters { .. })));
             let (a, mut b) = (vec![0u32; 16], vec![0u32; 16]);
-            assert!(matches!(
-                automorphism_coeff(&a, g, &m, &mut b),
-                Err(Error::InvalidParameters { .. })
-            ));
+            assert!(matches!(automorphism_coeff(&a, g, &m, &mut b), Err(Error::InvalidParameters { .. })));
         }
         for log_n in [0u32, 18, 64, 200] {
-            assert!(matches!(
-                automorphism_permutation(1, log_n),
-                Err(Error::InvalidRingDegree { .. })
-            ));
+            assert!(matches!(automorphism_permutation(1, log_n), Err(Error::InvalidRingDegree { .. })));
         }
         let (a, mut b) = (vec![0u32; 16], vec![0u32; 8]);
-        assert!(matches!(
-            automorphism_coeff(&a, 3, &m, &mut b),
-            Err(Error::DimensionMismatch { .. })
-        ));
+        assert!(matches!(automorphism_coeff(&a, 3, &m, &mut b), Err(Error::DimensionMismatch { .. })));
         let (a, mut b) = (vec![0u32; 12], vec![0u32; 12]);
-        assert!(matches!(
-            automorphism_coeff(&a, 3, &m, &mut b),
-            Err(Error::InvalidRingDegree { .. })
-        ));
+        assert!(matches!(automorphism_coeff(&a, 3, &m, &mut b), Err(Error::InvalidRingDegree { .. })));
     }
 
     #[test]

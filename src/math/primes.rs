@@ -64,26 +64,16 @@ pub fn is_prime(n: u64) -> bool {
 /// any listed in `exclude`. Deterministic: the same arguments always give the same primes.
 pub fn ntt_primes(bits: u32, n: u64, count: usize, exclude: &[u64]) -> Result<Vec<u64>> {
     if !(2..=MAX_MODULUS_BITS).contains(&bits) {
-        return Err(Error::InvalidParameters {
-            reason: format!("prime size {bits} bits is outside [2, 30]"),
-        });
+        return Err(Error::InvalidParameters { reason: format!("prime size {bits} bits is outside [2, 30]") });
     }
     if !n.is_power_of_two() {
-        return Err(Error::InvalidRingDegree {
-            n,
-            min_log: 0,
-            max_log: 17,
-        });
+        return Err(Error::InvalidRingDegree { n, min_log: 0, max_log: 17 });
     }
     let two_n = 2 * n;
     let upper = 1u64 << bits;
     let mut out = Vec::with_capacity(count.min(4096));
     // Largest candidate of the form k * 2N + 1 below 2^bits.
-    let mut candidate = if upper > two_n {
-        ((upper - 2) / two_n) * two_n + 1
-    } else {
-        0
-    };
+    let mut candidate = if upper > two_n { ((upper - 2) / two_n) * two_n + 1 } else { 0 };
     let lower = 1u64 << (bits - 1);
     while out.len() < count && candidate > lower {
         if is_prime(candidate) && !exclude.contains(&candidate) {
@@ -92,12 +82,7 @@ pub fn ntt_primes(bits: u32, n: u64, count: usize, exclude: &[u64]) -> Result<Ve
         candidate = candidate.saturating_sub(two_n);
     }
     if out.len() < count {
-        return Err(Error::NotEnoughPrimes {
-            bits,
-            n,
-            wanted: count,
-            found: out.len(),
-        });
+        return Err(Error::NotEnoughPrimes { bits, n, wanted: count, found: out.len() });
     }
     Ok(out)
 }
@@ -107,10 +92,7 @@ pub fn min_primitive_root_2n(m: &Modulus, n: u64) -> Result<u32> {
     let q = u64::from(m.value());
     let two_n = 2 * n;
     if !n.is_power_of_two() || (q - 1) % two_n != 0 || !is_prime(q) {
-        return Err(Error::InvalidModulus {
-            modulus: q,
-            reason: "not a prime equal to 1 mod 2N",
-        });
+        return Err(Error::InvalidModulus { modulus: q, reason: "not a prime equal to 1 mod 2N" });
     }
     // psi is a primitive 2N-th root iff psi^N = -1 (2N is a power of two).
     let cofactor = (q - 1) / two_n;
@@ -122,10 +104,7 @@ pub fn min_primitive_root_2n(m: &Modulus, n: u64) -> Result<u32> {
             break;
         }
     }
-    let psi = psi.ok_or(Error::InvalidModulus {
-        modulus: q,
-        reason: "no primitive 2N-th root",
-    })?;
+    let psi = psi.ok_or(Error::InvalidModulus { modulus: q, reason: "no primitive 2N-th root" })?;
     // All primitive roots are the odd powers of psi; take the smallest for a canonical choice.
     let psi2 = m.mul(psi, psi);
     let mut cur = psi;
@@ -143,23 +122,12 @@ mod tests {
 
     #[test]
     fn primality_matches_trial_division() {
-        let slow = |n: u64| {
-            n >= 2
-                && (2..)
-                    .take_while(|d| d * d <= n)
-                    .all(|d| !n.is_multiple_of(d))
-        };
+        let slow = |n: u64| n >= 2 && (2..).take_while(|d| d * d <= n).all(|d| !n.is_multiple_of(d));
         for n in 0..20_000u64 {
             assert_eq!(is_prime(n), slow(n), "n = {n}");
         }
         // Strong pseudoprimes to several bases.
-        for n in [
-            2_047u64,
-            1_373_653,
-            25_326_001,
-            3_215_031_751,
-            4_294_967_291,
-        ] {
+        for n in [2_047u64, 1_373_653, 25_326_001, 3_215_031_751, 4_294_967_291] {
             assert_eq!(is_prime(n), slow(n), "n = {n}");
         }
     }
@@ -183,10 +151,7 @@ mod tests {
 
     #[test]
     fn not_enough_primes_is_an_error() {
-        assert!(matches!(
-            ntt_primes(20, 1 << 16, 50, &[]),
-            Err(Error::NotEnoughPrimes { .. })
-        ));
+        assert!(matches!(ntt_primes(20, 1 << 16, 50, &[]), Err(Error::NotEnoughPrimes { .. })));
     }
 
     #[test]

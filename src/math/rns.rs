@@ -16,10 +16,7 @@
 //! any other correct implementation (the WGSL kernels) reproduces the output bit for bit, whatever
 //! reduction strategy it uses internally. The definitions are on each function.
 
-#![allow(
-    clippy::indexing_slicing,
-    reason = "hot loops over slices whose lengths are checked on entry"
-)]
+#![allow(clippy::indexing_slicing, reason = "hot loops over slices whose lengths are checked on entry")]
 
 use num_bigint::{BigInt, BigUint, Sign};
 
@@ -54,10 +51,7 @@ fn check_pairwise_coprime(moduli: &[Modulus]) -> Result<()> {
 
 fn check_non_empty(moduli: &[Modulus]) -> Result<()> {
     if moduli.is_empty() {
-        return Err(Error::InvalidModulus {
-            modulus: 0,
-            reason: "empty RNS basis",
-        });
+        return Err(Error::InvalidModulus { modulus: 0, reason: "empty RNS basis" });
     }
     Ok(())
 }
@@ -71,11 +65,7 @@ fn check_len(what: &'static str, expected: usize, found: usize) -> Result<()> {
     if expected == found {
         Ok(())
     } else {
-        Err(Error::DimensionMismatch {
-            what,
-            expected,
-            found,
-        })
+        Err(Error::DimensionMismatch { what, expected, found })
     }
 }
 
@@ -100,19 +90,13 @@ fn inverse(p: &Modulus, a: u32) -> Result<u32> {
 
 /// Shoup companions of a table with `per >= 1` consecutive entries per modulus.
 fn shoup_table(moduli: &[Modulus], values: &[u32], per: usize) -> Vec<u32> {
-    values
-        .chunks(per.max(1))
-        .zip(moduli)
-        .flat_map(|(vs, m)| vs.iter().map(move |&v| m.shoup(v)))
-        .collect()
+    values.chunks(per.max(1)).zip(moduli).flat_map(|(vs, m)| vs.iter().map(move |&v| m.shoup(v))).collect()
 }
 
 /// `x mod q` for a multi-word `x`, by Horner over its base-`2^32` digits; output in `[0, q)`.
 fn biguint_mod(x: &BigUint, q: &Modulus) -> u32 {
     let qv = u64::from(q.value());
-    x.iter_u32_digits()
-        .rev()
-        .fold(0u64, |r, d| ((r << 32) | u64::from(d)) % qv) as u32
+    x.iter_u32_digits().rev().fold(0u64, |r, d| ((r << 32) | u64::from(d)) % qv) as u32
 }
 
 /// Adds `sum_j rows_j[k] * coeffs[j]` to `acc[k]` for every `k < n`, where `rows` is limb-major
@@ -150,24 +134,14 @@ impl RnsBasis {
     pub fn new(moduli: &[Modulus]) -> Result<Self> {
         check_non_empty(moduli)?;
         check_pairwise_coprime(moduli)?;
-        let product = moduli
-            .iter()
-            .fold(BigUint::from(1u32), |acc, m| acc * m.value());
-        let qhat = moduli
-            .iter()
-            .map(|m| &product / m.value())
-            .collect::<Vec<_>>();
+        let product = moduli.iter().fold(BigUint::from(1u32), |acc, m| acc * m.value());
+        let qhat = moduli.iter().map(|m| &product / m.value()).collect::<Vec<_>>();
         let qhat_inv = moduli
             .iter()
             .enumerate()
             .map(|(i, m)| inverse(m, product_mod(moduli, Some(i), m)))
             .collect::<Result<Vec<_>>>()?;
-        Ok(Self {
-            moduli: moduli.to_vec(),
-            product,
-            qhat,
-            qhat_inv,
-        })
+        Ok(Self { moduli: moduli.to_vec(), product, qhat, qhat_inv })
     }
 
     /// The moduli, in basis order.
@@ -198,10 +172,7 @@ impl RnsBasis {
     /// estimates, not for exact arithmetic).
     #[must_use]
     pub fn log2_product(&self) -> f64 {
-        self.moduli
-            .iter()
-            .map(|m| f64::from(m.value()).log2())
-            .sum()
+        self.moduli.iter().map(|m| f64::from(m.value()).log2()).sum()
     }
 
     /// `(Q / q_i)^{-1} mod q_i` for each `i`, each in `[0, q_i)`.
@@ -217,12 +188,8 @@ impl RnsBasis {
     pub fn reconstruct(&self, residues: &[u32]) -> Result<BigUint> {
         check_len("RNS residues", self.len(), residues.len())?;
         let mut acc = BigUint::from(0u32);
-        for (limb, ((m, &x), (&inv, qhat))) in self
-            .moduli
-            .iter()
-            .zip(residues)
-            .zip(self.qhat_inv.iter().zip(&self.qhat))
-            .enumerate()
+        for (limb, ((m, &x), (&inv, qhat))) in
+            self.moduli.iter().zip(residues).zip(self.qhat_inv.iter().zip(&self.qhat)).enumerate()
         {
             if x >= m.value() {
                 return Err(Error::ResidueOutOfRange { limb, index: 0 });
@@ -306,11 +273,7 @@ impl BaseConverter {
             .enumerate()
             .map(|(i, q)| inverse(q, product_mod(from, Some(i), q)))
             .collect::<Result<Vec<_>>>()?;
-        let qhat_inv_shoup = from
-            .iter()
-            .zip(&qhat_inv)
-            .map(|(q, &w)| q.shoup(w))
-            .collect();
+        let qhat_inv_shoup = from.iter().zip(&qhat_inv).map(|(q, &w)| q.shoup(w)).collect();
         let mut qhat_mod_p = Vec::with_capacity(to.len() * from.len());
         let mut qhat_mod_p_shoup = Vec::with_capacity(to.len() * from.len());
         for p in to {
@@ -320,14 +283,7 @@ impl BaseConverter {
                 qhat_mod_p_shoup.push(p.shoup(w));
             }
         }
-        Ok(Self {
-            from: from.to_vec(),
-            to: to.to_vec(),
-            qhat_inv,
-            qhat_inv_shoup,
-            qhat_mod_p,
-            qhat_mod_p_shoup,
-        })
+        Ok(Self { from: from.to_vec(), to: to.to_vec(), qhat_inv, qhat_inv_shoup, qhat_mod_p, qhat_mod_p_shoup })
     }
 
     /// Source moduli `q_i`.
@@ -382,16 +338,8 @@ impl BaseConverter {
     /// coefficients (contiguous streams), accumulating `y_i * (qhat_i mod p_j) < 2^60` in `u64`
     /// and reducing every 15 terms.
     pub fn convert(&self, input: &[u32], n: usize, output: &mut [u32]) -> Result<()> {
-        check_len(
-            "base conversion input",
-            flat_len(self.from.len(), n, "base conversion input")?,
-            input.len(),
-        )?;
-        check_len(
-            "base conversion output",
-            flat_len(self.to.len(), n, "base conversion output")?,
-            output.len(),
-        )?;
+        check_len("base conversion input", flat_len(self.from.len(), n, "base conversion input")?, input.len())?;
+        check_len("base conversion output", flat_len(self.to.len(), n, "base conversion output")?, output.len())?;
         if n == 0 {
             return Ok(());
         }
@@ -409,11 +357,8 @@ impl BaseConverter {
         }
         let l = self.from.len();
         let mut acc = vec![0u64; n];
-        for ((p, coeffs), out_limb) in self
-            .to
-            .iter()
-            .zip(self.qhat_mod_p.chunks_exact(l))
-            .zip(output.chunks_exact_mut(n))
+        for ((p, coeffs), out_limb) in
+            self.to.iter().zip(self.qhat_mod_p.chunks_exact(l)).zip(output.chunks_exact_mut(n))
         {
             acc.fill(0);
             accumulate(&mut acc, &y, coeffs, n, u64::from(p.value()));
@@ -485,10 +430,7 @@ impl ScaleDown {
         let all = keep.iter().chain(drop).copied().collect::<Vec<_>>();
         check_pairwise_coprime(&all)?;
         let t_val = t.unwrap_or(1);
-        let t_err = Error::InvalidPlaintextModulus {
-            t: u64::from(t_val),
-            reason: "not coprime to the dropped moduli",
-        };
+        let t_err = Error::InvalidPlaintextModulus { t: u64::from(t_val), reason: "not coprime to the dropped moduli" };
 
         let mut d_inv = Vec::with_capacity(keep.len());
         let mut d_mod_keep = Vec::with_capacity(keep.len());
@@ -595,13 +537,7 @@ impl ScaleDown {
     ///
     /// Errors with [`Error::DimensionMismatch`] on wrong slice lengths and
     /// [`Error::SizeOverflow`] if `len * n` overflows.
-    pub fn apply(
-        &self,
-        input_keep: &[u32],
-        input_drop: &[u32],
-        n: usize,
-        out: &mut [u32],
-    ) -> Result<()> {
+    pub fn apply(&self, input_keep: &[u32], input_drop: &[u32], n: usize, out: &mut [u32]) -> Result<()> {
         let keep_len = flat_len(self.keep.len(), n, "scale-down kept residues")?;
         check_len("scale-down kept residues", keep_len, input_keep.len())?;
         check_len("scale-down output", keep_len, out.len())?;
@@ -615,12 +551,7 @@ impl ScaleDown {
     /// into a scratch buffer of `drop.len() * n` words; then the outer loop runs over kept limbs,
     /// the inner over coefficients (with several dropped moduli, a middle loop over dropped limbs
     /// accumulates `z_j * lift_matrix[i][j] < 2^60` in `u64`, reduced every 15 terms).
-    pub fn apply_in_place(
-        &self,
-        keep_inout: &mut [u32],
-        input_drop: &[u32],
-        n: usize,
-    ) -> Result<()> {
+    pub fn apply_in_place(&self, keep_inout: &mut [u32], input_drop: &[u32], n: usize) -> Result<()> {
         check_len(
             "scale-down kept residues",
             flat_len(self.keep.len(), n, "scale-down kept residues")?,
@@ -684,13 +615,7 @@ impl ScaleDown {
 
 #[cfg(test)]
 mod tests {
-    #![allow(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::indexing_slicing,
-        clippy::panic,
-        reason = "tests"
-    )]
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, reason = "tests")]
 
     use super::*;
     use crate::math::primes::ntt_primes;
@@ -770,14 +695,8 @@ mod tests {
             assert_eq!(basis.len(), count);
             assert!(!basis.is_empty());
             let log2 = basis.log2_product();
-            assert!(
-                (log2 - q.bits() as f64).abs() <= 1.0,
-                "{log2} vs {}",
-                q.bits()
-            );
-            let mut samples = (0..20)
-                .map(|_| random_below(&mut rng, &q))
-                .collect::<Vec<_>>();
+            assert!((log2 - q.bits() as f64).abs() <= 1.0, "{log2} vs {}", q.bits());
+            let mut samples = (0..20).map(|_| random_below(&mut rng, &q)).collect::<Vec<_>>();
             samples.extend([BigUint::zero(), BigUint::one(), &q - 1u32, &q / 2u32]);
             samples.push(&q / 2u32 + 1u32);
             for x in samples {
@@ -812,32 +731,13 @@ mod tests {
 
     #[test]
     fn basis_errors() {
-        assert!(matches!(
-            RnsBasis::new(&[]),
-            Err(Error::InvalidModulus { modulus: 0, .. })
-        ));
-        assert!(matches!(
-            RnsBasis::new(&moduli(&[6, 35, 15])),
-            Err(Error::InvalidModulus { .. })
-        ));
+        assert!(matches!(RnsBasis::new(&[]), Err(Error::InvalidModulus { modulus: 0, .. })));
+        assert!(matches!(RnsBasis::new(&moduli(&[6, 35, 15])), Err(Error::InvalidModulus { .. })));
         let p = primes(2, &[]);
-        assert!(matches!(
-            RnsBasis::new(&moduli(&[p[0], p[1], p[0]])),
-            Err(Error::InvalidModulus { .. })
-        ));
+        assert!(matches!(RnsBasis::new(&moduli(&[p[0], p[1], p[0]])), Err(Error::InvalidModulus { .. })));
         let basis = RnsBasis::new(&moduli(&p)).unwrap();
-        assert!(matches!(
-            basis.reconstruct(&[1]),
-            Err(Error::DimensionMismatch {
-                expected: 2,
-                found: 1,
-                ..
-            })
-        ));
-        assert!(matches!(
-            basis.reconstruct(&[1, p[1] as u32]),
-            Err(Error::ResidueOutOfRange { limb: 1, index: 0 })
-        ));
+        assert!(matches!(basis.reconstruct(&[1]), Err(Error::DimensionMismatch { expected: 2, found: 1, .. })));
+        assert!(matches!(basis.reconstruct(&[1, p[1] as u32]), Err(Error::ResidueOutOfRange { limb: 1, index: 0 })));
         assert!(basis.reconstruct_centered(&[0, 0, 0]).is_err());
     }
 
@@ -862,9 +762,7 @@ mod tests {
         let n = 16;
         let conv = BaseConverter::new(from, to).unwrap();
         let q = product(from);
-        let mut xs = (0..n - 3)
-            .map(|_| random_below(rng, &q))
-            .collect::<Vec<_>>();
+        let mut xs = (0..n - 3).map(|_| random_below(rng, &q)).collect::<Vec<_>>();
         xs.extend([BigUint::zero(), &q - 1u32, &q / 2u32]);
         let input = limbs(&xs.iter().map(int).collect::<Vec<_>>(), from);
         let mut out = vec![0u32; to.len() * n];
@@ -881,17 +779,7 @@ mod tests {
     fn base_conversion_matches_big_integers() {
         let mut rng = ChaCha8Rng::seed_from_u64(2);
         let all = primes(60, &[]);
-        for (l, m) in [
-            (1usize, 1usize),
-            (1, 3),
-            (3, 1),
-            (4, 5),
-            (15, 2),
-            (16, 3),
-            (20, 20),
-            (31, 2),
-            (45, 4),
-        ] {
+        for (l, m) in [(1usize, 1usize), (1, 3), (3, 1), (4, 5), (15, 2), (16, 3), (20, 20), (31, 2), (45, 4)] {
             let from = moduli(&all[..l]);
             let to = moduli(&all[l..l + m]);
             check_base_conversion(&from, &to, &mut rng);
@@ -940,8 +828,7 @@ mod tests {
             let coeffs = vec![top; rows_count];
             let mut acc = vec![p - 1; n];
             accumulate(&mut acc, &rows, &coeffs, n, p);
-            let want = (u128::from(p - 1) + rows_count as u128 * u128::from(top) * u128::from(top))
-                % u128::from(p);
+            let want = (u128::from(p - 1) + rows_count as u128 * u128::from(top) * u128::from(top)) % u128::from(p);
             for a in acc {
                 assert_eq!(u128::from(a) % u128::from(p), want);
             }
@@ -987,33 +874,16 @@ mod tests {
         let mut out = vec![0u32; 2 * 4];
         assert!(matches!(
             conv.convert(&[0; 11], 4, &mut out),
-            Err(Error::DimensionMismatch {
-                expected: 12,
-                found: 11,
-                ..
-            })
+            Err(Error::DimensionMismatch { expected: 12, found: 11, .. })
         ));
         assert!(matches!(
             conv.convert(&[0; 12], 4, &mut out[..7]),
-            Err(Error::DimensionMismatch {
-                expected: 8,
-                found: 7,
-                ..
-            })
+            Err(Error::DimensionMismatch { expected: 8, found: 7, .. })
         ));
-        assert!(matches!(
-            conv.convert(&[], usize::MAX, &mut []),
-            Err(Error::SizeOverflow { .. })
-        ));
+        assert!(matches!(conv.convert(&[], usize::MAX, &mut []), Err(Error::SizeOverflow { .. })));
         conv.convert(&[], 0, &mut []).unwrap();
-        assert!(matches!(
-            BaseConverter::new(&[], &to),
-            Err(Error::InvalidModulus { modulus: 0, .. })
-        ));
-        assert!(matches!(
-            BaseConverter::new(&moduli(&[all[0], all[0]]), &to),
-            Err(Error::InvalidModulus { .. })
-        ));
+        assert!(matches!(BaseConverter::new(&[], &to), Err(Error::InvalidModulus { modulus: 0, .. })));
+        assert!(matches!(BaseConverter::new(&moduli(&[all[0], all[0]]), &to), Err(Error::InvalidModulus { .. })));
         // An empty target set is allowed.
         let empty = BaseConverter::new(&from, &[]).unwrap();
         empty.convert(&[1, 2, 3], 1, &mut []).unwrap();
@@ -1037,9 +907,7 @@ mod tests {
 
     /// Random centred values mod `q` plus edge values.
     fn samples(rng: &mut ChaCha8Rng, q: &BigUint, d: &BigUint, count: usize) -> Vec<BigInt> {
-        let mut xs = (0..count)
-            .map(|_| centre(random_below(rng, q), q))
-            .collect::<Vec<_>>();
+        let mut xs = (0..count).map(|_| centre(random_below(rng, q), q)).collect::<Vec<_>>();
         let half_d = int(&(d / 2u32));
         let d_i = int(d);
         for base in [BigInt::zero(), &d_i * 12345u32, -(&d_i * 777u32)] {
@@ -1075,9 +943,7 @@ mod tests {
                 r += 1u32;
             }
             let r = int(&r) - (shift / int(&dd));
-            let got = basis
-                .reconstruct(&column(&out, keep.len(), xs.len(), j))
-                .unwrap();
+            let got = basis.reconstruct(&column(&out, keep.len(), xs.len(), j)).unwrap();
             assert_eq!(got, modq(r, &k), "x = {x}, d = {}", d.value());
         }
     }
@@ -1089,11 +955,7 @@ mod tests {
         check_single_drop_round(&moduli(&all[..3]), Modulus::new(all[3]).unwrap(), &mut rng);
         check_single_drop_round(&moduli(&all[..1]), Modulus::new(all[5]).unwrap(), &mut rng);
         // Dropped modulus larger / smaller than the kept ones, and even (ties possible).
-        check_single_drop_round(
-            &moduli(&[65537, 12289, 17]),
-            Modulus::new(all[0]).unwrap(),
-            &mut rng,
-        );
+        check_single_drop_round(&moduli(&[65537, 12289, 17]), Modulus::new(all[0]).unwrap(), &mut rng);
         check_single_drop_round(&moduli(&all[..2]), Modulus::new(1024).unwrap(), &mut rng);
         check_single_drop_round(&moduli(&all[..2]), Modulus::new(3).unwrap(), &mut rng);
         check_single_drop_round(&moduli(&[7, 11]), Modulus::new(2).unwrap(), &mut rng);
@@ -1111,15 +973,10 @@ mod tests {
         let ti = BigInt::from(t);
         let di = int(&dd);
         for (j, x) in xs.iter().enumerate() {
-            let o = basis
-                .reconstruct(&column(&out, keep.len(), xs.len(), j))
-                .unwrap();
+            let o = basis.reconstruct(&column(&out, keep.len(), xs.len(), j)).unwrap();
             // delta = x - out * d, taken centred mod Q (|delta| <= t d / 2 < Q / 2 fixes it).
             let delta = centre(modq(x - int(&o) * &di, &q), &q);
-            assert!(
-                BigInt::from(2u32) * int(delta.magnitude()) <= &ti * &di,
-                "delta = {delta}"
-            );
+            assert!(BigInt::from(2u32) * int(delta.magnitude()) <= &ti * &di, "delta = {delta}");
             assert!((&delta % &ti).is_zero(), "delta = {delta} not 0 mod t");
             assert!(((x - &delta) % &di).is_zero(), "delta != x mod d");
         }
@@ -1133,18 +990,8 @@ mod tests {
         for t in [2u32, 3, 257, 65537, 786_433] {
             check_single_drop_bgv(&moduli(&all[..3]), d, t, &mut rng);
         }
-        check_single_drop_bgv(
-            &moduli(&[65537, 12289]),
-            Modulus::new(all[0]).unwrap(),
-            17,
-            &mut rng,
-        );
-        check_single_drop_bgv(
-            &moduli(&all[..3]),
-            Modulus::new(1 << 20).unwrap(),
-            65537,
-            &mut rng,
-        );
+        check_single_drop_bgv(&moduli(&[65537, 12289]), Modulus::new(all[0]).unwrap(), 17, &mut rng);
+        check_single_drop_bgv(&moduli(&all[..3]), Modulus::new(1 << 20).unwrap(), 65537, &mut rng);
         // t larger than every modulus.
         check_single_drop_bgv(&moduli(&all[..3]), d, u32::MAX, &mut rng);
     }
@@ -1162,9 +1009,7 @@ mod tests {
         let basis = RnsBasis::new(keep).unwrap();
         let l = BigUint::from(drop.len());
         for (j, x) in xs.iter().enumerate() {
-            let got = basis
-                .reconstruct(&column(&out, keep.len(), xs.len(), j))
-                .unwrap();
+            let got = basis.reconstruct(&column(&out, keep.len(), xs.len(), j)).unwrap();
             let y = modq(x.clone(), &d) * &t_inv % &d;
             let u = fast_conv_u(&y, drop);
             assert!(u < l);
@@ -1214,8 +1059,7 @@ mod tests {
             assert_eq!(sd.d_inv_shoup()[i], k.shoup(sd.d_inv()[i]));
             for (j, dj) in drop.iter().enumerate() {
                 let e = sd.lift_matrix()[i * drop.len() + j];
-                let want =
-                    BigUint::from(t) * (BigUint::from(dj.value()) % &kv).modinv(&kv).unwrap() % &kv;
+                let want = BigUint::from(t) * (BigUint::from(dj.value()) % &kv).modinv(&kv).unwrap() % &kv;
                 assert_eq!(BigUint::from(e), want);
                 assert_eq!(sd.lift_matrix_shoup()[i * drop.len() + j], k.shoup(e));
             }
@@ -1237,17 +1081,9 @@ mod tests {
         for drop in [&all[2..3], &all[2..4]] {
             let sd = ScaleDown::new(&moduli(&all[..2]), &moduli(drop), Some(257)).unwrap();
             let keep_raw = [u32::MAX, 4_000_000_000];
-            let keep_canon: Vec<u32> = keep_raw
-                .iter()
-                .zip(sd.keep_moduli())
-                .map(|(&w, m)| w % m.value())
-                .collect();
+            let keep_canon: Vec<u32> = keep_raw.iter().zip(sd.keep_moduli()).map(|(&w, m)| w % m.value()).collect();
             let drop_raw = vec![3_999_999_999u32; drop.len()];
-            let drop_canon: Vec<u32> = drop_raw
-                .iter()
-                .zip(sd.drop_moduli())
-                .map(|(&w, m)| w % m.value())
-                .collect();
+            let drop_canon: Vec<u32> = drop_raw.iter().zip(sd.drop_moduli()).map(|(&w, m)| w % m.value()).collect();
             let (mut a, mut b) = ([0u32; 2], [0u32; 2]);
             sd.apply(&keep_raw, &drop_raw, 1, &mut a).unwrap();
             sd.apply(&keep_canon, &drop_canon, 1, &mut b).unwrap();
@@ -1260,22 +1096,10 @@ mod tests {
         let all = primes(4, &[]);
         let keep = moduli(&all[..2]);
         let drop = moduli(&all[2..]);
-        assert!(matches!(
-            ScaleDown::new(&[], &drop, None),
-            Err(Error::InvalidModulus { modulus: 0, .. })
-        ));
-        assert!(matches!(
-            ScaleDown::new(&keep, &[], None),
-            Err(Error::InvalidModulus { modulus: 0, .. })
-        ));
-        assert!(matches!(
-            ScaleDown::new(&keep, &moduli(&[all[2], all[1]]), None),
-            Err(Error::InvalidModulus { .. })
-        ));
-        assert!(matches!(
-            ScaleDown::new(&moduli(&[6, 35]), &moduli(&[10]), None),
-            Err(Error::InvalidModulus { .. })
-        ));
+        assert!(matches!(ScaleDown::new(&[], &drop, None), Err(Error::InvalidModulus { modulus: 0, .. })));
+        assert!(matches!(ScaleDown::new(&keep, &[], None), Err(Error::InvalidModulus { modulus: 0, .. })));
+        assert!(matches!(ScaleDown::new(&keep, &moduli(&[all[2], all[1]]), None), Err(Error::InvalidModulus { .. })));
+        assert!(matches!(ScaleDown::new(&moduli(&[6, 35]), &moduli(&[10]), None), Err(Error::InvalidModulus { .. })));
         assert!(matches!(
             ScaleDown::new(&moduli(&[7, 11]), &moduli(&[13, 4]), Some(6)),
             Err(Error::InvalidPlaintextModulus { t: 6, .. })
@@ -1284,10 +1108,7 @@ mod tests {
             ScaleDown::new(&keep, &drop, Some(all[3] as u32)),
             Err(Error::InvalidPlaintextModulus { .. })
         ));
-        assert!(matches!(
-            ScaleDown::new(&keep, &drop, Some(0)),
-            Err(Error::InvalidPlaintextModulus { t: 0, .. })
-        ));
+        assert!(matches!(ScaleDown::new(&keep, &drop, Some(0)), Err(Error::InvalidPlaintextModulus { t: 0, .. })));
         // t sharing a factor with a kept modulus only is fine.
         assert!(ScaleDown::new(&moduli(&[7, 11]), &moduli(&[13]), Some(7)).is_ok());
 
@@ -1296,36 +1117,18 @@ mod tests {
         let mut out = vec![0u32; 8];
         assert!(matches!(
             sd.apply(&[0; 7], &[0; 8], n, &mut out),
-            Err(Error::DimensionMismatch {
-                expected: 8,
-                found: 7,
-                ..
-            })
+            Err(Error::DimensionMismatch { expected: 8, found: 7, .. })
         ));
         assert!(matches!(
             sd.apply(&[0; 8], &[0; 9], n, &mut out),
-            Err(Error::DimensionMismatch {
-                expected: 8,
-                found: 9,
-                ..
-            })
+            Err(Error::DimensionMismatch { expected: 8, found: 9, .. })
         ));
         assert!(matches!(
             sd.apply(&[0; 8], &[0; 8], n, &mut out[..6]),
-            Err(Error::DimensionMismatch {
-                expected: 8,
-                found: 6,
-                ..
-            })
+            Err(Error::DimensionMismatch { expected: 8, found: 6, .. })
         ));
-        assert!(matches!(
-            sd.apply_in_place(&mut out, &[0; 3], n),
-            Err(Error::DimensionMismatch { .. })
-        ));
-        assert!(matches!(
-            sd.apply(&[], &[], usize::MAX, &mut []),
-            Err(Error::SizeOverflow { .. })
-        ));
+        assert!(matches!(sd.apply_in_place(&mut out, &[0; 3], n), Err(Error::DimensionMismatch { .. })));
+        assert!(matches!(sd.apply(&[], &[], usize::MAX, &mut []), Err(Error::SizeOverflow { .. })));
         sd.apply(&[], &[], 0, &mut []).unwrap();
         sd.apply(&[0; 8], &[0; 8], n, &mut out).unwrap();
         assert_eq!(out, vec![0; 8]);

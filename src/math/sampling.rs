@@ -135,10 +135,7 @@ const CHACHA_CONSTANTS: [u32; 4] = [0x6170_7865, 0x3320_646e, 0x7962_2d32, 0x6b2
 
 /// One ChaCha20 quarter round on words `a, b, c, d` of `x`.
 #[inline(always)]
-#[allow(
-    clippy::indexing_slicing,
-    reason = "called only with constant indices below 16 on a 16-word array"
-)]
+#[allow(clippy::indexing_slicing, reason = "called only with constant indices below 16 on a 16-word array")]
 fn quarter_round(x: &mut [u32; 16], a: usize, b: usize, c: usize, d: usize) {
     x[a] = x[a].wrapping_add(x[b]);
     x[d] = (x[d] ^ x[a]).rotate_left(16);
@@ -225,11 +222,7 @@ impl WordReducer {
     fn new(m: &Modulus) -> Self {
         // 2^32 mod q = ((2^32 - 1) mod q + 1) mod q; 1 < q since q >= 2.
         let radix = m.add(m.reduce_u32(u32::MAX), 1);
-        Self {
-            m: *m,
-            radix,
-            radix_shoup: m.shoup(radix),
-        }
+        Self { m: *m, radix, radix_shoup: m.shoup(radix) }
     }
 
     /// Horner evaluation from the top word: `r = (r * 2^32 + w_i) mod q`, with `r * 2^32`
@@ -240,10 +233,7 @@ impl WordReducer {
         let [w0, w1, w2, w3] = w;
         let mut r = m.reduce_u32(w3);
         for wi in [w2, w1, w0] {
-            r = m.add(
-                m.mul_shoup(r, self.radix, self.radix_shoup),
-                m.reduce_u32(wi),
-            );
+            r = m.add(m.mul_shoup(r, self.radix, self.radix_shoup), m.reduce_u32(wi));
         }
         r
     }
@@ -273,13 +263,7 @@ fn limb_rng(seed: &Seed, purpose: Purpose, index: u32, m: &Modulus) -> Result<Ch
 /// stream layout). `out` normally has length `N`; any length is accepted.
 ///
 /// Errors with [`Error::CountTooLarge`] if `index >= 2^24`.
-pub fn uniform_limb(
-    seed: &Seed,
-    purpose: Purpose,
-    index: u32,
-    m: &Modulus,
-    out: &mut [u32],
-) -> Result<()> {
+pub fn uniform_limb(seed: &Seed, purpose: Purpose, index: u32, m: &Modulus, out: &mut [u32]) -> Result<()> {
     let mut rng = limb_rng(seed, purpose, index, m)?;
     let red = WordReducer::new(m);
     // One block at a time: 64 bytes = 16 words = 4 residues. Words past the end of `out`
@@ -305,21 +289,10 @@ pub fn uniform_limb(
 /// what [`uniform_limb`] writes for any output length above `j`.
 ///
 /// Errors with [`Error::CountTooLarge`] if `index >= 2^24`.
-pub fn uniform_residue(
-    seed: &Seed,
-    purpose: Purpose,
-    index: u32,
-    m: &Modulus,
-    j: usize,
-) -> Result<u32> {
+pub fn uniform_residue(seed: &Seed, purpose: Purpose, index: u32, m: &Modulus, j: usize) -> Result<u32> {
     let mut rng = limb_rng(seed, purpose, index, m)?;
     rng.set_word_pos(4 * j as u128);
-    let w = [
-        rng.next_u32(),
-        rng.next_u32(),
-        rng.next_u32(),
-        rng.next_u32(),
-    ];
+    let w = [rng.next_u32(), rng.next_u32(), rng.next_u32(), rng.next_u32()];
     Ok(uniform_from_words_u32(w, m))
 }
 
@@ -328,11 +301,7 @@ pub fn uniform_residue(
 /// Errors with [`Error::Randomness`] if the operating system cannot provide randomness.
 pub fn fresh_seed() -> Result<Seed> {
     let mut seed = [0u8; SEED_BYTES];
-    OsRng
-        .try_fill_bytes(&mut seed)
-        .map_err(|e| Error::Randomness {
-            reason: e.to_string(),
-        })?;
+    OsRng.try_fill_bytes(&mut seed).map_err(|e| Error::Randomness { reason: e.to_string() })?;
     Ok(seed)
 }
 
@@ -425,9 +394,7 @@ impl Sampler {
             .map(|_| {
                 let r = self.rng.next_u64();
                 let s = self.rng.next_u32();
-                let mag = GAUSSIAN_TAIL
-                    .iter()
-                    .fold(0i32, |acc, &t| acc + i32::from(r < t));
+                let mag = GAUSSIAN_TAIL.iter().fold(0i32, |acc, &t| acc + i32::from(r < t));
                 let mask = -((s & 1) as i32);
                 (mag ^ mask) - mask
             })
@@ -450,13 +417,7 @@ impl Sampler {
 
 #[cfg(test)]
 mod tests {
-    #![allow(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::indexing_slicing,
-        clippy::panic,
-        reason = "tests"
-    )]
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, reason = "tests")]
 
     use super::*;
     use num_bigint::BigUint;
@@ -504,19 +465,15 @@ mod tests {
     /// The published all-zero-key, all-zero-nonce ChaCha20 block (djb's reference code; the
     /// same block is test vector 1 of RFC 8439, appendix A.1).
     const ZERO_BLOCK: [u8; 64] = [
-        0x76, 0xb8, 0xe0, 0xad, 0xa0, 0xf1, 0x3d, 0x90, 0x40, 0x5d, 0x6a, 0xe5, 0x53, 0x86, 0xbd,
-        0x28, 0xbd, 0xd2, 0x19, 0xb8, 0xa0, 0x8d, 0xed, 0x1a, 0xa8, 0x36, 0xef, 0xcc, 0x8b, 0x77,
-        0x0d, 0xc7, 0xda, 0x41, 0x59, 0x7c, 0x51, 0x57, 0x48, 0x8d, 0x77, 0x24, 0xe0, 0x3f, 0xb8,
-        0xd8, 0x4a, 0x37, 0x6a, 0x43, 0xb8, 0xf4, 0x15, 0x18, 0xa1, 0x1c, 0xc3, 0x87, 0xb6, 0x69,
-        0xb2, 0xee, 0x65, 0x86,
+        0x76, 0xb8, 0xe0, 0xad, 0xa0, 0xf1, 0x3d, 0x90, 0x40, 0x5d, 0x6a, 0xe5, 0x53, 0x86, 0xbd, 0x28, 0xbd, 0xd2,
+        0x19, 0xb8, 0xa0, 0x8d, 0xed, 0x1a, 0xa8, 0x36, 0xef, 0xcc, 0x8b, 0x77, 0x0d, 0xc7, 0xda, 0x41, 0x59, 0x7c,
+        0x51, 0x57, 0x48, 0x8d, 0x77, 0x24, 0xe0, 0x3f, 0xb8, 0xd8, 0x4a, 0x37, 0x6a, 0x43, 0xb8, 0xf4, 0x15, 0x18,
+        0xa1, 0x1c, 0xc3, 0x87, 0xb6, 0x69, 0xb2, 0xee, 0x65, 0x86,
     ];
 
     #[test]
     fn chacha_known_answer_all_zero() {
-        let twin: Vec<u8> = chacha20_block(&[0; 32], 0, 0)
-            .iter()
-            .flat_map(|w| w.to_le_bytes())
-            .collect();
+        let twin: Vec<u8> = chacha20_block(&[0; 32], 0, 0).iter().flat_map(|w| w.to_le_bytes()).collect();
         assert_eq!(twin, ZERO_BLOCK);
 
         let mut rng = ChaCha20Rng::from_seed([0; 32]);
@@ -549,28 +506,9 @@ mod tests {
 
     #[test]
     fn chacha_twin_matches_rand_chacha() {
-        let streams = [
-            0u64,
-            1,
-            0xffff_ffff,
-            1 << 32,
-            2 << 56,
-            u64::MAX,
-            0x0503_0201_1234_5678,
-        ];
+        let streams = [0u64, 1, 0xffff_ffff, 1 << 32, 2 << 56, u64::MAX, 0x0503_0201_1234_5678];
         // Block positions including the crossing of the low counter word.
-        let blocks = [
-            0u64,
-            1,
-            3,
-            4,
-            5,
-            1000,
-            0xffff_ffff,
-            1 << 32,
-            (1 << 32) + 7,
-            u64::MAX,
-        ];
+        let blocks = [0u64, 1, 3, 4, 5, 1000, 0xffff_ffff, 1 << 32, (1 << 32) + 7, u64::MAX];
         for (si, &stream) in streams.iter().enumerate() {
             let seed = test_seed(si as u64 + 1);
             for &b in &blocks {
@@ -582,11 +520,7 @@ mod tests {
                     for k in 0..40u128 {
                         // The counter wraps at 2^64 blocks (word position 2^68).
                         let p = (pos + k) % (1u128 << 68);
-                        assert_eq!(
-                            rng.next_u32(),
-                            twin_word(&seed, stream, p),
-                            "stream {stream:#x} word {p}"
-                        );
+                        assert_eq!(rng.next_u32(), twin_word(&seed, stream, p), "stream {stream:#x} word {p}");
                     }
                 }
             }
@@ -608,14 +542,8 @@ mod tests {
 
     #[test]
     fn stream_id_layout_and_bounds() {
-        assert_eq!(
-            stream_id(Purpose::KeySwitchA, 0x12_3456, 0x3fff_ffdd).unwrap(),
-            0x0312_3456_3fff_ffdd
-        );
-        assert_eq!(
-            stream_id(Purpose::SeedDerivation, MAX_STREAM_INDEX - 1, 7).unwrap(),
-            0x07ff_ffff_0000_0007
-        );
+        assert_eq!(stream_id(Purpose::KeySwitchA, 0x12_3456, 0x3fff_ffdd).unwrap(), 0x0312_3456_3fff_ffdd);
+        assert_eq!(stream_id(Purpose::SeedDerivation, MAX_STREAM_INDEX - 1, 7).unwrap(), 0x07ff_ffff_0000_0007);
         for bad in [MAX_STREAM_INDEX, MAX_STREAM_INDEX + 1, u32::MAX] {
             assert!(matches!(
                 stream_id(Purpose::CiphertextA, bad, 17),
@@ -751,14 +679,8 @@ mod tests {
         let m2 = Modulus::new(u64::from(q2)).unwrap();
         let other_q = limb(&seed, Purpose::CiphertextA, 0, &m2);
         let stream_q = stream_id(Purpose::CiphertextA, 0, q).unwrap();
-        let same_words: Vec<u32> = (0..64)
-            .map(|j| reference_residue(&seed, stream_q, q2, j))
-            .collect();
-        let same = other_q
-            .iter()
-            .zip(&same_words)
-            .filter(|(a, b)| a == b)
-            .count();
+        let same_words: Vec<u32> = (0..64).map(|j| reference_residue(&seed, stream_q, q2, j)).collect();
+        let same = other_q.iter().zip(&same_words).filter(|(a, b)| a == b).count();
         assert!(same <= 1);
     }
 
@@ -840,10 +762,8 @@ mod tests {
             for &a in &edges {
                 for &b in &edges {
                     for w in [[a, b, a, b], [b, a, b, a], [a, a, b, b], [u32::MAX; 4]] {
-                        let v = u128::from(w[0])
-                            | u128::from(w[1]) << 32
-                            | u128::from(w[2]) << 64
-                            | u128::from(w[3]) << 96;
+                        let v =
+                            u128::from(w[0]) | u128::from(w[1]) << 32 | u128::from(w[2]) << 64 | u128::from(w[3]) << 96;
                         let want = (v % u128::from(q)) as u32;
                         assert_eq!(uniform_from_words_u32(w, &m), want, "q {q} w {w:?}");
                     }
@@ -858,10 +778,7 @@ mod tests {
     fn sampler_is_deterministic_and_stream_separated() {
         let seed = test_seed(31);
         let a = Sampler::from_seed(&seed, Purpose::Secret, 0).ternary(256);
-        assert_eq!(
-            a,
-            Sampler::from_seed(&seed, Purpose::Secret, 0).ternary(256)
-        );
+        assert_eq!(a, Sampler::from_seed(&seed, Purpose::Secret, 0).ternary(256));
         let variants = [
             Sampler::from_seed(&seed, Purpose::Error, 0).ternary(256),
             Sampler::from_seed(&seed, Purpose::Secret, 1).ternary(256),
@@ -874,10 +791,7 @@ mod tests {
             assert!(same < 140, "{same}");
         }
         let g = Sampler::from_seed(&seed, Purpose::Error, 4).gaussian(300);
-        assert_eq!(
-            g,
-            Sampler::from_seed(&seed, Purpose::Error, 4).gaussian(300)
-        );
+        assert_eq!(g, Sampler::from_seed(&seed, Purpose::Error, 4).gaussian(300));
     }
 
     #[test]
@@ -898,10 +812,7 @@ mod tests {
         }
         // Binomial(n, 1/3): sd = sqrt(n * 2/9) ~ 258; allow 5 sd.
         for c in counts {
-            assert!(
-                (c as f64 - n as f64 / 3.0).abs() < 5.0 * 258.2,
-                "{counts:?}"
-            );
+            assert!((c as f64 - n as f64 / 3.0).abs() < 5.0 * 258.2, "{counts:?}");
         }
     }
 
@@ -909,24 +820,17 @@ mod tests {
     fn gaussian_masses() -> Vec<f64> {
         let rho = |x: i32| (-f64::from(x * x) / (2.0 * SIGMA * SIGMA)).exp();
         let s: f64 = (-GAUSSIAN_BOUND..=GAUSSIAN_BOUND).map(rho).sum();
-        (-GAUSSIAN_BOUND..=GAUSSIAN_BOUND)
-            .map(|x| rho(x) / s)
-            .collect()
+        (-GAUSSIAN_BOUND..=GAUSSIAN_BOUND).map(|x| rho(x) / s).collect()
     }
 
     #[test]
     fn gaussian_tail_table_matches_f64() {
         let p = gaussian_masses(); // index x + 19
         for i in 0..GAUSSIAN_BOUND {
-            let tail: f64 = (i + 1..=GAUSSIAN_BOUND)
-                .map(|k| 2.0 * p[(k + GAUSSIAN_BOUND) as usize])
-                .sum();
+            let tail: f64 = (i + 1..=GAUSSIAN_BOUND).map(|k| 2.0 * p[(k + GAUSSIAN_BOUND) as usize]).sum();
             let want = tail * 2f64.powi(64);
             let got = GAUSSIAN_TAIL[i as usize] as f64;
-            assert!(
-                ((got - want) / want).abs() < 1e-12,
-                "entry {i}: {got} vs {want}"
-            );
+            assert!(((got - want) / want).abs() < 1e-12, "entry {i}: {got} vs {want}");
         }
         assert!(GAUSSIAN_TAIL.windows(2).all(|w| w[0] > w[1]));
     }
@@ -940,8 +844,7 @@ mod tests {
         let stream = 0x85u64 << 56 | 9;
         for (i, &x) in g.iter().enumerate() {
             let p = 3 * i as u128;
-            let r = u64::from(twin_word(&seed, stream, p))
-                | u64::from(twin_word(&seed, stream, p + 1)) << 32;
+            let r = u64::from(twin_word(&seed, stream, p)) | u64::from(twin_word(&seed, stream, p + 1)) << 32;
             let s = twin_word(&seed, stream, p + 2);
             let mut mag = 0;
             while mag < GAUSSIAN_BOUND && r < GAUSSIAN_TAIL[mag as usize] {
@@ -957,9 +860,8 @@ mod tests {
         let n = 1_000_000usize;
         let g = Sampler::from_seed(&test_seed(61), Purpose::Error, 0).gaussian(n);
         let p = gaussian_masses();
-        let var_exact: f64 = (-GAUSSIAN_BOUND..=GAUSSIAN_BOUND)
-            .map(|x| f64::from(x * x) * p[(x + GAUSSIAN_BOUND) as usize])
-            .sum();
+        let var_exact: f64 =
+            (-GAUSSIAN_BOUND..=GAUSSIAN_BOUND).map(|x| f64::from(x * x) * p[(x + GAUSSIAN_BOUND) as usize]).sum();
         // The tail cut and discreteness change the variance by far less than 1e-6.
         assert!((var_exact - SIGMA * SIGMA).abs() < 1e-6, "{var_exact}");
 
@@ -975,11 +877,7 @@ mod tests {
             let count = g.iter().filter(|&&y| y == x).count() as f64;
             let pe = p[(x + GAUSSIAN_BOUND) as usize];
             let sd = (nf * pe * (1.0 - pe)).sqrt();
-            assert!(
-                (count - nf * pe).abs() < 5.0 * sd,
-                "x = {x}: {count} vs {}",
-                nf * pe
-            );
+            assert!((count - nf * pe).abs() < 5.0 * sd, "x = {x}: {count} vs {}", nf * pe);
         }
         // Symmetry of the tails.
         let pos = g.iter().filter(|&&y| y > 0).count() as f64;
@@ -1000,10 +898,7 @@ mod tests {
         assert_eq!(s2[..], bytes[32..]);
         assert_ne!(s1, s2);
         let stream = 0x87u64 << 56 | 2;
-        let twin: Vec<u8> = chacha20_block(&seed, stream, 0)
-            .iter()
-            .flat_map(|w| w.to_le_bytes())
-            .collect();
+        let twin: Vec<u8> = chacha20_block(&seed, stream, 0).iter().flat_map(|w| w.to_le_bytes()).collect();
         assert_eq!(bytes[..], twin[..]);
     }
 

@@ -70,24 +70,14 @@ impl Modulus {
     /// Builds a modulus. Errors if `q < 2` or `q >= 2^30`.
     pub fn new(q: u64) -> Result<Self> {
         if q < 2 {
-            return Err(Error::InvalidModulus {
-                modulus: q,
-                reason: "smaller than 2",
-            });
+            return Err(Error::InvalidModulus { modulus: q, reason: "smaller than 2" });
         }
         if q >= 1 << MAX_MODULUS_BITS {
-            return Err(Error::InvalidModulus {
-                modulus: q,
-                reason: "not below 2^30",
-            });
+            return Err(Error::InvalidModulus { modulus: q, reason: "not below 2^30" });
         }
         let bits = 64 - q.leading_zeros();
         let mu = (1u64 << (2 * bits)) / q;
-        Ok(Self {
-            q: q as u32,
-            bits,
-            mu: mu as u32,
-        })
+        Ok(Self { q: q as u32, bits, mu: mu as u32 })
     }
 
     /// The modulus value.
@@ -316,11 +306,7 @@ impl Montgomery {
             inv = inv.wrapping_mul(2u32.wrapping_sub(q.wrapping_mul(inv)));
         }
         let r2 = ((1u128 << 64) % u128::from(q)) as u32;
-        Ok(Self {
-            m,
-            q_inv_neg: inv.wrapping_neg(),
-            r2,
-        })
+        Ok(Self { m, q_inv_neg: inv.wrapping_neg(), r2 })
     }
 
     /// The underlying modulus.
@@ -470,15 +456,9 @@ mod tests {
     fn rejects_bad_moduli() {
         assert!(matches!(Modulus::new(0), Err(Error::InvalidModulus { .. })));
         assert!(matches!(Modulus::new(1), Err(Error::InvalidModulus { .. })));
-        assert!(matches!(
-            Modulus::new(1 << 30),
-            Err(Error::InvalidModulus { .. })
-        ));
+        assert!(matches!(Modulus::new(1 << 30), Err(Error::InvalidModulus { .. })));
         assert!(Modulus::new((1 << 30) - 35).is_ok());
-        assert!(matches!(
-            Montgomery::new(Modulus::new(65536).unwrap()),
-            Err(Error::InvalidModulus { .. })
-        ));
+        assert!(matches!(Montgomery::new(Modulus::new(65536).unwrap()), Err(Error::InvalidModulus { .. })));
     }
 
     #[test]

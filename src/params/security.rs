@@ -34,21 +34,12 @@ pub fn max_log_qp(log_n: u32, level: SecurityLevel, secret: SecretDistribution) 
         SecurityLevel::Bits192 => 1,
         SecurityLevel::Bits256 => 2,
     };
-    TERNARY_CLASSICAL
-        .iter()
-        .find(|(l, _)| *l == log_n)
-        .and_then(|(_, row)| row.get(column).copied().flatten())
+    TERNARY_CLASSICAL.iter().find(|(l, _)| *l == log_n).and_then(|(_, row)| row.get(column).copied().flatten())
 }
 
 #[cfg(test)]
 mod tests {
-    #![allow(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::indexing_slicing,
-        clippy::panic,
-        reason = "tests"
-    )]
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, reason = "tests")]
     use super::*;
 
     #[test]
@@ -85,19 +76,11 @@ mod tests {
                 _ => SecurityLevel::Bits256,
             };
             let log_n = n.trailing_zeros();
-            assert_eq!(
-                max_log_qp(log_n, level, SecretDistribution::Ternary),
-                Some(bound),
-                "N = {n}, {bits} bits"
-            );
+            assert_eq!(max_log_qp(log_n, level, SecretDistribution::Ternary), Some(bound), "N = {n}, {bits} bits");
         }
         let mut present = 0;
         for log_n in 0..40 {
-            for level in [
-                SecurityLevel::Bits128,
-                SecurityLevel::Bits192,
-                SecurityLevel::Bits256,
-            ] {
+            for level in [SecurityLevel::Bits128, SecurityLevel::Bits192, SecurityLevel::Bits256] {
                 if max_log_qp(log_n, level, SecretDistribution::Ternary).is_some() {
                     present += 1;
                 }
@@ -109,11 +92,7 @@ mod tests {
     #[test]
     fn bounds_grow_with_n_and_shrink_with_level() {
         for log_n in 11..17 {
-            for level in [
-                SecurityLevel::Bits128,
-                SecurityLevel::Bits192,
-                SecurityLevel::Bits256,
-            ] {
+            for level in [SecurityLevel::Bits128, SecurityLevel::Bits192, SecurityLevel::Bits256] {
                 let a = max_log_qp(log_n, level, SecretDistribution::Ternary).unwrap();
                 let b = max_log_qp(log_n + 1, level, SecretDistribution::Ternary).unwrap();
                 assert!(b > a);

@@ -1,1 +1,153 @@
-//! (in progress)
+//! The RLWE core shared by BGV and CKKS: keys, encryption, decryption, hybrid key switching and
+//! Galois automorphisms.
+//!
+//! Scheme differences enter through one number, the *noise scale*: BGV multiplies every error
+//! term by the plaintext modulus `t` (and divides-and-rounds with the `t`-preserving variant),
+//! CKKS uses 1. Every polynomial of a key or ciphertext is kept in the Eval domain.
+//!
+//! Hybrid key switching (Han-Ki, "Better bootstrapping for approximate HE"; as in Lattigo and
+//! OpenFHE): the chain `q_0..q_L` is cut into `dnum` digits of `alpha` consecutive primes, the
+//! special primes `P = p_0..p_{k-1}` satisfy `P >= max digit`, and the key for digit `j` is
+//! `(b_j, a_j) = (-a_j s + E e_j + P g_j s', a_j)` over `QP`, where `g_j = 1 mod` the primes of digit
+//! `j` and `0 mod` every other prime. Switching `c` (level `l`): each digit of `c` (its residues in
+//! that digit's primes) is extended to `Q_l P` by fast base conversion (ModUp), multiplied with
+//! the key and summed, and the sum is divided by `P` (ModDown).
+
+mod encryption;
+mod key_switch;
+mod keygen;
+pub mod wire;
+
+pub use encryption::{decrypt_polys, encrypt_public, encrypt_symmetric};
+pub use key_switch::key_switch;
+pub use keygen::{gen_key_switch_key, gen_public_key, gen_secret_key};
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::backend::Backend;
+use crate::error::{Error, Result};
+use crate::math::sampling::{Purpose, Sampler, Seed};
+use crate::poly::{Eval, RnsPoly};
+
+/// A pair of Eval-domain polynomials: a degree-1 ciphertext or a key-switching result.
+pub type PolyPair<B> = (RnsPoly<B, Eval>, RnsPoly<B, Eval>);
+
+/// Scale applied to every error term: `t` for BGV, 1 for CKKS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NoiseScale(pub u32);
+
+/// The secret randomness of a key owner: where seeds and errors come from, and the seeds
+/// already used under this key (a seed is never used twice).
+pub(crate) struct RandomState {
+    seeds: Sampler,
+    noise: Sampler,
+    used: HashSet<Seed>,
+}
+
+/// A ternary secret key.
+pub struct SecretKey<B: Backend> {
+    pub(crate) coeffs: Vec<i8>,
+    /// `s` in the Eval domain over every prime of `Q` and `P`.
+    pub(crate) eval: RnsPoly<B, Eval>,
+    state: Arc<Mutex<RandomState>>,
+}
+
+impl<B: Backend> std::fmt::Debug for SecretKey<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SecretKey(..)")
+    }
+}
+
+impl<B: Backend> Drop for SecretKey<B> {
+    fn drop(&mut self) {
+        // Best-effort wipe of the host copy of the secret.
+        for c in &mut self.coeffs {
+            *c = 0;
+        }
+    }
+}
+
+impl<B: Backend> SecretKey<B> {
+    /// The secret as signed coefficients (host side).
+    #[must_use]
+    pub fn coefficients(&self) -> &[i8] {
+        &self.coeffs
+    }
+
+    /// The secret in the Eval domain over `Q P`.
+    #[must_use]
+    pub fn eval(&self) -> &RnsPoly<B, Eval> {
+        &self.eval
+    }
+
+    fn with_state<T>(&self, f: impl FnOnce(&mut RandomState) -> Result<T>) -> Result<T> {
+        let mut st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        f(&mut st)
+    }
+
+    /// A seed never used before under this key.
+    pub fn fresh_seed(&self) -> Result<Seed> {
+        self.with_state(|st| {
+            // A collision of 256-bit outputs does not happen; if it ever did, draw again.
+            for _ in 0..4 {
+                let seed = st.seeds.next_seed();
+                if st.used.insert(seed) {
+                    return Ok(seed);
+                }
+            }
+            Err(Error::SeedReuse)
+        })
+    }
+
+    /// Registers a caller-chosen seed; refuses one used before under this key.
+    pub fn claim_seed(&self, seed: Seed) -> Result<Seed> {
+        self.with_state(|st| if st.used.insert(seed) { Ok(seed) } else { Err(Error::SeedReuse) })
+    }
+
+    /// Draws `n` error coefficients from the key owner's noise stream.
+    pub(crate) fn gaussian(&self, n: usize) -> Result<Vec<i32>> {
+        self.with_state(|st| Ok(st.noise.gaussian(n)))
+    }
+
+    pub(crate) fn new_state(master: &Seed) -> Arc<Mutex<RandomState>> {
+        Arc::new(Mutex::new(RandomState {
+            seeds: Sampler::from_seed(master, Purpose::SeedDerivation, 0),
+            noise: Sampler::from_seed(master, Purpose::Error, 0),
+            used: HashSet::new(),
+        }))
+    }
+}
+
+/// A public key `(b, a) = (-a s + E e, a)` over the top-level `Q`, with `a` from a seed.
+#[derive(Debug)]
+pub struct PublicKey<B: Backend> {
+    /// `b` half.
+    pub b: RnsPoly<B, Eval>,
+    /// `a` half.
+    pub a: RnsPoly<B, Eval>,
+    /// Seed of `a`.
+    pub seed: Seed,
+}
+
+/// A hybrid key-switching key from `s'` to `s`: one `(b_j, a_j)` pair per digit, over `Q P`.
+#[derive(Debug)]
+pub struct KeySwitchKey<B: Backend> {
+    /// `(b_j, a_j)` per digit.
+    pub digits: Vec<(RnsPoly<B, Eval>, RnsPoly<B, Eval>)>,
+    /// Seed the `a_j` were expanded from (stream index = digit).
+    pub seed: Seed,
+}
+
+/// A relinearisation key (`s^2 -> s`).
+#[derive(Debug)]
+pub struct RelinKey<B: Backend>(pub KeySwitchKey<B>);
+
+/// A Galois key for `X -> X^g` (`s(X^g) -> s`).
+#[derive(Debug)]
+pub struct GaloisKey<B: Backend> {
+    /// The Galois element.
+    pub galois_element: usize,
+    /// The switching key.
+    pub key: KeySwitchKey<B>,
+}

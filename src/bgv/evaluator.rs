@@ -1,0 +1,412 @@
+//! Homomorphic operations of BGV.
+//!
+//! Binary operations need operands at the same level ([`Error::LevelMismatch`] otherwise; align
+//! them with [`Bgv::mod_switch_to_level`]), except [`Bgv::mul_relin`], which documents that it
+//! switches both operands down as far as their noise allows and then to the lower of the two
+//! levels. Correction factors are aligned automatically (the second operand is multiplied by a
+//! constant mod t).
+
+use std::collections::HashMap;
+
+use super::noise::log2_add;
+use super::{Bgv, Ciphertext, Plaintext};
+use crate::backend::Backend;
+use crate::error::{Error, Result};
+use crate::poly::{Eval, RnsPoly};
+use crate::rlwe::{self, GaloisKey, RelinKey, SecretKey};
+
+/// Evaluation keys: the relinearisation key and Galois keys by element.
+#[derive(Debug)]
+pub struct EvaluationKeys<B: Backend> {
+    /// Relinearisation key.
+    pub relin: Option<RelinKey<B>>,
+    /// Galois keys by Galois element.
+    pub galois: HashMap<usize, GaloisKey<B>>,
+}
+
+impl<B: Backend> Default for EvaluationKeys<B> {
+    fn default() -> Self {
+        Self { relin: None, galois: HashMap::new() }
+    }
+}
+
+impl<B: Backend> Bgv<B> {
+    // ---- key generation ------------------------------------------------------------------
+
+    /// The relinearisation key (`s^2 -> s`).
+    pub fn gen_relin_key(&self, sk: &SecretKey<B>) -> Result<RelinKey<B>> {
+        let s2 = sk.eval().mul(self.backend(), sk.eval())?;
+        Ok(RelinKey(rlwe::gen_key_switch_key(self.backend(), &s2, sk, self.scale())?))
+    }
+
+    /// The Galois key for `X -> X^g`.
+    pub fn gen_galois_key(&self, sk: &SecretKey<B>, g: usize) -> Result<GaloisKey<B>> {
+        let two_n = 2 * self.params().n();
+        if g.is_multiple_of(2) || g >= two_n {
+            return Err(Error::InvalidField { field: "galois element", reason: "must be odd and below 2N" });
+        }
+        // Key from s(X^g) to s; applied after the automorphism of the ciphertext.
+        let sg = sk.eval().automorphism(self.backend(), g)?;
+        Ok(GaloisKey { galois_element: g, key: rlwe::gen_key_switch_key(self.backend(), &sg, sk, self.scale())? })
+    }
+
+    /// The Galois element of a left rotation of both rows by `steps` (negative: right).
+    #[must_use]
+    pub fn column_rotation_element(&self, steps: i64) -> usize {
+        let n = self.params().n();
+        let half = (n / 2) as i64;
+        let k = steps.rem_euclid(half) as u64;
+        let two_n = 2 * n as u64;
+        let mut g = 1u64;
+        let mut base = 3u64;
+        let mut e = k;
+        while e > 0 {
+            if e & 1 == 1 {
+                g = g * base % two_n;
+            }
+            base = base * base % two_n;
+            e >>= 1;
+        }
+        g as usize
+    }
+
+    /// The Galois element that swaps the two rows.
+    #[must_use]
+    pub fn row_swap_element(&self) -> usize {
+        2 * self.params().n() - 1
+    }
+
+    /// Evaluation keys: relinearisation plus column rotations by each of `steps` and, if asked,
+    /// the row swap.
+    pub fn gen_evaluation_keys(&self, sk: &SecretKey<B>, steps: &[i64], row_swap: bool) -> Result<EvaluationKeys<B>> {
+        let mut keys = EvaluationKeys { relin: Some(self.gen_relin_key(sk)?), galois: HashMap::new() };
+        let mut elements: Vec<usize> = steps.iter().map(|&s| self.column_rotation_element(s)).collect();
+        if row_swap {
+            elements.push(self.row_swap_element());
+        }
+        for g in elements {
+            if g != 1 && !keys.galois.contains_key(&g) {
+                keys.galois.insert(g, self.gen_galois_key(sk, g)?);
+            }
+        }
+        Ok(keys)
+    }
+
+    // ---- helpers -----------------------------------------------------------------------------
+
+    fn same_level(&self, a: &Ciphertext<B>, b: &Ciphertext<B>) -> Result<()> {
+        self.check_ct(a)?;
+        self.check_ct(b)?;
+        if a.level() != b.level() {
+            return Err(Error::LevelMismatch { left: a.level(), right: b.level() });
+        }
+        Ok(())
+    }
+
+    /// `ct`'s polynomials times `k = target / corr mod t` (centred), and the noise after it.
+    fn rescaled_polys(&self, ct: &Ciphertext<B>, target: u32) -> Result<(Vec<RnsPoly<B, Eval>>, f64)> {
+        if ct.correction == target {
+            return Ok((ct.polys.iter().map(|p| p.duplicate(self.backend())).collect::<Result<_>>()?, ct.noise_log2));
+        }
+        let inv = self
+            .t
+            .inv(ct.correction)
+            .ok_or(Error::InvalidCorrectionFactor { factor: u64::from(ct.correction), t: u64::from(self.t.value()) })?;
+        let k = self.t.center(self.t.mul(target, inv));
+        let polys = ct.polys.iter().map(|p| p.mul_int(self.backend(), k)).collect::<Result<_>>()?;
+        Ok((polys, ct.noise_log2 + (k.unsigned_abs() as f64).max(1.0).log2()))
+    }
+
+    fn check_noise(&self, noise: f64, level: usize) -> Result<()> {
+        let log_q = self.noise.log_q_at(level);
+        if !self.noise.decryptable(noise, level) {
+            return Err(Error::NoiseBudgetExhausted { noise_log2: noise, modulus_log2: log_q });
+        }
+        Ok(())
+    }
+
+    fn combine(
+        &self,
+        a: &Ciphertext<B>,
+        b: &Ciphertext<B>,
+        op: impl Fn(&RnsPoly<B, Eval>, &RnsPoly<B, Eval>) -> Result<RnsPoly<B, Eval>>,
+    ) -> Result<Ciphertext<B>> {
+        self.same_level(a, b)?;
+        // Different correction factors: rescale the operand with less noise to the other's.
+        let (correction, (ap, a_noise), (bp, b_noise)) = if a.noise_log2 >= b.noise_log2 {
+            (a.correction, self.rescaled_polys(a, a.correction)?, self.rescaled_polys(b, a.correction)?)
+        } else {
+            (b.correction, self.rescaled_polys(a, b.correction)?, self.rescaled_polys(b, b.correction)?)
+        };
+        let noise = log2_add(a_noise, b_noise);
+        self.check_noise(noise, a.level())?;
+        let len = ap.len().max(bp.len());
+        let mut polys = Vec::with_capacity(len);
+        for i in 0..len {
+            let p = match (ap.get(i), bp.get(i)) {
+                (Some(x), Some(y)) => op(x, y)?,
+                (Some(x), None) => x.duplicate(self.backend())?,
+                (None, Some(y)) => {
+                    let zero = RnsPoly::zero(self.backend(), y.basis().clone())?;
+                    op(&zero, y)?
+                }
+                (None, None) => continue,
+            };
+            polys.push(p);
+        }
+        Ok(Ciphertext { polys, correction, noise_log2: noise, seed: None, param_id: a.param_id })
+    }
+
+    // ---- linear operations -------------------------------------------------------------------
+
+    /// `a + b` (HADD).
+    pub fn add(&self, a: &Ciphertext<B>, b: &Ciphertext<B>) -> Result<Ciphertext<B>> {
+        self.combine(a, b, |x, y| x.add(self.backend(), y))
+    }
+
+    /// `a - b`.
+    pub fn sub(&self, a: &Ciphertext<B>, b: &Ciphertext<B>) -> Result<Ciphertext<B>> {
+        self.combine(a, b, |x, y| x.sub(self.backend(), y))
+    }
+
+    /// `-a`.
+    pub fn neg(&self, a: &Ciphertext<B>) -> Result<Ciphertext<B>> {
+        self.check_ct(a)?;
+        Ok(Ciphertext {
+            polys: a.polys.iter().map(|p| p.neg(self.backend())).collect::<Result<_>>()?,
+            correction: a.correction,
+            noise_log2: a.noise_log2,
+            seed: None,
+            param_id: a.param_id,
+        })
+    }
+
+    /// `ct + pt` (PADD).
+    pub fn add_plain(&self, ct: &Ciphertext<B>, pt: &Plaintext) -> Result<Ciphertext<B>> {
+        self.check_ct(ct)?;
+        let m = self.lift(pt, ct.correction, ct.level())?;
+        let mut polys = ct.polys.iter().map(|p| p.duplicate(self.backend())).collect::<Result<Vec<_>>>()?;
+        let first = polys.first_mut().ok_or(Error::CiphertextDegree { degree: 0, expected: 1 })?;
+        *first = first.add(self.backend(), &m)?;
+        Ok(Ciphertext {
+            polys,
+            correction: ct.correction,
+            noise_log2: log2_add(ct.noise_log2, self.noise.plain()),
+            seed: ct.seed,
+            param_id: ct.param_id,
+        })
+    }
+
+    /// `ct - pt`.
+    pub fn sub_plain(&self, ct: &Ciphertext<B>, pt: &Plaintext) -> Result<Ciphertext<B>> {
+        self.check_ct(ct)?;
+        let m = self.lift(pt, ct.correction, ct.level())?;
+        let mut polys = ct.polys.iter().map(|p| p.duplicate(self.backend())).collect::<Result<Vec<_>>>()?;
+        let first = polys.first_mut().ok_or(Error::CiphertextDegree { degree: 0, expected: 1 })?;
+        *first = first.sub(self.backend(), &m)?;
+        Ok(Ciphertext {
+            polys,
+            correction: ct.correction,
+            noise_log2: log2_add(ct.noise_log2, self.noise.plain()),
+            seed: ct.seed,
+            param_id: ct.param_id,
+        })
+    }
+
+    /// `ct * pt` (PMULT).
+    pub fn mul_plain(&self, ct: &Ciphertext<B>, pt: &Plaintext) -> Result<Ciphertext<B>> {
+        self.check_ct(ct)?;
+        let m = self.lift(pt, 1, ct.level())?;
+        let polys = ct.polys.iter().map(|p| p.mul(self.backend(), &m)).collect::<Result<Vec<_>>>()?;
+        let noise = self.noise.mul_plain(ct.noise_log2);
+        self.check_noise(noise, ct.level())?;
+        Ok(Ciphertext { polys, correction: ct.correction, noise_log2: noise, seed: None, param_id: ct.param_id })
+    }
+
+    // ---- multiplication ----------------------------------------------------------------------
+
+    /// The tensor product `(a_0 b_0, a_0 b_1 + a_1 b_0, a_1 b_1)`: a degree-2 ciphertext,
+    /// operands at the same level and of degree 1.
+    pub fn mul(&self, a: &Ciphertext<B>, b: &Ciphertext<B>) -> Result<Ciphertext<B>> {
+        self.same_level(a, b)?;
+        let be = self.backend();
+        let (a0, a1) = degree_one(a)?;
+        let (b0, b1) = degree_one(b)?;
+        let c0 = a0.mul(be, b0)?;
+        let mut c1 = a0.mul(be, b1)?;
+        c1.mul_add_assign(be, a1, b0)?;
+        let c2 = a1.mul(be, b1)?;
+        let noise = self.noise.mul(a.noise_log2, b.noise_log2);
+        self.check_noise(noise, a.level())?;
+        Ok(Ciphertext {
+            polys: vec![c0, c1, c2],
+            correction: self.t.mul(a.correction, b.correction),
+            noise_log2: noise,
+            seed: None,
+            param_id: a.param_id,
+        })
+    }
+
+    /// Relinearises a degree-2 ciphertext to degree 1.
+    pub fn relinearize(&self, ct: &Ciphertext<B>, keys: &EvaluationKeys<B>) -> Result<Ciphertext<B>> {
+        self.check_ct(ct)?;
+        let rk = keys.relin.as_ref().ok_or(Error::MissingRelinKey)?;
+        if ct.degree() != 2 {
+            return Err(Error::CiphertextDegree { degree: ct.degree(), expected: 2 });
+        }
+        let be = self.backend();
+        let (c0, c1, c2) = match ct.polys.as_slice() {
+            [c0, c1, c2] => (c0, c1, c2),
+            _ => return Err(Error::CiphertextDegree { degree: ct.degree(), expected: 2 }),
+        };
+        let (d0, d1) = rlwe::key_switch(be, c2, &rk.0, Some(self.t.value()))?;
+        let noise = log2_add(ct.noise_log2, self.noise.key_switch(ct.level()));
+        Ok(Ciphertext {
+            polys: vec![c0.add(be, &d0)?, c1.add(be, &d1)?],
+            correction: ct.correction,
+            noise_log2: noise,
+            seed: None,
+            param_id: ct.param_id,
+        })
+    }
+
+    /// HMULT: switches each operand down as far as its noise allows, aligns the levels, takes the
+    /// tensor product and relinearises.
+    pub fn mul_relin(&self, a: &Ciphertext<B>, b: &Ciphertext<B>, keys: &EvaluationKeys<B>) -> Result<Ciphertext<B>> {
+        self.check_ct(a)?;
+        self.check_ct(b)?;
+        if keys.relin.is_none() {
+            return Err(Error::MissingRelinKey);
+        }
+        let a = self.mod_switch_auto(a)?;
+        let b = self.mod_switch_auto(b)?;
+        let level = a.level().min(b.level());
+        let a = self.mod_switch_to_level(&a, level)?;
+        let b = self.mod_switch_to_level(&b, level)?;
+        let prod = self.mul(&a, &b)?;
+        let out = self.relinearize(&prod, keys)?;
+        self.check_noise(out.noise_log2, out.level())?;
+        Ok(out)
+    }
+
+    // ---- modulus switching -------------------------------------------------------------------
+
+    /// Drops the last `count` primes, one at a time with exact centred rounding that preserves
+    /// the plaintext mod t; the correction factor absorbs `q^-1 mod t` per dropped prime.
+    pub fn mod_switch(&self, ct: &Ciphertext<B>, count: usize) -> Result<Ciphertext<B>> {
+        self.check_ct(ct)?;
+        let level = ct.level();
+        if count > level {
+            return Err(Error::DepthExhausted { level, wanted: count });
+        }
+        let be = self.backend();
+        let mut polys = ct.polys.iter().map(|p| p.duplicate(be)).collect::<Result<Vec<_>>>()?;
+        let mut correction = ct.correction;
+        let mut noise = ct.noise_log2;
+        let ctx = be.context();
+        for step in 0..count {
+            let l = level - step;
+            let q = ctx.modulus(l)?.value();
+            polys = polys
+                .into_iter()
+                .map(|p| p.into_coeff(be)?.scale_down(be, 1, Some(self.t.value()))?.into_eval(be))
+                .collect::<Result<_>>()?;
+            let q_inv = self.t.inv(self.t.reduce_u32(q)).ok_or(Error::InvalidPlaintextModulus {
+                t: u64::from(self.t.value()),
+                reason: "not coprime to a chain prime",
+            })?;
+            correction = self.t.mul(correction, q_inv);
+            noise = self.noise.after_mod_switch(noise, self.noise.log_prime(l), 1);
+        }
+        let seed = if count == 0 { ct.seed } else { None };
+        Ok(Ciphertext { polys, correction, noise_log2: noise, seed, param_id: ct.param_id })
+    }
+
+    /// Switches down to `level` (no-op at the same level).
+    pub fn mod_switch_to_level(&self, ct: &Ciphertext<B>, level: usize) -> Result<Ciphertext<B>> {
+        let cur = ct.level();
+        if level > cur {
+            return Err(Error::LevelOutOfRange { level, max: cur });
+        }
+        self.mod_switch(ct, cur - level)
+    }
+
+    /// Drops as many primes as the noise estimate allows without losing precision (the noise
+    /// stays above the rounding floor), the step taken before each multiplication.
+    pub fn mod_switch_auto(&self, ct: &Ciphertext<B>) -> Result<Ciphertext<B>> {
+        let k = self.noise.primes_to_drop(ct.noise_log2, ct.level());
+        self.mod_switch(ct, k)
+    }
+
+    /// Switches down to the lowest level at which the ciphertext still decrypts with a margin:
+    /// the smallest (and cheapest to store or send) form of a final result.
+    pub fn mod_switch_to_min(&self, ct: &Ciphertext<B>) -> Result<Ciphertext<B>> {
+        let level = ct.level();
+        let target = (0..=level)
+            .find(|&l| {
+                let dropped = self.noise.log_q_at(level) - self.noise.log_q_at(l);
+                let after = if l == level {
+                    ct.noise_log2
+                } else {
+                    self.noise.after_mod_switch(ct.noise_log2, dropped, level - l)
+                };
+                after < self.noise.log_q_at(l) - 1.0
+            })
+            .unwrap_or(level);
+        self.mod_switch_to_level(ct, target)
+    }
+
+    // ---- rotations -------------------------------------------------------------------------
+
+    /// Applies `X -> X^g` with its Galois key: the slots permute accordingly.
+    pub fn apply_galois(
+        &self,
+        ct: &Ciphertext<B>,
+        g: usize,
+        keys: &EvaluationKeys<B>,
+        what: &str,
+    ) -> Result<Ciphertext<B>> {
+        self.check_ct(ct)?;
+        let gk = keys
+            .galois
+            .get(&g)
+            .ok_or_else(|| Error::MissingGaloisKey { galois_element: g as u64, rotation: what.to_string() })?;
+        let be = self.backend();
+        let (c0, c1) = degree_one(ct)?;
+        let c0g = c0.automorphism(be, g)?;
+        let c1g = c1.automorphism(be, g)?;
+        let (d0, d1) = rlwe::key_switch(be, &c1g, &gk.key, Some(self.t.value()))?;
+        let noise = log2_add(ct.noise_log2, self.noise.key_switch(ct.level()));
+        self.check_noise(noise, ct.level())?;
+        Ok(Ciphertext {
+            polys: vec![c0g.add(be, &d0)?, d1],
+            correction: ct.correction,
+            noise_log2: noise,
+            seed: None,
+            param_id: ct.param_id,
+        })
+    }
+
+    /// Rotates both rows of the slot matrix left by `steps` (negative: right) (HROTATE).
+    pub fn rotate_columns(&self, ct: &Ciphertext<B>, steps: i64, keys: &EvaluationKeys<B>) -> Result<Ciphertext<B>> {
+        let g = self.column_rotation_element(steps);
+        if g == 1 {
+            return ct.duplicate(self.backend());
+        }
+        self.apply_galois(ct, g, keys, &format!("columns by {steps}"))
+    }
+
+    /// Swaps the two rows of the slot matrix.
+    pub fn rotate_rows(&self, ct: &Ciphertext<B>, keys: &EvaluationKeys<B>) -> Result<Ciphertext<B>> {
+        self.apply_galois(ct, self.row_swap_element(), keys, "row swap")
+    }
+}
+
+type PolyRefs<'a, B> = (&'a RnsPoly<B, Eval>, &'a RnsPoly<B, Eval>);
+
+fn degree_one<B: Backend>(ct: &Ciphertext<B>) -> Result<PolyRefs<'_, B>> {
+    match ct.polys.as_slice() {
+        [c0, c1] => Ok((c0, c1)),
+        _ => Err(Error::CiphertextDegree { degree: ct.degree(), expected: 1 }),
+    }
+}

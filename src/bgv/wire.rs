@@ -1,0 +1,155 @@
+//! Wire format of BGV objects (see [`crate::serial`] for the container).
+//!
+//! | object | payload |
+//! |---|---|
+//! | `Ciphertext` | level `u32`, degree `u8`, correction `u32`, noise estimate `f64`, representation `u8` (1 = Eval), then `degree + 1` residue blocks over `q_0..q_level` |
+//! | `SeededCiphertext` | level `u32`, degree `u8` (must be 1), correction `u32`, noise `f64`, representation `u8`, generator `u8` (1 = ChaCha20), seed length `u8` (32), seed, then the residue block of `c_0`; `c_1` is regenerated from the seed |
+//! | `Plaintext` | `N` as `u32`, one residue block mod `t` |
+//!
+//! Loading checks, before allocating: parameter id and scheme, level range, degree, correction
+//! factor (invertible mod t), noise estimate (finite, in `[0, 8192]`), representation tag,
+//! generator id and seed length; the residue reader then checks lengths and every residue.
+
+use super::{Bgv, Ciphertext, Plaintext};
+use crate::backend::Backend;
+use crate::error::{Error, Result};
+use crate::math::sampling::Purpose;
+use crate::poly::{Eval, Representation, RnsPoly};
+use crate::rlwe::wire::{read_seed, write_seed};
+use crate::serial::{read_object, read_residues, write_object, write_residues, Header, ObjectType, Reader, Writer};
+
+/// Largest noise estimate accepted on load (bits).
+const MAX_NOISE_LOG2: f64 = 8192.0;
+
+impl<B: Backend> Bgv<B> {
+    fn check_header(&self, h: &Header) -> Result<()> {
+        let params = self.params();
+        if h.param_id != params.id() {
+            return Err(Error::ParameterMismatch { expected: params.id(), found: h.param_id });
+        }
+        if h.scheme != params.scheme() {
+            return Err(Error::SchemeMismatch { expected: params.scheme().name(), found: h.scheme.name() });
+        }
+        Ok(())
+    }
+
+    /// Serialises a ciphertext; a fresh symmetric one is written as `c_0` and the seed of `c_1`.
+    pub fn ciphertext_to_bytes(&self, ct: &Ciphertext<B>) -> Result<Vec<u8>> {
+        self.check_ct(ct)?;
+        let mut w = Writer::new();
+        w.put_u32(u32::try_from(ct.level()).map_err(|_| Error::SizeOverflow { what: "level" })?);
+        w.put_u8(u8::try_from(ct.degree()).map_err(|_| Error::SizeOverflow { what: "degree" })?);
+        w.put_u32(ct.correction);
+        w.put_f64(ct.noise_log2);
+        w.put_u8(Eval::TAG);
+        let object = match (ct.seed, ct.polys.as_slice()) {
+            (Some(seed), [c0, _]) => {
+                write_seed(&mut w, &seed);
+                write_residues(&mut w, &c0.to_host(self.backend())?);
+                ObjectType::SeededCiphertext
+            }
+            _ => {
+                for p in &ct.polys {
+                    write_residues(&mut w, &p.to_host(self.backend())?);
+                }
+                ObjectType::Ciphertext
+            }
+        };
+        Ok(write_object(object, self.params().scheme(), self.params().id(), w.as_bytes()))
+    }
+
+    /// Serialises a ciphertext with every polynomial stored (never seeded).
+    pub fn ciphertext_to_bytes_unseeded(&self, ct: &Ciphertext<B>) -> Result<Vec<u8>> {
+        let plain = Ciphertext {
+            polys: ct.polys.iter().map(|p| p.duplicate(self.backend())).collect::<Result<_>>()?,
+            correction: ct.correction,
+            noise_log2: ct.noise_log2,
+            seed: None,
+            param_id: ct.param_id,
+        };
+        self.ciphertext_to_bytes(&plain)
+    }
+
+    /// Loads a ciphertext (plain or seeded), validating everything before allocating.
+    pub fn ciphertext_from_bytes(&self, bytes: &[u8]) -> Result<Ciphertext<B>> {
+        let object = match bytes.get(6).copied().map(ObjectType::try_from) {
+            Some(Ok(ObjectType::SeededCiphertext)) => ObjectType::SeededCiphertext,
+            _ => ObjectType::Ciphertext,
+        };
+        let (h, payload) = read_object(bytes, object)?;
+        self.check_header(&h)?;
+        let mut r = Reader::new(payload);
+        let level = r.get_u32()? as usize;
+        if level > self.max_level() {
+            return Err(Error::LevelOutOfRange { level, max: self.max_level() });
+        }
+        let degree = usize::from(r.get_u8()?);
+        if degree == 0 {
+            return Err(Error::CiphertextDegree { degree, expected: 1 });
+        }
+        if degree > 2 {
+            return Err(Error::CountTooLarge { what: "ciphertext degree", found: degree as u64, limit: 2 });
+        }
+        let correction = r.get_u32()?;
+        let t = self.t.value();
+        if correction >= t || self.t.inv(correction).is_none() {
+            return Err(Error::InvalidCorrectionFactor { factor: u64::from(correction), t: u64::from(t) });
+        }
+        let noise_log2 = r.get_f64()?;
+        if !noise_log2.is_finite() || !(0.0..=MAX_NOISE_LOG2).contains(&noise_log2) {
+            return Err(Error::InvalidField { field: "noise estimate", reason: "not a finite value in [0, 8192]" });
+        }
+        let tag = r.get_u8()?;
+        if tag != Eval::TAG {
+            return Err(Error::InvalidRepresentation { tag });
+        }
+        let ctx = self.backend().context();
+        let basis = ctx.q_basis(level)?;
+        let moduli = ctx.moduli_of(&basis)?;
+        let n = ctx.n();
+        let mut seed = None;
+        let mut polys = Vec::with_capacity(degree + 1);
+        if object == ObjectType::SeededCiphertext {
+            if degree != 1 {
+                return Err(Error::SeedNotAllowed { reason: "only degree-1 ciphertexts can be seeded" });
+            }
+            let s = read_seed(&mut r)?;
+            let c0 = read_residues(&mut r, &moduli, n)?;
+            polys.push(RnsPoly::<B, Eval>::from_host(self.backend(), &c0, basis.clone())?);
+            polys.push(RnsPoly::<B, Eval>::uniform(self.backend(), &s, Purpose::CiphertextA, 0, basis)?);
+            seed = Some(s);
+        } else {
+            for _ in 0..=degree {
+                let c = read_residues(&mut r, &moduli, n)?;
+                polys.push(RnsPoly::<B, Eval>::from_host(self.backend(), &c, basis.clone())?);
+            }
+        }
+        r.finish()?;
+        Ok(Ciphertext { polys, correction, noise_log2, seed, param_id: self.params().id() })
+    }
+
+    /// Serialises a plaintext.
+    pub fn plaintext_to_bytes(&self, pt: &Plaintext) -> Result<Vec<u8>> {
+        if pt.param_id != self.params().id() {
+            return Err(Error::ParameterMismatch { expected: self.params().id(), found: pt.param_id });
+        }
+        let mut w = Writer::new();
+        w.put_u32(u32::try_from(pt.coeffs.len()).map_err(|_| Error::SizeOverflow { what: "plaintext length" })?);
+        write_residues(&mut w, &pt.coeffs);
+        Ok(write_object(ObjectType::Plaintext, self.params().scheme(), self.params().id(), w.as_bytes()))
+    }
+
+    /// Loads a plaintext.
+    pub fn plaintext_from_bytes(&self, bytes: &[u8]) -> Result<Plaintext> {
+        let (h, payload) = read_object(bytes, ObjectType::Plaintext)?;
+        self.check_header(&h)?;
+        let mut r = Reader::new(payload);
+        let n = r.get_u32()? as usize;
+        if n != self.params().n() {
+            return Err(Error::DimensionMismatch { what: "plaintext length", expected: self.params().n(), found: n });
+        }
+        let coeffs = read_residues(&mut r, &[self.t], n)?;
+        r.finish()?;
+        Ok(Plaintext { coeffs, param_id: self.params().id() })
+    }
+}

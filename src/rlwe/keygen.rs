@@ -1,0 +1,90 @@
+//! Key generation: ternary secret, public key, hybrid key-switching keys.
+
+use super::{KeySwitchKey, NoiseScale, PublicKey, SecretKey};
+use crate::backend::Backend;
+use crate::error::{Error, Result};
+use crate::math::sampling::{fresh_seed, Purpose, Sampler, Seed};
+use crate::poly::{Coeff, Eval, RnsPoly};
+
+/// Generates a ternary secret key. With `master = None` all of the key owner's randomness comes
+/// from the operating system; with a master seed it is derived from it (reproducible runs, and
+/// the CPU-vs-GPU equivalence tests).
+pub fn gen_secret_key<B: Backend>(backend: &B, master: Option<&Seed>) -> Result<SecretKey<B>> {
+    let master = match master {
+        Some(m) => *m,
+        None => fresh_seed()?,
+    };
+    let ctx = backend.context();
+    let n = ctx.n();
+    let coeffs = Sampler::from_seed(&master, Purpose::Secret, 0).ternary(n);
+    let wide: Vec<i64> = coeffs.iter().map(|&c| i64::from(c)).collect();
+    let basis = ctx.qp_basis(ctx.q_count() - 1)?;
+    let eval = RnsPoly::<B, Coeff>::from_signed(backend, &wide, basis)?.into_eval(backend)?;
+    Ok(SecretKey { coeffs, eval, state: SecretKey::<B>::new_state(&master) })
+}
+
+/// An error polynomial `scale * e` over `basis`, in the Eval domain.
+pub(crate) fn error_poly<B: Backend>(
+    backend: &B,
+    sk: &SecretKey<B>,
+    scale: NoiseScale,
+    basis: crate::poly::Basis,
+) -> Result<RnsPoly<B, Eval>> {
+    let e = sk.gaussian(backend.context().n())?;
+    let scaled: Vec<i64> = e.iter().map(|&x| i64::from(x) * i64::from(scale.0)).collect();
+    RnsPoly::<B, Coeff>::from_signed(backend, &scaled, basis)?.into_eval(backend)
+}
+
+/// Generates a public key over the top-level `Q`.
+pub fn gen_public_key<B: Backend>(backend: &B, sk: &SecretKey<B>, scale: NoiseScale) -> Result<PublicKey<B>> {
+    let ctx = backend.context();
+    let basis = ctx.q_basis(ctx.q_count() - 1)?;
+    let seed = sk.fresh_seed()?;
+    let a = RnsPoly::<B, Eval>::uniform(backend, &seed, Purpose::PublicKeyA, 0, basis.clone())?;
+    let s = sk.eval.select(backend, &basis)?;
+    let e = error_poly(backend, sk, scale, basis)?;
+    let b = e.sub(backend, &a.mul(backend, &s)?)?;
+    Ok(PublicKey { b, a, seed })
+}
+
+/// Generates the hybrid key-switching key from `s_from` (Eval over the full `Q P`) to `sk`.
+pub fn gen_key_switch_key<B: Backend>(
+    backend: &B,
+    s_from: &RnsPoly<B, Eval>,
+    sk: &SecretKey<B>,
+    scale: NoiseScale,
+) -> Result<KeySwitchKey<B>> {
+    let ctx = backend.context();
+    let params = ctx.params();
+    if ctx.p_count() == 0 {
+        return Err(Error::KeyDimensions { reason: "parameters without special primes cannot switch keys" });
+    }
+    let basis = ctx.qp_basis(ctx.q_count() - 1)?;
+    if s_from.basis() != &basis {
+        return Err(Error::KeyDimensions { reason: "source secret must cover every prime of Q and P" });
+    }
+    // P mod q_i for every ciphertext prime.
+    let p_mod_q: Vec<u32> = ctx
+        .params()
+        .q()
+        .iter()
+        .map(|m| ctx.params().p().iter().fold(1 % m.value(), |acc, p| m.mul(acc, m.reduce_u32(p.value()))))
+        .collect();
+    let seed = sk.fresh_seed()?;
+    let mut digits = Vec::with_capacity(params.dnum());
+    for j in 0..params.dnum() {
+        let range = params.digit_range(j);
+        if range.is_empty() {
+            continue;
+        }
+        let index = u32::try_from(j).map_err(|_| Error::KeyDimensions { reason: "too many digits" })?;
+        let a = RnsPoly::<B, Eval>::uniform(backend, &seed, Purpose::KeySwitchA, index, basis.clone())?;
+        let e = error_poly(backend, sk, scale, basis.clone())?;
+        // g_j * P per limb: P mod q_i on the digit's primes, 0 elsewhere (and on P).
+        let gadget: Vec<u32> =
+            basis.iter().map(|&i| if range.contains(&i) { p_mod_q.get(i).copied().unwrap_or(0) } else { 0 }).collect();
+        let b = e.sub(backend, &a.mul(backend, &sk.eval)?)?.add(backend, &s_from.mul_scalar(backend, &gadget)?)?;
+        digits.push((b, a));
+    }
+    Ok(KeySwitchKey { digits, seed })
+}

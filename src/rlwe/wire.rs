@@ -1,0 +1,206 @@
+//! Wire format of keys (see [`crate::serial`] for the container).
+//!
+//! | object | payload |
+//! |---|---|
+//! | `SecretKey` | `N` as `u32`, then `N` bytes, each `0`, `1` or `0xff` (-1) |
+//! | `PublicKey` | seed of `a` (generator `u8` = 1, length `u8` = 32, bytes), residue block of `b` over `Q` |
+//! | `RelinKey`, `GaloisKey` | Galois element `u64` (0 for relinearisation), digit count `u32`, seed of the `a_j`, then one residue block of `b_j` over `Q P` per digit |
+//!
+//! The uniform halves of keys are always stored as seeds and regenerated on load. A loaded
+//! secret key draws its future seeds and errors from the operating system.
+
+use super::{GaloisKey, KeySwitchKey, PublicKey, RelinKey, SecretKey};
+use crate::backend::Backend;
+use crate::error::{Error, Result};
+use crate::math::sampling::{fresh_seed, Purpose, Seed, SEED_BYTES};
+use crate::poly::{Coeff, Eval, RnsPoly};
+use crate::serial::{read_object, read_residues, write_object, write_residues, Header, ObjectType, Reader, Writer};
+
+/// Id of the ChaCha20 generator in seeded objects.
+pub const GENERATOR_CHACHA20: u8 = 1;
+
+/// Reads generator id, seed length and seed.
+pub(crate) fn read_seed(r: &mut Reader) -> Result<Seed> {
+    let generator = r.get_u8()?;
+    if generator != GENERATOR_CHACHA20 {
+        return Err(Error::UnknownGenerator { id: generator });
+    }
+    let len = usize::from(r.get_u8()?);
+    if len != SEED_BYTES {
+        return Err(Error::BadSeedLength { found: len, expected: SEED_BYTES });
+    }
+    let bytes = r.get_bytes(len)?;
+    let mut seed = [0u8; SEED_BYTES];
+    seed.copy_from_slice(bytes);
+    Ok(seed)
+}
+
+/// Writes generator id, seed length and seed.
+pub(crate) fn write_seed(w: &mut Writer, seed: &Seed) {
+    w.put_u8(GENERATOR_CHACHA20);
+    w.put_u8(SEED_BYTES as u8);
+    w.put_bytes(seed);
+}
+
+fn check_header<B: Backend>(backend: &B, h: &Header) -> Result<()> {
+    let params = backend.context().params();
+    if h.param_id != params.id() {
+        return Err(Error::ParameterMismatch { expected: params.id(), found: h.param_id });
+    }
+    if h.scheme != params.scheme() {
+        return Err(Error::SchemeMismatch { expected: params.scheme().name(), found: h.scheme.name() });
+    }
+    Ok(())
+}
+
+fn object<B: Backend>(backend: &B, kind: ObjectType, w: &Writer) -> Vec<u8> {
+    let params = backend.context().params();
+    write_object(kind, params.scheme(), params.id(), w.as_bytes())
+}
+
+impl<B: Backend> SecretKey<B> {
+    /// Serialises the secret (handle the bytes as the secret they are).
+    pub fn to_bytes(&self, backend: &B) -> Result<Vec<u8>> {
+        let mut w = Writer::new();
+        w.put_u32(u32::try_from(self.coeffs.len()).map_err(|_| Error::SizeOverflow { what: "secret length" })?);
+        for &c in &self.coeffs {
+            w.put_u8(c as u8);
+        }
+        Ok(object(backend, ObjectType::SecretKey, &w))
+    }
+
+    /// Loads a secret key; its future seeds and errors come from the operating system.
+    pub fn from_bytes(backend: &B, bytes: &[u8]) -> Result<Self> {
+        let (h, payload) = read_object(bytes, ObjectType::SecretKey)?;
+        check_header(backend, &h)?;
+        let ctx = backend.context();
+        let mut r = Reader::new(payload);
+        let n = r.get_u32()? as usize;
+        if n != ctx.n() {
+            return Err(Error::KeyDimensions { reason: "secret length differs from N" });
+        }
+        let raw = r.get_bytes(n)?;
+        r.finish()?;
+        let coeffs = raw
+            .iter()
+            .map(|&b| match b {
+                0 => Ok(0i8),
+                1 => Ok(1),
+                0xff => Ok(-1),
+                _ => Err(Error::InvalidField { field: "secret coefficient", reason: "not in {-1, 0, 1}" }),
+            })
+            .collect::<Result<Vec<i8>>>()?;
+        let wide: Vec<i64> = coeffs.iter().map(|&c| i64::from(c)).collect();
+        let eval =
+            RnsPoly::<B, Coeff>::from_signed(backend, &wide, ctx.qp_basis(ctx.q_count() - 1)?)?.into_eval(backend)?;
+        Ok(SecretKey { coeffs, eval, state: SecretKey::<B>::new_state(&fresh_seed()?) })
+    }
+}
+
+impl<B: Backend> PublicKey<B> {
+    /// Serialises the public key (`a` as its seed).
+    pub fn to_bytes(&self, backend: &B) -> Result<Vec<u8>> {
+        let mut w = Writer::new();
+        write_seed(&mut w, &self.seed);
+        write_residues(&mut w, &self.b.to_host(backend)?);
+        Ok(object(backend, ObjectType::PublicKey, &w))
+    }
+
+    /// Loads a public key.
+    pub fn from_bytes(backend: &B, bytes: &[u8]) -> Result<Self> {
+        let (h, payload) = read_object(bytes, ObjectType::PublicKey)?;
+        check_header(backend, &h)?;
+        let ctx = backend.context();
+        let basis = ctx.q_basis(ctx.q_count() - 1)?;
+        let mut r = Reader::new(payload);
+        let seed = read_seed(&mut r)?;
+        let b = read_residues(&mut r, &ctx.moduli_of(&basis)?, ctx.n())?;
+        r.finish()?;
+        let b = RnsPoly::<B, Eval>::from_host(backend, &b, basis.clone())?;
+        let a = RnsPoly::<B, Eval>::uniform(backend, &seed, Purpose::PublicKeyA, 0, basis)?;
+        Ok(PublicKey { b, a, seed })
+    }
+}
+
+impl<B: Backend> KeySwitchKey<B> {
+    fn write(&self, backend: &B, w: &mut Writer, galois_element: u64) -> Result<()> {
+        w.put_u64(galois_element);
+        w.put_u32(u32::try_from(self.digits.len()).map_err(|_| Error::SizeOverflow { what: "digit count" })?);
+        write_seed(w, &self.seed);
+        for (b, _) in &self.digits {
+            write_residues(w, &b.to_host(backend)?);
+        }
+        Ok(())
+    }
+
+    fn read(backend: &B, r: &mut Reader) -> Result<(Self, u64)> {
+        let ctx = backend.context();
+        let params = ctx.params();
+        let galois_element = r.get_u64()?;
+        let count = r.get_u32()? as usize;
+        let want = (0..params.dnum()).filter(|&j| !params.digit_range(j).is_empty()).count();
+        if count > want {
+            return Err(Error::CountTooLarge { what: "key digits", found: count as u64, limit: want as u64 });
+        }
+        if count != want {
+            return Err(Error::KeyDimensions { reason: "digit count differs from the parameters" });
+        }
+        let seed = read_seed(r)?;
+        let basis = ctx.qp_basis(ctx.q_count() - 1)?;
+        let moduli = ctx.moduli_of(&basis)?;
+        let mut digits = Vec::with_capacity(count);
+        for j in 0..count {
+            let b = read_residues(r, &moduli, ctx.n())?;
+            let b = RnsPoly::<B, Eval>::from_host(backend, &b, basis.clone())?;
+            let index = u32::try_from(j).map_err(|_| Error::SizeOverflow { what: "digit index" })?;
+            let a = RnsPoly::<B, Eval>::uniform(backend, &seed, Purpose::KeySwitchA, index, basis.clone())?;
+            digits.push((b, a));
+        }
+        Ok((Self { digits, seed }, galois_element))
+    }
+}
+
+impl<B: Backend> RelinKey<B> {
+    /// Serialises the relinearisation key (`a_j` as one seed).
+    pub fn to_bytes(&self, backend: &B) -> Result<Vec<u8>> {
+        let mut w = Writer::new();
+        self.0.write(backend, &mut w, 0)?;
+        Ok(object(backend, ObjectType::RelinKey, &w))
+    }
+
+    /// Loads a relinearisation key.
+    pub fn from_bytes(backend: &B, bytes: &[u8]) -> Result<Self> {
+        let (h, payload) = read_object(bytes, ObjectType::RelinKey)?;
+        check_header(backend, &h)?;
+        let mut r = Reader::new(payload);
+        let (key, g) = KeySwitchKey::read(backend, &mut r)?;
+        r.finish()?;
+        if g != 0 {
+            return Err(Error::InvalidField { field: "galois element", reason: "must be 0 in a relinearisation key" });
+        }
+        Ok(RelinKey(key))
+    }
+}
+
+impl<B: Backend> GaloisKey<B> {
+    /// Serialises the Galois key (`a_j` as one seed).
+    pub fn to_bytes(&self, backend: &B) -> Result<Vec<u8>> {
+        let mut w = Writer::new();
+        self.key.write(backend, &mut w, self.galois_element as u64)?;
+        Ok(object(backend, ObjectType::GaloisKey, &w))
+    }
+
+    /// Loads a Galois key.
+    pub fn from_bytes(backend: &B, bytes: &[u8]) -> Result<Self> {
+        let (h, payload) = read_object(bytes, ObjectType::GaloisKey)?;
+        check_header(backend, &h)?;
+        let mut r = Reader::new(payload);
+        let (key, g) = KeySwitchKey::read(backend, &mut r)?;
+        r.finish()?;
+        let two_n = 2 * backend.context().n() as u64;
+        if g % 2 == 0 || g >= two_n {
+            return Err(Error::InvalidField { field: "galois element", reason: "must be odd and below 2N" });
+        }
+        Ok(GaloisKey { galois_element: g as usize, key })
+    }
+}

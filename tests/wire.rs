@@ -1,0 +1,263 @@
+//! Wire format of BGV objects and keys: round trips, and a typed error for every malformed
+//! input class that applies (container, parameter binding, polynomial data, seeded objects,
+//! metadata, keys).
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    missing_docs,
+    reason = "tests"
+)]
+
+use wgfhe::backend::CpuBackend;
+use wgfhe::bgv::{Bgv, Ciphertext};
+use wgfhe::params;
+use wgfhe::rlwe::{GaloisKey, PublicKey, RelinKey, SecretKey};
+use wgfhe::Error;
+
+const HEADER: usize = 24;
+// Ciphertext payload offsets (after the header).
+const LEVEL: usize = HEADER;
+const DEGREE: usize = HEADER + 4;
+const CORRECTION: usize = HEADER + 5;
+const NOISE: usize = HEADER + 9;
+const REP: usize = HEADER + 17;
+const GENERATOR: usize = HEADER + 18;
+const SEED_LEN: usize = HEADER + 19;
+
+struct Setup {
+    bgv: Bgv<CpuBackend>,
+    sk: SecretKey<CpuBackend>,
+}
+
+fn setup() -> Setup {
+    let p = params::insecure_test_bgv(10, 3, 1, 3, 65537).unwrap();
+    let bgv = Bgv::cpu(&p).unwrap();
+    let sk = bgv.gen_secret_key_from_seed(&[3; 32]).unwrap();
+    Setup { bgv, sk }
+}
+
+fn values(n: usize) -> Vec<u64> {
+    (0..n as u64).map(|i| (i * 31 + 7) % 65537).collect()
+}
+
+fn hosts(s: &Setup, ct: &Ciphertext<CpuBackend>) -> Vec<Vec<u32>> {
+    ct.polys().iter().map(|p| p.to_host(s.bgv.backend()).unwrap()).collect()
+}
+
+fn seeded_ct(s: &Setup) -> (Vec<u8>, Ciphertext<CpuBackend>) {
+    let pt = s.bgv.encoder().encode(&values(1024)).unwrap();
+    let ct = s.bgv.encrypt_symmetric(&s.sk, &pt).unwrap();
+    (s.bgv.ciphertext_to_bytes(&ct).unwrap(), ct)
+}
+
+#[test]
+fn ciphertext_round_trips_seeded_and_plain() {
+    let s = setup();
+    let (bytes, ct) = seeded_ct(&s);
+    assert!(ct.is_seeded());
+    assert_eq!(bytes[6], 8, "a fresh symmetric ciphertext is written seeded");
+    let back = s.bgv.ciphertext_from_bytes(&bytes).unwrap();
+    assert_eq!(hosts(&s, &back), hosts(&s, &ct));
+    assert_eq!(back.correction_factor(), ct.correction_factor());
+    // The seeded form is about half the size of the plain form.
+    let plain = s.bgv.ciphertext_to_bytes_unseeded(&ct).unwrap();
+    assert_eq!(plain[6], 7);
+    assert!(bytes.len() * 2 < plain.len() + 200, "{} vs {}", bytes.len(), plain.len());
+    let back = s.bgv.ciphertext_from_bytes(&plain).unwrap();
+    assert_eq!(hosts(&s, &back), hosts(&s, &ct));
+    // A computed ciphertext (after a modulus switch) round-trips too and still decrypts.
+    let low = s.bgv.mod_switch(&ct, 1).unwrap();
+    let bytes = s.bgv.ciphertext_to_bytes(&low).unwrap();
+    let back = s.bgv.ciphertext_from_bytes(&bytes).unwrap();
+    assert_eq!(back.level(), 1);
+    let got = s.bgv.encoder().decode(&s.bgv.decrypt(&s.sk, &back).unwrap()).unwrap();
+    assert_eq!(got, values(1024));
+}
+
+#[test]
+fn keys_and_plaintexts_round_trip() {
+    let s = setup();
+    let be = s.bgv.backend();
+    let sk2 = SecretKey::from_bytes(be, &s.sk.to_bytes(be).unwrap()).unwrap();
+    assert_eq!(sk2.coefficients(), s.sk.coefficients());
+    let pk = s.bgv.gen_public_key(&s.sk).unwrap();
+    let pk2 = PublicKey::from_bytes(be, &pk.to_bytes(be).unwrap()).unwrap();
+    assert_eq!(pk2.a.to_host(be).unwrap(), pk.a.to_host(be).unwrap());
+    assert_eq!(pk2.b.to_host(be).unwrap(), pk.b.to_host(be).unwrap());
+    let rk = s.bgv.gen_relin_key(&s.sk).unwrap();
+    let rk2 = RelinKey::from_bytes(be, &rk.to_bytes(be).unwrap()).unwrap();
+    for ((b1, a1), (b2, a2)) in rk.0.digits.iter().zip(&rk2.0.digits) {
+        assert_eq!(b1.to_host(be).unwrap(), b2.to_host(be).unwrap());
+        assert_eq!(a1.to_host(be).unwrap(), a2.to_host(be).unwrap());
+    }
+    let g = s.bgv.column_rotation_element(1);
+    let gk = s.bgv.gen_galois_key(&s.sk, g).unwrap();
+    let gk2 = GaloisKey::from_bytes(be, &gk.to_bytes(be).unwrap()).unwrap();
+    assert_eq!(gk2.galois_element, g);
+    let pt = s.bgv.encoder().encode(&values(10)).unwrap();
+    let pt2 = s.bgv.plaintext_from_bytes(&s.bgv.plaintext_to_bytes(&pt).unwrap()).unwrap();
+    assert_eq!(pt, pt2);
+    // A loaded secret key decrypts what the original encrypted.
+    let ct = s.bgv.encrypt_symmetric(&s.sk, &pt).unwrap();
+    assert_eq!(s.bgv.decrypt(&sk2, &ct).unwrap(), pt);
+}
+
+#[test]
+fn truncation_at_every_offset_is_a_typed_error() {
+    let s = setup();
+    let (bytes, _) = seeded_ct(&s);
+    for cut in 0..bytes.len() {
+        match s.bgv.ciphertext_from_bytes(&bytes[..cut]) {
+            Err(Error::Truncated { .. } | Error::LengthMismatch { .. }) => {}
+            other => panic!("cut at {cut}: {other:?}"),
+        }
+    }
+    let pt = s.bgv.plaintext_to_bytes(&s.bgv.encoder().encode(&[1]).unwrap()).unwrap();
+    for cut in 0..pt.len() {
+        assert!(s.bgv.plaintext_from_bytes(&pt[..cut]).is_err(), "plaintext cut at {cut}");
+    }
+}
+
+fn with_len_fixed(mut bytes: Vec<u8>) -> Vec<u8> {
+    let len = (bytes.len() - HEADER) as u64;
+    bytes[16..24].copy_from_slice(&len.to_le_bytes());
+    bytes
+}
+
+#[test]
+fn container_errors() {
+    let s = setup();
+    let (bytes, _) = seeded_ct(&s);
+    let mut b = bytes.clone();
+    b[0] = b'X';
+    assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::BadMagic)));
+    let mut b = bytes.clone();
+    b[4] = 9;
+    assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::UnsupportedVersion { version: 9 })));
+    let mut b = bytes.clone();
+    b[6] = 200;
+    assert!(matches!(
+        s.bgv.ciphertext_from_bytes(&b),
+        Err(Error::UnknownObjectType { .. } | Error::ObjectTypeMismatch { .. })
+    ));
+    let mut b = bytes.clone();
+    b[6] = 6;
+    assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::ObjectTypeMismatch { .. })));
+    let mut b = bytes.clone();
+    b.push(0);
+    assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::LengthMismatch { .. })));
+    let b = with_len_fixed(b);
+    assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::TrailingBytes { count: 1 })));
+    let mut b = bytes.clone();
+    b[16..24].copy_from_slice(&u64::MAX.to_le_bytes());
+    assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::LengthMismatch { .. })));
+    // Unknown packing mode of the residue block.
+    let mut b = bytes.clone();
+    b[SEED_LEN + 1 + 32] = 7;
+    assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::UnknownPacking { mode: 7 })));
+}
+
+#[test]
+fn parameter_binding_errors() {
+    let s = setup();
+    let (bytes, _) = seeded_ct(&s);
+    let mut b = bytes.clone();
+    b[8] ^= 1;
+    assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::ParameterMismatch { .. })));
+    let mut b = bytes.clone();
+    b[7] = wgfhe::params::Scheme::Ckks.tag();
+    assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::SchemeMismatch { .. })));
+    // A key of another parameter set.
+    let other = Bgv::cpu(&params::insecure_test_bgv(10, 2, 1, 2, 65537).unwrap()).unwrap();
+    let sk_other = other.gen_secret_key_from_seed(&[1; 32]).unwrap();
+    let kb = sk_other.to_bytes(other.backend()).unwrap();
+    assert!(matches!(SecretKey::from_bytes(s.bgv.backend(), &kb), Err(Error::ParameterMismatch { .. })));
+}
+
+#[test]
+fn polynomial_and_metadata_errors() {
+    let s = setup();
+    let (bytes, ct) = seeded_ct(&s);
+    let plain = s.bgv.ciphertext_to_bytes_unseeded(&ct).unwrap();
+    // Residue >= q (first word of the c0 block of the plain form).
+    let mut b = plain.clone();
+    b[REP + 2..REP + 6].copy_from_slice(&u32::MAX.to_le_bytes());
+    assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::ResidueOutOfRange { limb: 0, index: 0 })));
+    // Invalid representation tag.
+    let mut b = plain.clone();
+    b[REP] = 0;
+    assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::InvalidRepresentation { tag: 0 })));
+    b[REP] = 5;
+    assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::InvalidRepresentation { tag: 5 })));
+    // Level out of range.
+    let mut b = plain.clone();
+    b[LEVEL..LEVEL + 4].copy_from_slice(&7u32.to_le_bytes());
+    assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::LevelOutOfRange { level: 7, .. })));
+    // Wrong limb count for the declared level: a level-1 header over level-2 data.
+    let mut b = plain.clone();
+    b[LEVEL..LEVEL + 4].copy_from_slice(&1u32.to_le_bytes());
+    assert!(s.bgv.ciphertext_from_bytes(&b).is_err());
+    // Degree 0 and a huge degree.
+    let mut b = plain.clone();
+    b[DEGREE] = 0;
+    assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::CiphertextDegree { .. })));
+    b[DEGREE] = 200;
+    assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::CountTooLarge { .. })));
+    // Correction factor 0 and >= t.
+    let mut b = plain.clone();
+    b[CORRECTION..CORRECTION + 4].copy_from_slice(&0u32.to_le_bytes());
+    assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::InvalidCorrectionFactor { .. })));
+    b[CORRECTION..CORRECTION + 4].copy_from_slice(&65537u32.to_le_bytes());
+    assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::InvalidCorrectionFactor { .. })));
+    // Noise estimate NaN.
+    let mut b = plain.clone();
+    b[NOISE..NOISE + 8].copy_from_slice(&f64::NAN.to_le_bytes());
+    assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::InvalidField { .. })));
+    // Seeded objects: unknown generator, wrong seed length, seeded degree 2.
+    let mut b = bytes.clone();
+    b[GENERATOR] = 9;
+    assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::UnknownGenerator { id: 9 })));
+    let mut b = bytes.clone();
+    b[SEED_LEN] = 16;
+    assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::BadSeedLength { found: 16, expected: 32 })));
+    let mut b = bytes.clone();
+    b[DEGREE] = 2;
+    assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::SeedNotAllowed { .. })));
+    // Plaintext with a coefficient >= t and a wrong length.
+    let pt = s.bgv.plaintext_to_bytes(&s.bgv.encoder().encode(&[1]).unwrap()).unwrap();
+    let mut b = pt.clone();
+    b[HEADER + 5..HEADER + 9].copy_from_slice(&65537u32.to_le_bytes());
+    assert!(matches!(s.bgv.plaintext_from_bytes(&b), Err(Error::ResidueOutOfRange { .. })));
+    let mut b = pt.clone();
+    b[HEADER..HEADER + 4].copy_from_slice(&4096u32.to_le_bytes());
+    assert!(matches!(s.bgv.plaintext_from_bytes(&b), Err(Error::DimensionMismatch { .. })));
+}
+
+#[test]
+fn key_errors() {
+    let s = setup();
+    let be = s.bgv.backend();
+    let mut b = s.sk.to_bytes(be).unwrap();
+    b[HEADER + 4] = 2;
+    assert!(matches!(SecretKey::from_bytes(be, &b), Err(Error::InvalidField { .. })));
+    let rk = s.bgv.gen_relin_key(&s.sk).unwrap().to_bytes(be).unwrap();
+    // Digit count: huge, and smaller than the parameters need.
+    let mut b = rk.clone();
+    b[HEADER + 8..HEADER + 12].copy_from_slice(&u32::MAX.to_le_bytes());
+    assert!(matches!(RelinKey::from_bytes(be, &b), Err(Error::CountTooLarge { .. })));
+    let mut b = rk.clone();
+    b[HEADER + 8..HEADER + 12].copy_from_slice(&1u32.to_le_bytes());
+    assert!(matches!(RelinKey::from_bytes(be, &b), Err(Error::KeyDimensions { .. })));
+    // A relinearisation key read as a Galois key, and an even Galois element.
+    assert!(matches!(GaloisKey::from_bytes(be, &rk), Err(Error::ObjectTypeMismatch { .. })));
+    let gk = s.bgv.gen_galois_key(&s.sk, 3).unwrap().to_bytes(be).unwrap();
+    let mut b = gk.clone();
+    b[HEADER..HEADER + 8].copy_from_slice(&4u64.to_le_bytes());
+    assert!(matches!(GaloisKey::from_bytes(be, &b), Err(Error::InvalidField { .. })));
+    for cut in (0..gk.len()).step_by(97) {
+        assert!(GaloisKey::from_bytes(be, &gk[..cut]).is_err());
+    }
+}
