@@ -321,3 +321,21 @@ fn fresh_seeds_never_repeat() {
         assert!(seen.insert(f.sk.fresh_seed().unwrap()));
     }
 }
+
+#[test]
+fn keys_of_other_parameters_are_refused() {
+    // Same shape (N, limb counts), different primes: only the parameter id tells them apart.
+    let p1 = params::insecure_test_bgv(10, 3, 1, 3, 65537).unwrap();
+    let p2 = params::insecure_test_bgv(10, 3, 1, 3, 12289).unwrap();
+    let f1 = fixture(&p1, 21);
+    let f2 = fixture(&p2, 22);
+    let ct = f1.bgv.encrypt_symmetric(&f1.sk, &f1.bgv.encoder().encode(&[1, 2]).unwrap()).unwrap();
+    assert!(matches!(f1.bgv.mul_relin(&ct, &ct, &f2.keys), Err(Error::ParameterMismatch { .. })));
+    assert!(matches!(f1.bgv.rotate_columns(&ct, 1, &f2.keys), Err(Error::ParameterMismatch { .. })));
+    assert!(matches!(f1.bgv.decrypt(&f2.sk, &ct), Err(Error::ParameterMismatch { .. })));
+    let pt = f1.bgv.encoder().encode(&[1]).unwrap();
+    assert!(matches!(f1.bgv.encrypt_symmetric(&f2.sk, &pt), Err(Error::ParameterMismatch { .. })));
+    let pk2 = f2.bgv.gen_public_key(&f2.sk).unwrap();
+    let mut rng = Sampler::from_seed(&[1; 32], wgfhe::math::sampling::Purpose::Ephemeral, 0);
+    assert!(matches!(f1.bgv.encrypt_public(&pk2, &pt, &mut rng), Err(Error::ParameterMismatch { .. })));
+}

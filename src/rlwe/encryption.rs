@@ -17,6 +17,7 @@ pub fn encrypt_symmetric<B: Backend>(
     scale: NoiseScale,
     seed: Option<Seed>,
 ) -> Result<(PolyPair<B>, Seed)> {
+    sk.check_params(backend)?;
     let seed = match seed {
         Some(s) => sk.claim_seed(s)?,
         None => sk.fresh_seed()?,
@@ -39,6 +40,7 @@ pub fn encrypt_public<B: Backend>(
     scale: NoiseScale,
     rng: &mut crate::math::sampling::Sampler,
 ) -> Result<PolyPair<B>> {
+    super::check_param_id(backend, pk.param_id)?;
     let ctx = backend.context();
     let n = ctx.n();
     let basis = msg.basis().clone();
@@ -70,6 +72,7 @@ pub fn decrypt_polys<B: Backend>(
     sk: &SecretKey<B>,
     polys: &[RnsPoly<B, Eval>],
 ) -> Result<RnsPoly<B, Eval>> {
+    sk.check_params(backend)?;
     let (first, rest) = polys.split_first().ok_or(Error::CiphertextDegree { degree: 0, expected: 1 })?;
     let basis = first.basis().clone();
     let s = sk.eval.select(backend, &basis)?;

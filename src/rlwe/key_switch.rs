@@ -14,6 +14,7 @@ pub fn key_switch<B: Backend>(
     ksk: &KeySwitchKey<B>,
     t: Option<u32>,
 ) -> Result<PolyPair<B>> {
+    super::check_param_id(backend, ksk.param_id)?;
     let ctx = backend.context();
     let params = ctx.params();
     let level = c.limb_count().checked_sub(1).ok_or(Error::LevelOutOfRange { level: 0, max: 0 })?;

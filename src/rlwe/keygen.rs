@@ -20,7 +20,7 @@ pub fn gen_secret_key<B: Backend>(backend: &B, master: Option<&Seed>) -> Result<
     let wide: Vec<i64> = coeffs.iter().map(|&c| i64::from(c)).collect();
     let basis = ctx.qp_basis(ctx.q_count() - 1)?;
     let eval = RnsPoly::<B, Coeff>::from_signed(backend, &wide, basis)?.into_eval(backend)?;
-    Ok(SecretKey { coeffs, eval, state: SecretKey::<B>::new_state(&master) })
+    Ok(SecretKey { coeffs, eval, param_id: ctx.params().id(), state: SecretKey::<B>::new_state(&master) })
 }
 
 /// An error polynomial `scale * e` over `basis`, in the Eval domain.
@@ -37,6 +37,7 @@ pub(crate) fn error_poly<B: Backend>(
 
 /// Generates a public key over the top-level `Q`.
 pub fn gen_public_key<B: Backend>(backend: &B, sk: &SecretKey<B>, scale: NoiseScale) -> Result<PublicKey<B>> {
+    sk.check_params(backend)?;
     let ctx = backend.context();
     let basis = ctx.q_basis(ctx.q_count() - 1)?;
     let seed = sk.fresh_seed()?;
@@ -44,7 +45,7 @@ pub fn gen_public_key<B: Backend>(backend: &B, sk: &SecretKey<B>, scale: NoiseSc
     let s = sk.eval.select(backend, &basis)?;
     let e = error_poly(backend, sk, scale, basis)?;
     let b = e.sub(backend, &a.mul(backend, &s)?)?;
-    Ok(PublicKey { b, a, seed })
+    Ok(PublicKey { b, a, seed, param_id: ctx.params().id() })
 }
 
 /// Generates the hybrid key-switching key from `s_from` (Eval over the full `Q P`) to `sk`.
@@ -54,6 +55,7 @@ pub fn gen_key_switch_key<B: Backend>(
     sk: &SecretKey<B>,
     scale: NoiseScale,
 ) -> Result<KeySwitchKey<B>> {
+    sk.check_params(backend)?;
     let ctx = backend.context();
     let params = ctx.params();
     if ctx.p_count() == 0 {
@@ -86,5 +88,5 @@ pub fn gen_key_switch_key<B: Backend>(
         let b = e.sub(backend, &a.mul(backend, &sk.eval)?)?.add(backend, &s_from.mul_scalar(backend, &gadget)?)?;
         digits.push((b, a));
     }
-    Ok(KeySwitchKey { digits, seed })
+    Ok(KeySwitchKey { digits, seed, param_id: params.id() })
 }

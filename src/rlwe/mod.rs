@@ -50,6 +50,7 @@ pub struct SecretKey<B: Backend> {
     pub(crate) coeffs: Vec<i8>,
     /// `s` in the Eval domain over every prime of `Q` and `P`.
     pub(crate) eval: RnsPoly<B, Eval>,
+    pub(crate) param_id: u64,
     state: Arc<Mutex<RandomState>>,
 }
 
@@ -79,6 +80,17 @@ impl<B: Backend> SecretKey<B> {
     #[must_use]
     pub fn eval(&self) -> &RnsPoly<B, Eval> {
         &self.eval
+    }
+
+    /// Id of the parameters the key belongs to.
+    #[must_use]
+    pub fn param_id(&self) -> u64 {
+        self.param_id
+    }
+
+    /// Checks that the key belongs to the backend's parameters.
+    pub(crate) fn check_params<B2: Backend>(&self, backend: &B2) -> Result<()> {
+        check_param_id(backend, self.param_id)
     }
 
     fn with_state<T>(&self, f: impl FnOnce(&mut RandomState) -> Result<T>) -> Result<T> {
@@ -119,6 +131,15 @@ impl<B: Backend> SecretKey<B> {
     }
 }
 
+/// [`Error::ParameterMismatch`] unless `found` is the id of the backend's parameters.
+pub(crate) fn check_param_id<B: Backend>(backend: &B, found: u64) -> Result<()> {
+    let expected = backend.context().params().id();
+    if found != expected {
+        return Err(Error::ParameterMismatch { expected, found });
+    }
+    Ok(())
+}
+
 /// A public key `(b, a) = (-a s + E e, a)` over the top-level `Q`, with `a` from a seed.
 #[derive(Debug)]
 pub struct PublicKey<B: Backend> {
@@ -128,6 +149,8 @@ pub struct PublicKey<B: Backend> {
     pub a: RnsPoly<B, Eval>,
     /// Seed of `a`.
     pub seed: Seed,
+    /// Id of the parameters the key belongs to.
+    pub param_id: u64,
 }
 
 /// A hybrid key-switching key from `s'` to `s`: one `(b_j, a_j)` pair per digit, over `Q P`.
@@ -137,6 +160,8 @@ pub struct KeySwitchKey<B: Backend> {
     pub digits: Vec<(RnsPoly<B, Eval>, RnsPoly<B, Eval>)>,
     /// Seed the `a_j` were expanded from (stream index = digit).
     pub seed: Seed,
+    /// Id of the parameters the key belongs to.
+    pub param_id: u64,
 }
 
 /// A relinearisation key (`s^2 -> s`).

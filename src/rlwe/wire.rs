@@ -61,6 +61,7 @@ fn object<B: Backend>(backend: &B, kind: ObjectType, w: &Writer) -> Vec<u8> {
 impl<B: Backend> SecretKey<B> {
     /// Serialises the secret (handle the bytes as the secret they are).
     pub fn to_bytes(&self, backend: &B) -> Result<Vec<u8>> {
+        self.check_params(backend)?;
         let mut w = Writer::new();
         w.put_u32(u32::try_from(self.coeffs.len()).map_err(|_| Error::SizeOverflow { what: "secret length" })?);
         for &c in &self.coeffs {
@@ -93,13 +94,14 @@ impl<B: Backend> SecretKey<B> {
         let wide: Vec<i64> = coeffs.iter().map(|&c| i64::from(c)).collect();
         let eval =
             RnsPoly::<B, Coeff>::from_signed(backend, &wide, ctx.qp_basis(ctx.q_count() - 1)?)?.into_eval(backend)?;
-        Ok(SecretKey { coeffs, eval, state: SecretKey::<B>::new_state(&fresh_seed()?) })
+        Ok(SecretKey { coeffs, eval, param_id: ctx.params().id(), state: SecretKey::<B>::new_state(&fresh_seed()?) })
     }
 }
 
 impl<B: Backend> PublicKey<B> {
     /// Serialises the public key (`a` as its seed).
     pub fn to_bytes(&self, backend: &B) -> Result<Vec<u8>> {
+        super::check_param_id(backend, self.param_id)?;
         let mut w = Writer::new();
         write_seed(&mut w, &self.seed);
         write_residues(&mut w, &self.b.to_host(backend)?);
@@ -118,12 +120,13 @@ impl<B: Backend> PublicKey<B> {
         r.finish()?;
         let b = RnsPoly::<B, Eval>::from_host(backend, &b, basis.clone())?;
         let a = RnsPoly::<B, Eval>::uniform(backend, &seed, Purpose::PublicKeyA, 0, basis)?;
-        Ok(PublicKey { b, a, seed })
+        Ok(PublicKey { b, a, seed, param_id: ctx.params().id() })
     }
 }
 
 impl<B: Backend> KeySwitchKey<B> {
     fn write(&self, backend: &B, w: &mut Writer, galois_element: u64) -> Result<()> {
+        super::check_param_id(backend, self.param_id)?;
         w.put_u64(galois_element);
         w.put_u32(u32::try_from(self.digits.len()).map_err(|_| Error::SizeOverflow { what: "digit count" })?);
         write_seed(w, &self.seed);
@@ -156,7 +159,7 @@ impl<B: Backend> KeySwitchKey<B> {
             let a = RnsPoly::<B, Eval>::uniform(backend, &seed, Purpose::KeySwitchA, index, basis.clone())?;
             digits.push((b, a));
         }
-        Ok((Self { digits, seed }, galois_element))
+        Ok((Self { digits, seed, param_id: params.id() }, galois_element))
     }
 }
 
