@@ -183,27 +183,29 @@ impl<B: Backend> Bgv<B> {
 
     /// `ct + pt` (PADD).
     pub fn add_plain(&self, ct: &Ciphertext<B>, pt: &Plaintext) -> Result<Ciphertext<B>> {
-        self.check_ct(ct)?;
-        let m = self.lift(pt, ct.correction, ct.level())?;
-        let mut polys = ct.polys.iter().map(|p| p.duplicate(self.backend())).collect::<Result<Vec<_>>>()?;
-        let first = polys.first_mut().ok_or(Error::CiphertextDegree { degree: 0, expected: 1 })?;
-        *first = first.add(self.backend(), &m)?;
-        Ok(Ciphertext {
-            polys,
-            correction: ct.correction,
-            noise_log2: log2_add(ct.noise_log2, self.noise.plain()),
-            seed: ct.seed,
-            param_id: ct.param_id,
-        })
+        self.combine_plain(ct, pt, |c0, m| c0.add(self.backend(), m))
     }
 
     /// `ct - pt`.
     pub fn sub_plain(&self, ct: &Ciphertext<B>, pt: &Plaintext) -> Result<Ciphertext<B>> {
+        self.combine_plain(ct, pt, |c0, m| c0.sub(self.backend(), m))
+    }
+
+    /// Applies `op(c_0, corr * m)`; `c_1` (and a seed standing for it) is untouched.
+    fn combine_plain(
+        &self,
+        ct: &Ciphertext<B>,
+        pt: &Plaintext,
+        op: impl Fn(&RnsPoly<B, Eval>, &RnsPoly<B, Eval>) -> Result<RnsPoly<B, Eval>>,
+    ) -> Result<Ciphertext<B>> {
         self.check_ct(ct)?;
         let m = self.lift(pt, ct.correction, ct.level())?;
-        let mut polys = ct.polys.iter().map(|p| p.duplicate(self.backend())).collect::<Result<Vec<_>>>()?;
-        let first = polys.first_mut().ok_or(Error::CiphertextDegree { degree: 0, expected: 1 })?;
-        *first = first.sub(self.backend(), &m)?;
+        let (c0, rest) = ct.polys.split_first().ok_or(Error::CiphertextDegree { degree: 0, expected: 1 })?;
+        let mut polys = Vec::with_capacity(ct.polys.len());
+        polys.push(op(c0, &m)?);
+        for p in rest {
+            polys.push(p.duplicate(self.backend())?);
+        }
         Ok(Ciphertext {
             polys,
             correction: ct.correction,
