@@ -346,11 +346,9 @@ impl NttTable {
     /// vectorises them for whatever target features the caller's function has enabled.
     #[inline]
     fn transform<const INV: bool, const STRICT: bool>(&self, a: &mut [u32]) {
-        if INV {
-            self.inverse_core::<STRICT>(a);
-        } else {
-            self.forward_core::<STRICT>(a);
-        }
+        // Run-time dispatch to the widest vector extension the CPU has (AVX-512, AVX2, ...),
+        // so the loops below are vectorised for it; the results are the same bits on every path.
+        pulp::Arch::new().dispatch(Transform::<INV, STRICT>(self, a));
     }
 
     /// Cooley-Tukey stages on `a` (length `N`, checked by the caller).
@@ -464,14 +462,7 @@ const LANES: usize = 16;
 
 /// Butterflies on `LANES` pairs `(x[j], y[j])` with one twiddle.
 #[inline(always)]
-fn butterflies<const INV: bool>(
-    xs: &mut [u32],
-    ys: &mut [u32],
-    w: u32,
-    ws: u32,
-    q: u32,
-    two_q: u32,
-) {
+fn butterflies<const INV: bool>(xs: &mut [u32], ys: &mut [u32], w: u32, ws: u32, q: u32, two_q: u32) {
     let mut x = [0u32; LANES];
     let mut y = [0u32; LANES];
     x.copy_from_slice(xs);
@@ -569,6 +560,23 @@ fn inv_butterfly(x: u32, y: u32, w: u32, ws: u32, q: u32, two_q: u32) -> (u32, u
     let s = s.min(s.wrapping_sub(two_q));
     let d = x.wrapping_add(two_q).wrapping_sub(y);
     (s, mul_shoup_lazy(d, w, ws, q))
+}
+
+/// A transform as a `pulp` dispatch target. A named type (not a closure) so that the cores
+/// are inlined into each instruction-set variant.
+struct Transform<'a, const INV: bool, const STRICT: bool>(&'a NttTable, &'a mut [u32]);
+
+impl<const INV: bool, const STRICT: bool> pulp::NullaryFnOnce for Transform<'_, INV, STRICT> {
+    type Output = ();
+
+    #[inline(always)]
+    fn call(self) {
+        if INV {
+            self.0.inverse_core::<STRICT>(self.1);
+        } else {
+            self.0.forward_core::<STRICT>(self.1);
+        }
+    }
 }
 
 #[cfg(test)]
