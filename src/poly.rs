@@ -284,8 +284,15 @@ impl<B: Backend, R: Representation> RnsPoly<B, R> {
     }
 
     fn check_same_basis(&self, other: &Self) -> Result<()> {
-        if self.basis != other.basis {
+        if self.basis.len() != other.basis.len() {
             return Err(Error::LevelMismatch { left: self.basis.len(), right: other.basis.len() });
+        }
+        if self.basis != other.basis {
+            return Err(Error::DimensionMismatch {
+                what: "polynomial bases differ",
+                expected: self.basis.len(),
+                found: other.basis.len(),
+            });
         }
         Ok(())
     }

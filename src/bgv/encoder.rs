@@ -13,11 +13,20 @@ use crate::error::{Error, Result};
 use crate::math::ntt::{bit_reverse, NttTable};
 use crate::math::zq::Modulus;
 
-/// A BGV plaintext: `N` coefficients mod `t`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A BGV plaintext: `N` coefficients mod `t`. Its `Debug` output does not show them.
+#[derive(Clone, PartialEq, Eq)]
 pub struct Plaintext {
     pub(crate) coeffs: Vec<u32>,
     pub(crate) param_id: u64,
+}
+
+impl std::fmt::Debug for Plaintext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Plaintext")
+            .field("n", &self.coeffs.len())
+            .field("param_id", &self.param_id)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Plaintext {

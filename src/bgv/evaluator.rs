@@ -206,13 +206,9 @@ impl<B: Backend> Bgv<B> {
         for p in rest {
             polys.push(p.duplicate(self.backend())?);
         }
-        Ok(Ciphertext {
-            polys,
-            correction: ct.correction,
-            noise_log2: log2_add(ct.noise_log2, self.noise.plain()),
-            seed: ct.seed,
-            param_id: ct.param_id,
-        })
+        let noise = log2_add(ct.noise_log2, self.plain_norm_log2(pt, ct.correction));
+        self.check_noise(noise, ct.level())?;
+        Ok(Ciphertext { polys, correction: ct.correction, noise_log2: noise, seed: ct.seed, param_id: ct.param_id })
     }
 
     /// `ct * pt` (PMULT).
@@ -220,7 +216,7 @@ impl<B: Backend> Bgv<B> {
         self.check_ct(ct)?;
         let m = self.lift(pt, 1, ct.level())?;
         let polys = ct.polys.iter().map(|p| p.mul(self.backend(), &m)).collect::<Result<Vec<_>>>()?;
-        let noise = self.noise.mul_plain(ct.noise_log2);
+        let noise = self.noise.mul_plain(ct.noise_log2, self.plain_norm_log2(pt, 1));
         self.check_noise(noise, ct.level())?;
         Ok(Ciphertext { polys, correction: ct.correction, noise_log2: noise, seed: None, param_id: ct.param_id })
     }
@@ -263,6 +259,7 @@ impl<B: Backend> Bgv<B> {
         };
         let (d0, d1) = rlwe::key_switch(be, c2, &rk.0, Some(self.t.value()))?;
         let noise = log2_add(ct.noise_log2, self.noise.key_switch(ct.level()));
+        self.check_noise(noise, ct.level())?;
         Ok(Ciphertext {
             polys: vec![c0.add(be, &d0)?, c1.add(be, &d1)?],
             correction: ct.correction,
@@ -318,7 +315,7 @@ impl<B: Backend> Bgv<B> {
                 reason: "not coprime to a chain prime",
             })?;
             correction = self.t.mul(correction, q_inv);
-            noise = self.noise.after_mod_switch(noise, self.noise.log_prime(l), 1);
+            noise = self.noise.after_mod_switch_degree(noise, self.noise.log_prime(l), 1, ct.degree());
         }
         let seed = if count == 0 { ct.seed } else { None };
         Ok(Ciphertext { polys, correction, noise_log2: noise, seed, param_id: ct.param_id })
@@ -373,6 +370,9 @@ impl<B: Backend> Bgv<B> {
             .galois
             .get(&g)
             .ok_or_else(|| Error::MissingGaloisKey { galois_element: g as u64, rotation: what.to_string() })?;
+        if gk.galois_element != g {
+            return Err(Error::KeyDimensions { reason: "Galois key stored under another element" });
+        }
         let be = self.backend();
         let (c0, c1) = degree_one(ct)?;
         let c0g = c0.automorphism(be, g)?;
@@ -390,6 +390,7 @@ impl<B: Backend> Bgv<B> {
     }
 
     /// Rotates both rows of the slot matrix left by `steps` (negative: right) (HROTATE).
+    /// Naming follows Lattigo: SEAL calls this `rotate_rows` and the row swap `rotate_columns`.
     pub fn rotate_columns(&self, ct: &Ciphertext<B>, steps: i64, keys: &EvaluationKeys<B>) -> Result<Ciphertext<B>> {
         let g = self.column_rotation_element(steps);
         if g == 1 {

@@ -42,6 +42,17 @@ fn log2_big(x: &BigUint) -> f64 {
     (top as f64).log2() + shift as f64
 }
 
+/// What [`Bgv::measure_noise`] found.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NoiseMeasurement {
+    /// `log2 ||v||_inf`.
+    pub infinity_log2: f64,
+    /// `log2 ||v||^can`, the quantity the noise estimate bounds.
+    pub canonical_log2: f64,
+    /// `log2 Q_l`.
+    pub modulus_log2: f64,
+}
+
 /// A BGV ciphertext: `(c_0, c_1[, c_2])` in the Eval domain over `q_0..q_level`.
 #[derive(Debug)]
 pub struct Ciphertext<B: Backend> {
@@ -216,7 +227,9 @@ impl<B: Backend> Bgv<B> {
     }
 
     /// A secret key whose randomness (and all seeds and errors it later draws) derives from
-    /// `master`: for reproducible runs and backend-equivalence tests.
+    /// `master`: for reproducible runs and backend-equivalence tests only. Never use it for real
+    /// data: two key instances made from one master seed draw the same seeds and errors, so two
+    /// ciphertexts of different messages under them differ by exactly `m - m'`.
     pub fn gen_secret_key_from_seed(&self, master: &Seed) -> Result<SecretKey<B>> {
         rlwe::gen_secret_key(self.backend(), Some(master))
     }
@@ -238,40 +251,52 @@ impl<B: Backend> Bgv<B> {
         RnsPoly::<B, Coeff>::from_signed(self.backend(), &centred, ctx.q_basis(level)?)?.into_eval(self.backend())
     }
 
-    /// Symmetric encryption at the top level with a fresh seed; `c_1` stays a seed on the wire.
-    pub fn encrypt_symmetric(&self, sk: &SecretKey<B>, pt: &Plaintext) -> Result<Ciphertext<B>> {
-        self.encrypt_symmetric_at(sk, pt, self.max_level(), None)
+    /// `log2` of the canonical norm of `factor * m` (centred mod t): the exact size of the
+    /// plaintext term an operation adds, used by the noise estimates.
+    pub(crate) fn plain_norm_log2(&self, pt: &Plaintext, factor: u32) -> f64 {
+        let centred: Vec<f64> = pt.coeffs.iter().map(|&c| self.t.center(self.t.mul(c, factor)) as f64).collect();
+        noise::canonical_norm_log2(&centred)
     }
 
-    /// Symmetric encryption at `level`, with the caller's seed if given (refused if used before
-    /// under this key).
-    pub fn encrypt_symmetric_at(
-        &self,
-        sk: &SecretKey<B>,
-        pt: &Plaintext,
-        level: usize,
-        seed: Option<Seed>,
-    ) -> Result<Ciphertext<B>> {
+    /// Symmetric encryption at the top level with a fresh seed; `c_1` stays a seed on the wire.
+    pub fn encrypt_symmetric(&self, sk: &SecretKey<B>, pt: &Plaintext) -> Result<Ciphertext<B>> {
+        self.encrypt_symmetric_at(sk, pt, self.max_level())
+    }
+
+    /// Symmetric encryption at `level` with a fresh seed (never used before under this key).
+    pub fn encrypt_symmetric_at(&self, sk: &SecretKey<B>, pt: &Plaintext, level: usize) -> Result<Ciphertext<B>> {
         let correction = self.level_correction(level)?;
         let msg = self.lift(pt, correction, level)?;
-        let ((b, a), seed) = rlwe::encrypt_symmetric(self.backend(), sk, &msg, self.scale(), seed)?;
+        let ((b, a), seed) = rlwe::encrypt_symmetric(self.backend(), sk, &msg, self.scale())?;
         Ok(Ciphertext {
             polys: vec![b, a],
             correction,
-            noise_log2: self.noise.fresh_secret(),
+            noise_log2: self.noise.fresh_secret(self.plain_norm_log2(pt, correction)),
             seed: Some(seed),
             param_id: self.params().id(),
         })
     }
 
-    /// Public-key encryption at the top level; randomness from `rng`.
-    pub fn encrypt_public(&self, pk: &PublicKey<B>, pt: &Plaintext, rng: &mut Sampler) -> Result<Ciphertext<B>> {
+    /// Public-key encryption at the top level, randomness from the operating system.
+    pub fn encrypt_public(&self, pk: &PublicKey<B>, pt: &Plaintext) -> Result<Ciphertext<B>> {
+        self.encrypt_public_with_rng(pk, pt, &mut Sampler::fresh()?)
+    }
+
+    /// Public-key encryption at the top level with the randomness of `rng`. Deterministic for
+    /// a seeded sampler: for reproducible tests only. Two encryptions with the same sampler
+    /// state share `u`, `e_0`, `e_1`, and their difference reveals `m - m'`.
+    pub fn encrypt_public_with_rng(
+        &self,
+        pk: &PublicKey<B>,
+        pt: &Plaintext,
+        rng: &mut Sampler,
+    ) -> Result<Ciphertext<B>> {
         let msg = self.lift(pt, 1, self.max_level())?;
         let (c0, c1) = rlwe::encrypt_public(self.backend(), pk, &msg, self.scale(), rng)?;
         Ok(Ciphertext {
             polys: vec![c0, c1],
             correction: 1,
-            noise_log2: self.noise.fresh_public(),
+            noise_log2: self.noise.fresh_public(self.plain_norm_log2(pt, 1)),
             seed: None,
             param_id: self.params().id(),
         })
@@ -329,25 +354,41 @@ impl<B: Backend> Bgv<B> {
         Ok(Plaintext { coeffs, param_id: self.params().id() })
     }
 
-    /// Remaining noise budget in bits: `log2(Q_l / 2) - log2 ||c_0 + c_1 s||_inf`, measured with
-    /// the secret key. For tests and diagnostics only: it reveals information about the noise,
-    /// so library code never calls it on untrusted ciphertexts.
-    pub fn noise_budget(&self, sk: &SecretKey<B>, ct: &Ciphertext<B>) -> Result<f64> {
+    /// Measures `v = c_0 + c_1 s (+ c_2 s^2)` with the secret key: `log2` of its infinity and
+    /// canonical norms. For tests and diagnostics only (see [`Bgv::noise_budget`]).
+    pub fn measure_noise(&self, sk: &SecretKey<B>, ct: &Ciphertext<B>) -> Result<NoiseMeasurement> {
         let level = ct.level();
         let residues = self.raw_decrypt(sk, ct)?;
         let ctx = self.backend.context();
         let n = ctx.n();
         let moduli = ctx.moduli_of(&ctx.q_basis(level)?)?;
         let basis = crate::math::rns::RnsBasis::new(&moduli)?;
-        let mut max_log = 0.0f64;
         let mut limb_vals = vec![0u32; moduli.len()];
+        let mut values = Vec::with_capacity(n);
         for j in 0..n {
             for (i, v) in limb_vals.iter_mut().enumerate() {
                 *v = residues.get(i * n + j).copied().unwrap_or(0);
             }
-            let c = basis.reconstruct_centered(&limb_vals)?;
-            max_log = max_log.max(log2_big(c.magnitude()));
+            values.push(basis.reconstruct_centered(&limb_vals)?);
         }
-        Ok(basis.log2_product() - 1.0 - max_log)
+        let max_bits = values.iter().map(|v| v.magnitude().bits()).max().unwrap_or(0);
+        // Scale down so every value converts to f64 without overflow.
+        let shift = max_bits.saturating_sub(900);
+        let scaled: Vec<f64> =
+            values.iter().map(|v| num_traits::ToPrimitive::to_f64(&(v >> shift)).unwrap_or(0.0)).collect();
+        let inf = values.iter().map(|v| log2_big(v.magnitude())).fold(0.0, f64::max);
+        Ok(NoiseMeasurement {
+            infinity_log2: inf,
+            canonical_log2: noise::canonical_norm_log2(&scaled) + shift as f64,
+            modulus_log2: basis.log2_product(),
+        })
+    }
+
+    /// Remaining noise budget in bits: `log2(Q_l / 2) - log2 ||c_0 + c_1 s||_inf`, measured with
+    /// the secret key. For tests and diagnostics only: it reveals information about the noise,
+    /// so library code never calls it on untrusted ciphertexts.
+    pub fn noise_budget(&self, sk: &SecretKey<B>, ct: &Ciphertext<B>) -> Result<f64> {
+        let m = self.measure_noise(sk, ct)?;
+        Ok(m.modulus_log2 - 1.0 - m.infinity_log2)
     }
 }

@@ -77,31 +77,66 @@ impl NoiseModel {
         (TAIL_FACTOR * (self.n * variance).sqrt()).log2()
     }
 
-    /// Fresh symmetric encryption: `v = m + t e`.
+    /// Fresh symmetric encryption `v = m + t e`, for a message of canonical norm `2^message`.
     #[must_use]
-    pub fn fresh_secret(&self) -> f64 {
-        self.bound(self.t * self.t * (self.sigma * self.sigma + 1.0 / 12.0))
+    pub fn fresh_secret(&self, message: f64) -> f64 {
+        log2_add(self.bound(self.t * self.t * self.sigma * self.sigma), message)
     }
 
-    /// Fresh public-key encryption: `v = m + t (e u + e_1 s + e_0)`.
+    /// Fresh public-key encryption `v = m + t (e u + e_1 s + e_0)`, for a message of canonical
+    /// norm `2^message`.
     #[must_use]
-    pub fn fresh_public(&self) -> f64 {
+    pub fn fresh_public(&self, message: f64) -> f64 {
         let s2 = self.sigma * self.sigma;
-        self.bound(self.t * self.t * (s2 * (1.0 + 2.0 * self.n * TERNARY_VARIANCE) + 1.0 / 12.0))
+        log2_add(self.bound(self.t * self.t * s2 * (1.0 + 2.0 * self.n * TERNARY_VARIANCE)), message)
     }
 
-    /// Noise added by dropping one prime with exact centred rounding:
-    /// `t (r_0 + r_1 s)` with `r_i` uniform in `[-1/2, 1/2]`.
+    /// Canonical norm (log2) of a uniformly random plaintext: the message term assumed by
+    /// [`max_depth`]. Operations on a known plaintext use its exact norm instead.
     #[must_use]
-    pub fn mod_switch_floor(&self) -> f64 {
-        self.bound(self.t * self.t / 12.0 * (1.0 + self.n * TERNARY_VARIANCE))
+    pub fn uniform_plaintext(&self) -> f64 {
+        self.bound(self.t * self.t / 12.0)
     }
 
-    /// Noise added by the ModDown of a key switch: division by `P` with a fast-base-conversion
-    /// lift, whose rounding terms lie in `[0, t k)` for `k` special primes.
+    /// Noise added by dropping one prime with exact centred rounding from a ciphertext of
+    /// `degree`: `t (r_0 + r_1 s + r_2 s^2 + ...)` with `r_i` uniform in `[-1/2, 1/2]`. The
+    /// first two terms are independent random polynomials; `s^k` is not (its canonical norm is
+    /// `||s||^k`), so higher terms are bounded by `||r_k|| ||s||^k`.
+    #[must_use]
+    pub fn mod_switch_floor(&self, degree: usize) -> f64 {
+        let mut out = self.bound(self.t * self.t / 12.0 * (1.0 + self.n * TERNARY_VARIANCE));
+        let r = self.bound(self.t * self.t / 12.0);
+        let s = self.bound(TERNARY_VARIANCE);
+        for k in 2..=degree {
+            out = log2_add(out, r + k as f64 * s);
+        }
+        out
+    }
+
+    /// Canonical norm (log2) of `mu * (1 + X + ... + X^(N-1))`: at most `|mu| * 2N / pi`
+    /// (`|sum_i zeta^i| = 2 / |1 - zeta|`). Terms whose coefficients all share a sign (the
+    /// unsigned lifts of fast base conversion) have this mean part, which the zero-mean
+    /// heuristic misses by a factor of about `sqrt(N)`.
+    fn mean_term(&self, mu: f64) -> f64 {
+        (mu.abs() * 2.0 * self.n / std::f64::consts::PI).max(1.0).log2()
+    }
+
+    /// log2 of `D sqrt(N)`: the canonical norm of a random polynomial of unit coefficient variance.
+    fn unit(&self) -> f64 {
+        (TAIL_FACTOR * self.n.sqrt()).log2()
+    }
+
+    /// Noise added by the ModDown of a key switch: `t (r_0 + r_1 s)` where the rounding terms
+    /// `r_i = delta_i / P` of the fast-base-conversion lift lie in `[0, k)` for `k` special
+    /// primes (mean `k/2`, variance at most `k^2 / 12`).
     fn mod_down_floor(&self) -> f64 {
         let k = self.p_count as f64;
-        self.bound(self.t * self.t * (k * k / 3.0) * (1.0 + self.n * TERNARY_VARIANCE))
+        let (mu, var) = (k / 2.0, k * k / 12.0);
+        let s_var = TERNARY_VARIANCE;
+        let r0 = log2_add(self.mean_term(mu), self.bound(var));
+        // r_1 s: the mean part mu * 1 * s, then the zero-mean part (variance N var s_var).
+        let r1s = log2_add(self.mean_term(mu) + self.unit() + 0.5 * s_var.log2(), self.bound(self.n * var * s_var));
+        self.t.log2() + log2_add(r0, r1s)
     }
 
     /// Noise added by one key switch at `level`: `t sum_j d_j e_j / P` plus the ModDown rounding.
@@ -109,13 +144,16 @@ impl NoiseModel {
     pub fn key_switch(&self, level: usize) -> f64 {
         let active = self.dnum.min(level / self.alpha.max(1) + 1) as f64;
         let a = self.alpha as f64;
-        // d_j: a digit's residues lifted by fast base conversion lie in [0, (alpha + 1) Q_j), so
-        // E[d_j^2] <= (alpha + 1)^2 Q_j^2 / 3; d_j e_j has coefficient variance N E[d_j^2] sigma^2.
-        let log_var = (active * self.n * self.sigma * self.sigma * (a + 1.0) * (a + 1.0) / 3.0).log2()
-            + 2.0 * self.log_max_digit
-            + 2.0 * self.t.log2()
-            - 2.0 * self.log_p;
-        log2_add(TAIL_FACTOR.log2() + 0.5 * (self.n.log2() + log_var), self.mod_down_floor())
+        // d_j: a digit lifted by fast base conversion, sum_i y_i qhat_i with y_i in [0, q_i): in
+        // [0, alpha Q_j), mean alpha Q_j / 2, variance at most alpha^2 Q_j^2 / 12.
+        let log_mu = a.log2() - 1.0 + self.log_max_digit;
+        let log_sd = a.log2() - 0.5 * 12f64.log2() + self.log_max_digit;
+        let e = self.unit() + self.sigma.log2();
+        // mean part: mu_j * 1 * e_j over independent e_j; zero-mean part: N var sigma^2 per coefficient.
+        let mean = self.mean_term(1.0) + log_mu + e + 0.5 * active.log2();
+        let spread = self.unit() + 0.5 * (self.n * active).log2() + log_sd + self.sigma.log2();
+        let sum = log2_add(mean, spread) + self.t.log2() - self.log_p;
+        log2_add(sum, self.mod_down_floor())
     }
 
     /// Noise of the product of two ciphertexts of noise `a` and `b` (before relinearisation).
@@ -124,24 +162,25 @@ impl NoiseModel {
         a + b
     }
 
-    /// Noise of a product of plaintext `m` (uniform mod t) and a ciphertext of noise `b`.
+    /// Noise of the product of a ciphertext of noise `b` and a plaintext of canonical norm
+    /// `2^plain` (sub-multiplicativity of the canonical norm: exact, not heuristic).
     #[must_use]
-    pub fn mul_plain(&self, b: f64) -> f64 {
-        b + self.plain()
-    }
-
-    /// Noise of a plaintext `m` (uniform mod t) added to a ciphertext.
-    #[must_use]
-    pub fn plain(&self) -> f64 {
-        self.bound(self.t * self.t / 12.0)
+    pub fn mul_plain(&self, b: f64, plain: f64) -> f64 {
+        b + plain
     }
 
     /// Noise after dropping primes of total `log2 D`.
     #[must_use]
     pub fn after_mod_switch(&self, b: f64, log_dropped: f64, primes: usize) -> f64 {
+        self.after_mod_switch_degree(b, log_dropped, primes, 1)
+    }
+
+    /// [`NoiseModel::after_mod_switch`] for a ciphertext of `degree` (1 or 2).
+    #[must_use]
+    pub fn after_mod_switch_degree(&self, b: f64, log_dropped: f64, primes: usize, degree: usize) -> f64 {
         let mut out = b - log_dropped;
         for _ in 0..primes {
-            out = log2_add(out, self.mod_switch_floor());
+            out = log2_add(out, self.mod_switch_floor(degree));
         }
         out
     }
@@ -162,7 +201,7 @@ impl NoiseModel {
     /// noise above the rounding floor (dropping more loses modulus without reducing noise).
     #[must_use]
     pub fn primes_to_drop(&self, noise: f64, level: usize) -> usize {
-        let floor = self.mod_switch_floor();
+        let floor = self.mod_switch_floor(1);
         let mut k = 0;
         let mut dropped = 0.0;
         while k < level {
@@ -196,7 +235,7 @@ pub fn max_depth(params: &Parameters) -> usize {
         return 0;
     }
     let mut level = params.q().len() - 1;
-    let mut noise = model.fresh_public();
+    let mut noise = model.fresh_public(model.uniform_plaintext());
     let mut depth = 0;
     loop {
         let k = model.primes_to_drop(noise, level);
@@ -209,5 +248,95 @@ pub fn max_depth(params: &Parameters) -> usize {
         }
         noise = product;
         depth += 1;
+    }
+}
+
+/// `log2` of the canonical norm `max_j |a(zeta^(2j+1))|` of a real polynomial (`zeta = e^(i pi / N)`),
+/// computed exactly (up to rounding) with a complex FFT; 0 for the zero polynomial.
+#[must_use]
+pub fn canonical_norm_log2(coeffs: &[f64]) -> f64 {
+    let n = coeffs.len();
+    if n == 0 || !n.is_power_of_two() {
+        return 0.0;
+    }
+    // a(zeta^(2j+1)) = sum_i (a_i zeta^i) omega^(i j) with omega = zeta^2: twist, then a DFT.
+    let mut re = Vec::with_capacity(n);
+    let mut im = Vec::with_capacity(n);
+    for (i, &c) in coeffs.iter().enumerate() {
+        let ang = std::f64::consts::PI * i as f64 / n as f64;
+        re.push(c * ang.cos());
+        im.push(c * ang.sin());
+    }
+    fft_in_place(&mut re, &mut im);
+    let max = re.iter().zip(&im).map(|(r, i)| r.hypot(*i)).fold(0.0f64, f64::max);
+    if max > 0.0 {
+        max.log2()
+    } else {
+        0.0
+    }
+}
+
+/// In-place iterative radix-2 DFT (`X_k = sum_j x_j e^(2 pi i j k / N)`), `N` a power of two.
+fn fft_in_place(re: &mut [f64], im: &mut [f64]) {
+    let n = re.len();
+    let bits = n.trailing_zeros();
+    for i in 0..n {
+        let j = i.reverse_bits() >> (usize::BITS - bits);
+        if j > i {
+            re.swap(i, j);
+            im.swap(i, j);
+        }
+    }
+    let mut len = 2;
+    while len <= n {
+        let ang = 2.0 * std::f64::consts::PI / len as f64;
+        for start in (0..n).step_by(len) {
+            for k in 0..len / 2 {
+                let (wr, wi) = ((ang * k as f64).cos(), (ang * k as f64).sin());
+                let (a, b) = (start + k, start + k + len / 2);
+                let (Some(&br), Some(&bi), Some(&ar), Some(&ai)) = (re.get(b), im.get(b), re.get(a), im.get(a)) else {
+                    return;
+                };
+                let (tr, ti) = (br * wr - bi * wi, br * wi + bi * wr);
+                if let (Some(x), Some(y)) = (re.get_mut(a), im.get_mut(a)) {
+                    *x = ar + tr;
+                    *y = ai + ti;
+                }
+                if let (Some(x), Some(y)) = (re.get_mut(b), im.get_mut(b)) {
+                    *x = ar - tr;
+                    *y = ai - ti;
+                }
+            }
+        }
+        len <<= 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_norm_matches_direct_evaluation() {
+        let n = 16;
+        let coeffs: Vec<f64> = (0..n).map(|i| ((i * 7 + 3) % 11) as f64 - 5.0).collect();
+        let mut max = 0.0f64;
+        for j in 0..n {
+            let ang = std::f64::consts::PI * (2 * j + 1) as f64 / n as f64;
+            let (mut r, mut im) = (0.0, 0.0);
+            for (i, c) in coeffs.iter().enumerate() {
+                r += c * (ang * i as f64).cos();
+                im += c * (ang * i as f64).sin();
+            }
+            max = max.max(r.hypot(im));
+        }
+        assert!((canonical_norm_log2(&coeffs) - max.log2()).abs() < 1e-9);
+        // A constant c has canonical norm |c|; X^k has norm 1.
+        let mut c = vec![0.0; 64];
+        c[0] = 8.0;
+        assert!((canonical_norm_log2(&c) - 3.0).abs() < 1e-9);
+        let mut x = vec![0.0; 64];
+        x[5] = -1.0;
+        assert!(canonical_norm_log2(&x).abs() < 1e-9);
     }
 }

@@ -99,6 +99,8 @@ impl<B: Backend> Bgv<B> {
         if !noise_log2.is_finite() || !(0.0..=MAX_NOISE_LOG2).contains(&noise_log2) {
             return Err(Error::InvalidField { field: "noise estimate", reason: "not a finite value in [0, 8192]" });
         }
+        // A peer cannot claim less noise than a fresh encryption of a zero message carries.
+        let noise_log2 = noise_log2.max(self.noise_model().fresh_secret(0.0));
         let tag = r.get_u8()?;
         if tag != Eval::TAG {
             return Err(Error::InvalidRepresentation { tag });

@@ -8,20 +8,15 @@ use crate::math::sampling::{Purpose, Seed};
 use crate::poly::{Coeff, Eval, RnsPoly};
 
 /// Symmetric encryption of `msg` (Eval, over `q_0..q_level`): returns `((b, a), seed)` with
-/// `a = PRG(seed)`, `b = -a s + E e + msg`, and the seed, which is fresh under this key (or the
-/// caller's `seed`, refused with [`Error::SeedReuse`] if it was used before).
+/// `a = PRG(seed)`, `b = -a s + E e + msg`, and the seed, which is fresh under this key.
 pub fn encrypt_symmetric<B: Backend>(
     backend: &B,
     sk: &SecretKey<B>,
     msg: &RnsPoly<B, Eval>,
     scale: NoiseScale,
-    seed: Option<Seed>,
 ) -> Result<(PolyPair<B>, Seed)> {
     sk.check_params(backend)?;
-    let seed = match seed {
-        Some(s) => sk.claim_seed(s)?,
-        None => sk.fresh_seed()?,
-    };
+    let seed = sk.fresh_seed()?;
     let basis = msg.basis().clone();
     let a = RnsPoly::<B, Eval>::uniform(backend, &seed, Purpose::CiphertextA, 0, basis.clone())?;
     let s = sk.eval.select(backend, &basis)?;
@@ -44,8 +39,9 @@ pub fn encrypt_public<B: Backend>(
     let ctx = backend.context();
     let n = ctx.n();
     let basis = msg.basis().clone();
-    if basis.len() > pk.b.limb_count() {
-        return Err(Error::LevelOutOfRange { level: basis.len() - 1, max: pk.b.limb_count() - 1 });
+    let top = ctx.q_basis(ctx.q_count() - 1)?;
+    if pk.b.basis() != &top || pk.a.basis() != &top {
+        return Err(Error::KeyDimensions { reason: "public key does not cover the top-level Q" });
     }
     let pk_b = pk.b.select(backend, &basis)?;
     let pk_a = pk.a.select(backend, &basis)?;

@@ -28,10 +28,8 @@ pub fn key_switch<B: Backend>(
     }
     let ext_basis = ctx.qp_basis(level)?;
     let key_basis = ctx.qp_basis(ctx.q_count() - 1)?;
-    if let Some((b0, _)) = ksk.digits.first() {
-        if b0.basis() != &key_basis {
-            return Err(Error::KeyDimensions { reason: "key does not cover Q and P" });
-        }
+    if ksk.digits.iter().any(|(b, a)| b.basis() != &key_basis || a.basis() != &key_basis) {
+        return Err(Error::KeyDimensions { reason: "key does not cover Q and P" });
     }
     let c_coeff = c.duplicate(backend)?.into_coeff(backend)?;
     let mut digits = Vec::new();

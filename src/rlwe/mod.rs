@@ -22,12 +22,11 @@ pub use encryption::{decrypt_polys, encrypt_public, encrypt_symmetric};
 pub use key_switch::key_switch;
 pub use keygen::{gen_key_switch_key, gen_public_key, gen_secret_key};
 
-use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::backend::Backend;
 use crate::error::{Error, Result};
-use crate::math::sampling::{Purpose, Sampler, Seed};
+use crate::math::sampling::{Purpose, Sampler, Seed, SEED_BYTES};
 use crate::poly::{Eval, RnsPoly};
 
 /// A pair of Eval-domain polynomials: a degree-1 ciphertext or a key-switching result.
@@ -37,12 +36,14 @@ pub type PolyPair<B> = (RnsPoly<B, Eval>, RnsPoly<B, Eval>);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NoiseScale(pub u32);
 
-/// The secret randomness of a key owner: where seeds and errors come from, and the seeds
-/// already used under this key (a seed is never used twice).
+/// The secret randomness of a key owner: where seeds and errors come from.
+///
+/// Seeds are unique by construction: seed `i` is 24 pseudo-random bytes from the seed stream
+/// followed by the 64-bit counter `i`, which only ever increases; nothing needs storing.
 pub(crate) struct RandomState {
     seeds: Sampler,
     noise: Sampler,
-    used: HashSet<Seed>,
+    counter: u64,
 }
 
 /// A ternary secret key.
@@ -62,10 +63,8 @@ impl<B: Backend> std::fmt::Debug for SecretKey<B> {
 
 impl<B: Backend> Drop for SecretKey<B> {
     fn drop(&mut self) {
-        // Best-effort wipe of the host copy of the secret.
-        for c in &mut self.coeffs {
-            *c = 0;
-        }
+        // Wipes the host copy of the secret (the backend buffer of `eval` is not wiped).
+        zeroize::Zeroize::zeroize(&mut self.coeffs);
     }
 }
 
@@ -98,23 +97,18 @@ impl<B: Backend> SecretKey<B> {
         f(&mut st)
     }
 
-    /// A seed never used before under this key.
+    /// A seed never used before by this key instance: 24 pseudo-random bytes and a counter.
+    /// [`Error::SeedReuse`] once the 64-bit counter is exhausted.
     pub fn fresh_seed(&self) -> Result<Seed> {
         self.with_state(|st| {
-            // A collision of 256-bit outputs does not happen; if it ever did, draw again.
-            for _ in 0..4 {
-                let seed = st.seeds.next_seed();
-                if st.used.insert(seed) {
-                    return Ok(seed);
-                }
-            }
-            Err(Error::SeedReuse)
+            let i = st.counter;
+            st.counter = i.checked_add(1).ok_or(Error::SeedReuse)?;
+            let mut seed = [0u8; SEED_BYTES];
+            let (random, count) = seed.split_at_mut(SEED_BYTES - 8);
+            st.seeds.fill_bytes(random);
+            count.copy_from_slice(&i.to_le_bytes());
+            Ok(seed)
         })
-    }
-
-    /// Registers a caller-chosen seed; refuses one used before under this key.
-    pub fn claim_seed(&self, seed: Seed) -> Result<Seed> {
-        self.with_state(|st| if st.used.insert(seed) { Ok(seed) } else { Err(Error::SeedReuse) })
     }
 
     /// Draws `n` error coefficients from the key owner's noise stream.
@@ -126,7 +120,7 @@ impl<B: Backend> SecretKey<B> {
         Arc::new(Mutex::new(RandomState {
             seeds: Sampler::from_seed(master, Purpose::SeedDerivation, 0),
             noise: Sampler::from_seed(master, Purpose::Error, 0),
-            used: HashSet::new(),
+            counter: 0,
         }))
     }
 }
