@@ -326,9 +326,9 @@ impl Parameters {
     ///   `2 <= t < 2^30`, `t` coprime to every prime of `q` and `p`, `t < q[0]` (so level 0 can
     ///   still decrypt) ([`Error::InvalidPlaintextModulus`]);
     /// * CKKS: `log_scale` in `[1, 60]`, no `plaintext_modulus` ([`Error::InvalidParameters`]);
-    /// * `sigma` finite in `(0, 100]` ([`Error::InvalidParameters`]);
+    /// * `sigma` equal to 3.19, the width of the sampler's table ([`Error::InvalidParameters`]);
     /// * security (this constructor only): `sigma >=` [`TABLE_SIGMA`]
-    ///   ([`Error::InvalidParameters`]); the table of [`security::max_log_qp`] has an entry for
+    ///   ([`Error::InvalidParameters`], implied by the previous check); the table of [`security::max_log_qp`] has an entry for
     ///   `(N, level, secret)` ([`Error::UnknownSecurityLevel`]) and `log2(QP)` is at most that
     ///   entry ([`Error::InsecureParameters`]).
     pub fn new(lit: ParametersLiteral) -> Result<Self> {
@@ -462,6 +462,13 @@ impl Parameters {
         if !(lit.sigma.is_finite() && lit.sigma > 0.0 && lit.sigma <= MAX_SIGMA) {
             return Err(Error::InvalidParameters {
                 reason: format!("sigma = {} is not in (0, {MAX_SIGMA}]", lit.sigma),
+            });
+        }
+        // The Gaussian sampler draws from one fixed table (sigma 3.19); a literal that claims
+        // another width would make the noise model and the parameter id lie.
+        if lit.sigma.to_bits() != crate::math::sampling::SIGMA.to_bits() {
+            return Err(Error::InvalidParameters {
+                reason: format!("sigma = {} differs from 3.19, the only width the sampler draws", lit.sigma),
             });
         }
 
@@ -1093,9 +1100,6 @@ mod tests {
         l.name.push('x');
         ids.push(insecure(l).unwrap().id());
         let mut l = base.clone();
-        l.sigma = 3.2;
-        ids.push(insecure(l).unwrap().id());
-        let mut l = base.clone();
         l.plaintext_modulus = Some(65539);
         ids.push(insecure(l).unwrap().id());
         let mut l = base.clone();
@@ -1291,16 +1295,16 @@ mod tests {
             l.sigma = s;
             assert!(params_reason(insecure(l)).contains("sigma"));
         }
-        for s in [1e-3, 3.19, 100.0] {
+        // The sampler's width is the only one accepted, by every constructor.
+        for s in [1e-3, 3.0, 3.2, 100.0] {
             let mut l = small();
             l.sigma = s;
-            assert!(insecure(l).is_ok());
+            assert!(params_reason(insecure(l)).contains("3.19"));
+            let mut l = shipped().remove(0);
+            l.sigma = s;
+            assert!(params_reason(Parameters::new(l)).contains("sigma"));
         }
-        // Below the table's sigma: only the insecure constructor accepts it.
-        let mut l = shipped().remove(0);
-        l.sigma = 3.0;
-        assert!(params_reason(Parameters::new(l.clone())).contains("3.19"));
-        assert!(insecure(l).is_ok());
+        assert!(insecure(small()).is_ok());
     }
 
     #[test]
