@@ -222,6 +222,39 @@ pub enum Error {
         n: u64,
     },
 
+    /// CKKS operands carry different scales.
+    #[error("scale mismatch: 2^{left_log2:.3} vs 2^{right_log2:.3}")]
+    ScaleMismatch {
+        /// log2 of the left operand's scale.
+        left_log2: f64,
+        /// log2 of the right operand's scale.
+        right_log2: f64,
+    },
+    /// A CKKS scale is not a finite positive number (or not usable here).
+    #[error("invalid scale: {reason}")]
+    InvalidScale {
+        /// Which check failed.
+        reason: &'static str,
+    },
+    /// A product of scales would not fit the remaining modulus.
+    #[error("scale 2^{scale_log2:.1} does not fit the modulus 2^{modulus_log2:.1}")]
+    ScaleOverflow {
+        /// log2 of the scale the result would have.
+        scale_log2: f64,
+        /// log2 of the modulus at the operand's level.
+        modulus_log2: f64,
+    },
+    /// A value times the scale is too large to encode.
+    #[error("value at index {index} times the scale (2^{value_log2:.1}) exceeds 2^{limit_log2:.1}")]
+    EncodingOverflow {
+        /// Index of the first offending value (or coefficient).
+        index: usize,
+        /// log2 of the scaled magnitude.
+        value_log2: f64,
+        /// log2 of the largest encodable magnitude.
+        limit_log2: f64,
+    },
+
     // ---- wire format -----------------------------------------------------------------------
     /// The bytes do not start with the wgfhe magic.
     #[error("bad magic: not a wgfhe object")]

@@ -12,11 +12,13 @@
 //! * [`backend`]: the kernel set every scheme uses, and the CPU reference implementation.
 //! * [`rlwe`]: keys, encryption, decryption, hybrid key switching, Galois automorphisms.
 //! * [`bgv`]: the BGV scheme (batch and coefficient encoding, modulus switching).
+//! * [`ckks`]: the CKKS scheme (canonical-embedding encoder, rescaling, conjugation).
 //! * [`params`]: validated parameter sets, checked against the 2024 security guidelines.
 //! * [`serial`]: the versioned binary wire format.
 
 pub mod backend;
 pub mod bgv;
+pub mod ckks;
 pub mod error;
 pub mod math;
 pub mod params;
