@@ -6,68 +6,30 @@
 //! levels. Correction factors are aligned automatically (the second operand is multiplied by a
 //! constant mod t).
 
-use std::collections::HashMap;
-
 use super::noise::log2_add;
 use super::{Bgv, Ciphertext, Plaintext};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::poly::{Eval, RnsPoly};
-use crate::rlwe::{self, GaloisKey, RelinKey, SecretKey};
-
-/// Evaluation keys: the relinearisation key and Galois keys by element.
-#[derive(Debug)]
-pub struct EvaluationKeys<B: Backend> {
-    /// Relinearisation key.
-    pub relin: Option<RelinKey<B>>,
-    /// Galois keys by Galois element.
-    pub galois: HashMap<usize, GaloisKey<B>>,
-}
-
-impl<B: Backend> Default for EvaluationKeys<B> {
-    fn default() -> Self {
-        Self { relin: None, galois: HashMap::new() }
-    }
-}
+use crate::rlwe::{self, EvaluationKeys, GaloisKey, RelinKey, SecretKey};
 
 impl<B: Backend> Bgv<B> {
     // ---- key generation ------------------------------------------------------------------
 
     /// The relinearisation key (`s^2 -> s`).
     pub fn gen_relin_key(&self, sk: &SecretKey<B>) -> Result<RelinKey<B>> {
-        let s2 = sk.eval().mul(self.backend(), sk.eval())?;
-        Ok(RelinKey(rlwe::gen_key_switch_key(self.backend(), &s2, sk, self.scale())?))
+        rlwe::gen_relin_key(self.backend(), sk, self.scale())
     }
 
     /// The Galois key for `X -> X^g`.
     pub fn gen_galois_key(&self, sk: &SecretKey<B>, g: usize) -> Result<GaloisKey<B>> {
-        let two_n = 2 * self.params().n();
-        if g.is_multiple_of(2) || g >= two_n {
-            return Err(Error::InvalidField { field: "galois element", reason: "must be odd and below 2N" });
-        }
-        // Key from s(X^g) to s; applied after the automorphism of the ciphertext.
-        let sg = sk.eval().automorphism(self.backend(), g)?;
-        Ok(GaloisKey { galois_element: g, key: rlwe::gen_key_switch_key(self.backend(), &sg, sk, self.scale())? })
+        rlwe::gen_galois_key(self.backend(), sk, g, self.scale())
     }
 
     /// The Galois element of a left rotation of both rows by `steps` (negative: right).
     #[must_use]
     pub fn column_rotation_element(&self, steps: i64) -> usize {
-        let n = self.params().n();
-        let half = (n / 2) as i64;
-        let k = steps.rem_euclid(half) as u64;
-        let two_n = 2 * n as u64;
-        let mut g = 1u64;
-        let mut base = 3u64;
-        let mut e = k;
-        while e > 0 {
-            if e & 1 == 1 {
-                g = g * base % two_n;
-            }
-            base = base * base % two_n;
-            e >>= 1;
-        }
-        g as usize
+        rlwe::galois_element(3, steps, self.params().n())
     }
 
     /// The Galois element that swaps the two rows.
@@ -79,17 +41,11 @@ impl<B: Backend> Bgv<B> {
     /// Evaluation keys: relinearisation plus column rotations by each of `steps` and, if asked,
     /// the row swap.
     pub fn gen_evaluation_keys(&self, sk: &SecretKey<B>, steps: &[i64], row_swap: bool) -> Result<EvaluationKeys<B>> {
-        let mut keys = EvaluationKeys { relin: Some(self.gen_relin_key(sk)?), galois: HashMap::new() };
         let mut elements: Vec<usize> = steps.iter().map(|&s| self.column_rotation_element(s)).collect();
         if row_swap {
             elements.push(self.row_swap_element());
         }
-        for g in elements {
-            if g != 1 && !keys.galois.contains_key(&g) {
-                keys.galois.insert(g, self.gen_galois_key(sk, g)?);
-            }
-        }
-        Ok(keys)
+        rlwe::gen_evaluation_keys(self.backend(), sk, &elements, self.scale())
     }
 
     // ---- helpers -----------------------------------------------------------------------------
@@ -248,20 +204,17 @@ impl<B: Backend> Bgv<B> {
     /// Relinearises a degree-2 ciphertext to degree 1.
     pub fn relinearize(&self, ct: &Ciphertext<B>, keys: &EvaluationKeys<B>) -> Result<Ciphertext<B>> {
         self.check_ct(ct)?;
-        let rk = keys.relin.as_ref().ok_or(Error::MissingRelinKey)?;
+        if keys.relin.is_none() {
+            return Err(Error::MissingRelinKey);
+        }
         if ct.degree() != 2 {
             return Err(Error::CiphertextDegree { degree: ct.degree(), expected: 2 });
         }
-        let be = self.backend();
-        let (c0, c1, c2) = match ct.polys.as_slice() {
-            [c0, c1, c2] => (c0, c1, c2),
-            _ => return Err(Error::CiphertextDegree { degree: ct.degree(), expected: 2 }),
-        };
-        let (d0, d1) = rlwe::key_switch(be, c2, &rk.0, Some(self.t.value()))?;
+        let (c0, c1) = rlwe::relinearize(self.backend(), &ct.polys, keys, Some(self.t.value()))?;
         let noise = log2_add(ct.noise_log2, self.noise.key_switch(ct.level()));
         self.check_noise(noise, ct.level())?;
         Ok(Ciphertext {
-            polys: vec![c0.add(be, &d0)?, c1.add(be, &d1)?],
+            polys: vec![c0, c1],
             correction: ct.correction,
             noise_log2: noise,
             seed: None,
@@ -366,22 +319,11 @@ impl<B: Backend> Bgv<B> {
         what: &str,
     ) -> Result<Ciphertext<B>> {
         self.check_ct(ct)?;
-        let gk = keys
-            .galois
-            .get(&g)
-            .ok_or_else(|| Error::MissingGaloisKey { galois_element: g as u64, rotation: what.to_string() })?;
-        if gk.galois_element != g {
-            return Err(Error::KeyDimensions { reason: "Galois key stored under another element" });
-        }
-        let be = self.backend();
-        let (c0, c1) = degree_one(ct)?;
-        let c0g = c0.automorphism(be, g)?;
-        let c1g = c1.automorphism(be, g)?;
-        let (d0, d1) = rlwe::key_switch(be, &c1g, &gk.key, Some(self.t.value()))?;
+        let (c0, c1) = rlwe::apply_galois(self.backend(), &ct.polys, g, keys, what, Some(self.t.value()))?;
         let noise = log2_add(ct.noise_log2, self.noise.key_switch(ct.level()));
         self.check_noise(noise, ct.level())?;
         Ok(Ciphertext {
-            polys: vec![c0g.add(be, &d0)?, d1],
+            polys: vec![c0, c1],
             correction: ct.correction,
             noise_log2: noise,
             seed: None,

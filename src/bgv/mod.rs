@@ -14,8 +14,8 @@ mod evaluator;
 pub mod noise;
 mod wire;
 
+pub use crate::rlwe::EvaluationKeys;
 pub use encoder::{Encoder, Plaintext};
-pub use evaluator::EvaluationKeys;
 pub use noise::{max_depth, NoiseModel};
 
 use std::sync::Arc;

@@ -14,11 +14,15 @@
 //! the key and summed, and the sum is divided by `P` (ModDown).
 
 mod encryption;
+mod eval_keys;
 mod key_switch;
 mod keygen;
 pub mod wire;
 
 pub use encryption::{decrypt_polys, encrypt_public, encrypt_symmetric};
+pub use eval_keys::{
+    apply_galois, galois_element, gen_evaluation_keys, gen_galois_key, gen_relin_key, relinearize, EvaluationKeys,
+};
 pub use key_switch::key_switch;
 pub use keygen::{gen_key_switch_key, gen_public_key, gen_secret_key};
 
