@@ -731,30 +731,72 @@ fn gcd(mut a: u64, mut b: u64) -> u64 {
 
 /// Error standard deviation of the shipped sets.
 pub const SHIPPED_SIGMA: f64 = 3.19;
-/// Gadget digit count of the shipped sets.
+/// Gadget digit count of the shipped BGV sets (the CKKS sets give theirs in [`shipped`]).
 pub const SHIPPED_DNUM: usize = 3;
+/// `log2(scale)` of the shipped CKKS sets.
+pub const SHIPPED_LOG_SCALE: u32 = 30;
 
-/// A shipped BGV set: name, `log2 N`, plaintext modulus, number of special primes, and all
-/// primes, special primes first. The primes are exactly those of [`bgv_literal`] (checked by a
-/// test); they are written out so that a shipped set, and hence its id, never changes.
+/// A shipped set: name, scheme, `log2 N`, plaintext modulus (BGV) or `log2(scale)` (CKKS),
+/// number of special primes, digit count, and all primes, special primes first. The primes are
+/// exactly those of [`bgv_literal`] / [`ckks_literal`] (checked by a test); they are written out
+/// so that a shipped set, and hence its id, never changes.
 struct ShippedSet {
     name: &'static str,
+    scheme: Scheme,
     log_n: u32,
-    t: u64,
+    plaintext_modulus: Option<u64>,
+    log_scale: Option<u32>,
     count_p: usize,
+    dnum: usize,
     primes: &'static [u64],
 }
 
-const SHIPPED: [ShippedSet; 5] = [
-    ShippedSet { name: "bgv-n13", log_n: 13, t: 65537, count_p: 2, primes: &N13_PRIMES },
-    ShippedSet { name: "bgv-n14", log_n: 14, t: 65537, count_p: 4, primes: &N14_PRIMES },
-    ShippedSet { name: "bgv-n15", log_n: 15, t: 65537, count_p: 7, primes: &N15_PRIMES },
-    ShippedSet { name: "bgv-n16", log_n: 16, t: 786_433, count_p: 15, primes: &N16_PRIMES },
-    ShippedSet { name: "bgv-n17", log_n: 17, t: 786_433, count_p: 30, primes: &N17_PRIMES },
+impl ShippedSet {
+    const fn bgv(name: &'static str, log_n: u32, t: u64, count_p: usize, primes: &'static [u64]) -> Self {
+        Self {
+            name,
+            scheme: Scheme::Bgv,
+            log_n,
+            plaintext_modulus: Some(t),
+            log_scale: None,
+            count_p,
+            dnum: SHIPPED_DNUM,
+            primes,
+        }
+    }
+
+    const fn ckks(name: &'static str, log_n: u32, count_p: usize, dnum: usize, primes: &'static [u64]) -> Self {
+        Self {
+            name,
+            scheme: Scheme::Ckks,
+            log_n,
+            plaintext_modulus: None,
+            log_scale: Some(SHIPPED_LOG_SCALE),
+            count_p,
+            dnum,
+            primes,
+        }
+    }
+}
+
+/// BGV sets first, then CKKS. For a given `N` both schemes use the same primes (the largest
+/// 30-bit ones), split differently between `q` and `p`.
+const SHIPPED: [ShippedSet; 9] = [
+    ShippedSet::bgv("bgv-n13", 13, 65537, 2, &N13_PRIMES),
+    ShippedSet::bgv("bgv-n14", 14, 65537, 4, &N14_PRIMES),
+    ShippedSet::bgv("bgv-n15", 15, 65537, 7, &N15_PRIMES),
+    ShippedSet::bgv("bgv-n16", 16, 786_433, 15, &N16_PRIMES),
+    ShippedSet::bgv("bgv-n17", 17, 786_433, 30, &N17_PRIMES),
+    ShippedSet::ckks("ckks-n13", 13, 1, 6, &N13_PRIMES),
+    ShippedSet::ckks("ckks-n14", 14, 2, 6, &N14_PRIMES),
+    ShippedSet::ckks("ckks-n15", 15, 7, 3, &N15_PRIMES),
+    ShippedSet::ckks("ckks-n16", 16, 15, 3, &N16_PRIMES),
 ];
 
-/// The shipped BGV sets, all 128-bit, ternary secret, sigma 3.19, dnum 3, 30-bit primes with the
-/// special primes the largest ones:
+/// The shipped sets, the BGV ones followed by the CKKS ones. All are 128-bit, ternary secret,
+/// sigma 3.19, 30-bit primes with the special primes the largest ones.
+///
+/// BGV, dnum 3:
 ///
 /// | name | N | t | len(q) + len(p) | log2(QP) | bound |
 /// |---|---|---|---|---|---|
@@ -765,6 +807,15 @@ const SHIPPED: [ShippedSet; 5] = [
 /// | `bgv-n17` | 2^17 | 786433 | 88 + 30 | 3511.84 | 3523 |
 ///
 /// (65537 = 1 mod 2^17 batches up to N = 2^15; 786433 = 3 * 2^18 + 1 batches up to N = 2^17.)
+///
+/// CKKS, `log2(scale) = 30`:
+///
+/// | name | N | len(q) + len(p) | dnum | log2(QP) | bound |
+/// |---|---|---|---|---|---|
+/// | `ckks-n13` | 2^13 | 6 + 1 | 6 | 210.00 | 214 |
+/// | `ckks-n14` | 2^14 | 12 + 2 | 6 | 419.96 | 430 |
+/// | `ckks-n15` | 2^15 | 21 + 7 | 3 | 839.60 | 868 |
+/// | `ckks-n16` | 2^16 | 43 + 15 | 3 | 1736.57 | 1747 |
 #[must_use]
 pub fn shipped() -> Vec<ParametersLiteral> {
     SHIPPED
@@ -773,13 +824,13 @@ pub fn shipped() -> Vec<ParametersLiteral> {
             let (p, q) = s.primes.split_at(s.count_p.min(s.primes.len()));
             ParametersLiteral {
                 name: s.name.to_owned(),
-                scheme: Scheme::Bgv,
+                scheme: s.scheme,
                 log_n: s.log_n,
                 q: q.to_vec(),
                 p: p.to_vec(),
-                dnum: SHIPPED_DNUM,
-                plaintext_modulus: Some(s.t),
-                log_scale: None,
+                dnum: s.dnum,
+                plaintext_modulus: s.plaintext_modulus,
+                log_scale: s.log_scale,
                 secret: SecretDistribution::Ternary,
                 security: SecurityLevel::Bits128,
                 sigma: SHIPPED_SIGMA,
@@ -797,6 +848,23 @@ pub fn by_name(name: &str) -> Result<Parameters> {
     Parameters::new(lit)
 }
 
+/// The `count_p + count_q` largest 30-bit primes `= 1 mod 2N` in descending order, split into
+/// `(q, p)`: `p` the largest `count_p`, `q` the next `count_q`. Checks `log_n` and the counts.
+fn builder_primes(log_n: u32, count_q: usize, count_p: usize) -> Result<(Vec<u64>, Vec<u64>)> {
+    if !(MIN_LOG_N..=MAX_LOG_N).contains(&log_n) {
+        return Err(Error::InvalidRingDegree {
+            n: 1u64.checked_shl(log_n).unwrap_or(u64::MAX),
+            min_log: MIN_LOG_N,
+            max_log: MAX_LOG_N,
+        });
+    }
+    check_count("number of q primes", count_q as u64, MAX_PRIMES)?;
+    check_count("number of p primes", count_p as u64, MAX_PRIMES)?;
+    let mut q = ntt_primes(MAX_MODULUS_BITS, 1u64 << log_n, count_p + count_q, &[])?;
+    let p = q.drain(..count_p.min(q.len())).collect();
+    Ok((q, p))
+}
+
 /// A BGV literal from prime counts: the `count_p + count_q` largest 30-bit primes `= 1 mod 2N`
 /// in descending order; `p` takes the largest `count_p` of them (so that `P` covers a digit of
 /// `count_p` chain primes), `q` the next `count_q`, `q[0]` the largest of those. Ternary secret,
@@ -811,17 +879,7 @@ pub fn bgv_literal(
     dnum: usize,
     t: u64,
 ) -> Result<ParametersLiteral> {
-    if !(MIN_LOG_N..=MAX_LOG_N).contains(&log_n) {
-        return Err(Error::InvalidRingDegree {
-            n: 1u64.checked_shl(log_n).unwrap_or(u64::MAX),
-            min_log: MIN_LOG_N,
-            max_log: MAX_LOG_N,
-        });
-    }
-    check_count("number of q primes", count_q as u64, MAX_PRIMES)?;
-    check_count("number of p primes", count_p as u64, MAX_PRIMES)?;
-    let mut q = ntt_primes(MAX_MODULUS_BITS, 1u64 << log_n, count_p + count_q, &[])?;
-    let p = q.drain(..count_p.min(q.len())).collect();
+    let (q, p) = builder_primes(log_n, count_q, count_p)?;
     Ok(ParametersLiteral {
         name: name.to_owned(),
         scheme: Scheme::Bgv,
@@ -837,6 +895,36 @@ pub fn bgv_literal(
     })
 }
 
+/// A CKKS literal from prime counts, with the primes of [`bgv_literal`] (the `count_p + count_q`
+/// largest 30-bit primes `= 1 mod 2N`, descending, `p` the largest `count_p`), no plaintext
+/// modulus and the given `log2(scale)`. Ternary secret, 128-bit level, sigma 3.19. Nothing is
+/// validated beyond what building needs (`log_scale` included: [`Parameters::new`] checks it):
+/// `log_n` in `[1, 17]` ([`Error::InvalidRingDegree`]), counts at most 256
+/// ([`Error::CountTooLarge`]) and enough primes existing ([`Error::NotEnoughPrimes`]).
+pub fn ckks_literal(
+    name: &str,
+    log_n: u32,
+    count_q: usize,
+    count_p: usize,
+    dnum: usize,
+    log_scale: u32,
+) -> Result<ParametersLiteral> {
+    let (q, p) = builder_primes(log_n, count_q, count_p)?;
+    Ok(ParametersLiteral {
+        name: name.to_owned(),
+        scheme: Scheme::Ckks,
+        log_n,
+        q,
+        p,
+        dnum,
+        plaintext_modulus: None,
+        log_scale: Some(log_scale),
+        secret: SecretDistribution::Ternary,
+        security: SecurityLevel::Bits128,
+        sigma: SHIPPED_SIGMA,
+    })
+}
+
 /// An insecure BGV set for tests: [`bgv_literal`] named
 /// `"insecure-test-bgv-n{log_n}-q{count_q}-p{count_p}-d{dnum}-t{t}"`, built with
 /// [`Parameters::new_insecure_for_tests`]. Batching plaintext moduli: 12289 (`= 3 * 2^12 + 1`)
@@ -846,20 +934,34 @@ pub fn insecure_test_bgv(log_n: u32, count_q: usize, count_p: usize, dnum: usize
     Parameters::new_insecure_for_tests(bgv_literal(&name, log_n, count_q, count_p, dnum, t)?)
 }
 
-/// N = 2^13: 2 special primes, then 5 chain primes.
+/// An insecure CKKS set for tests: [`ckks_literal`] named
+/// `"insecure-test-ckks-n{log_n}-q{count_q}-p{count_p}-d{dnum}-s{log_scale}"`, built with
+/// [`Parameters::new_insecure_for_tests`] (so `log_scale` must be in `[1, 60]`).
+pub fn insecure_test_ckks(
+    log_n: u32,
+    count_q: usize,
+    count_p: usize,
+    dnum: usize,
+    log_scale: u32,
+) -> Result<Parameters> {
+    let name = format!("insecure-test-ckks-n{log_n}-q{count_q}-p{count_p}-d{dnum}-s{log_scale}");
+    Parameters::new_insecure_for_tests(ckks_literal(&name, log_n, count_q, count_p, dnum, log_scale)?)
+}
+
+/// N = 2^13, largest first: BGV takes 2 special primes and 5 chain primes, CKKS 1 and 6.
 #[rustfmt::skip]
 const N13_PRIMES: [u64; 7] = [
     1_073_692_673, 1_073_643_521, 1_073_479_681, 1_073_430_529, 1_073_299_457, 1_073_233_921,
     1_073_184_769,
 ];
-/// N = 2^14: 4 special primes, then 10 chain primes.
+/// N = 2^14, largest first: BGV takes 4 special primes and 10 chain primes, CKKS 2 and 12.
 #[rustfmt::skip]
 const N14_PRIMES: [u64; 14] = [
     1_073_643_521, 1_073_479_681, 1_073_184_769, 1_073_053_697, 1_072_857_089, 1_072_496_641,
     1_071_513_601, 1_071_415_297, 1_071_087_617, 1_070_727_169, 1_070_432_257, 1_069_219_841,
     1_068_564_481, 1_068_466_177,
 ];
-/// N = 2^15: 7 special primes, then 21 chain primes.
+/// N = 2^15, largest first: 7 special primes, then 21 chain primes (BGV and CKKS).
 #[rustfmt::skip]
 const N15_PRIMES: [u64; 28] = [
     1_073_479_681, 1_072_496_641, 1_071_513_601, 1_070_727_169, 1_069_219_841, 1_068_564_481,
@@ -868,7 +970,7 @@ const N15_PRIMES: [u64; 28] = [
     1_060_765_697, 1_060_700_161, 1_060_175_873, 1_058_209_793, 1_056_440_321, 1_056_178_177,
     1_055_260_673, 1_054_212_097, 1_054_015_489, 1_053_818_881,
 ];
-/// N = 2^16: 15 special primes, then 43 chain primes.
+/// N = 2^16, largest first: 15 special primes, then 43 chain primes (BGV and CKKS).
 #[rustfmt::skip]
 const N16_PRIMES: [u64; 58] = [
     1_073_479_681, 1_071_513_601, 1_070_727_169, 1_068_236_801, 1_065_484_289, 1_064_697_857,
@@ -969,8 +1071,10 @@ mod tests {
             ("bgv-n16", 16, 786_433, 43, 15, 1_736.570_706_767_111_7),
             ("bgv-n17", 17, 786_433, 88, 30, 3_511.841_821_103_695),
         ];
-        let lits = shipped();
+        let lits: Vec<_> = shipped().into_iter().filter(|l| l.scheme == Scheme::Bgv).collect();
         assert_eq!(lits.len(), want.len());
+        // BGV sets come first.
+        assert!(shipped()[..want.len()].iter().all(|l| l.scheme == Scheme::Bgv));
         for (lit, (name, log_n, t, lq, lp, log_qp)) in lits.into_iter().zip(want) {
             assert_eq!(lit.name, name);
             let params = Parameters::new(lit.clone()).unwrap();
@@ -1008,8 +1112,119 @@ mod tests {
     }
 
     #[test]
+    fn shipped_ckks_sets_validate_and_fit_their_bounds() {
+        // (name, log_n, len q, len p, dnum, log2(QP) computed outside this crate, bound of the
+        // 2024 table)
+        let want = [
+            ("ckks-n13", 13, 6, 1, 6, 209.997_005_546_076_08, 214),
+            ("ckks-n14", 14, 12, 2, 6, 419.956_604_293_161_43, 430),
+            ("ckks-n15", 15, 21, 7, 3, 839.597_655_987_389_4, 868),
+            ("ckks-n16", 16, 43, 15, 3, 1_736.570_706_767_111_7, 1747),
+        ];
+        let all = shipped();
+        let lits: Vec<_> = all.iter().filter(|l| l.scheme == Scheme::Ckks).cloned().collect();
+        assert_eq!(lits.len(), want.len());
+        // The CKKS sets follow the BGV ones.
+        assert_eq!(&all[all.len() - want.len()..], &lits[..]);
+        for (lit, (name, log_n, lq, lp, dnum, log_qp, bound)) in lits.into_iter().zip(want) {
+            assert_eq!(lit.name, name);
+            let params = Parameters::new(lit.clone()).unwrap();
+            assert!(!params.is_insecure());
+            assert_eq!(params.scheme(), Scheme::Ckks);
+            assert_eq!(params.n(), 1 << log_n);
+            assert_eq!(params.log_scale(), Some(30));
+            assert_eq!(params.plaintext_modulus(), None);
+            assert!(!params.batching());
+            assert_eq!((params.q().len(), params.p().len()), (lq, lp));
+            assert_eq!(params.dnum(), dnum);
+            assert_eq!(params.sigma(), 3.19);
+            assert_eq!(params.security(), SecurityLevel::Bits128);
+            assert_eq!(params.security_bound(), Some(bound));
+            assert!((params.log_qp() - log_qp).abs() < 1e-6, "{name}");
+            assert!(big_log2(&(product(&lit.q) * product(&lit.p))) <= f64::from(bound));
+            let two_n = 2u64 << log_n;
+            for &x in lit.q.iter().chain(&lit.p) {
+                assert!(slow_prime(x) && x % two_n == 1 && x < 1 << 30 && x > 1 << 29);
+            }
+            // Special primes are the largest ones; P covers every digit (each non-empty).
+            let min_p = lit.p.iter().min().unwrap();
+            assert!(lit.q.iter().all(|x| x < min_p));
+            let big_p = product(&lit.p);
+            let alpha = lq.div_ceil(dnum);
+            for j in 0..dnum {
+                let digit = &lit.q[j * alpha..((j + 1) * alpha).min(lq)];
+                assert!(!digit.is_empty());
+                assert_eq!(params.digit_range(j), j * alpha..((j + 1) * alpha).min(lq));
+                assert!(big_p >= product(digit), "{name}, digit {j}");
+            }
+            // The written-out primes are those of the builder.
+            assert_eq!(ckks_literal(name, log_n, lq, lp, dnum, 30).unwrap(), lit);
+            assert_eq!(by_name(name).unwrap(), params);
+        }
+    }
+
+    #[test]
+    fn shipped_names_are_unique() {
+        let mut names: Vec<String> = shipped().into_iter().map(|l| l.name).collect();
+        let n = names.len();
+        assert_eq!(n, 9);
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), n);
+    }
+
+    #[test]
+    fn ckks_helpers() {
+        let p = insecure_test_ckks(10, 4, 2, 2, 25).unwrap();
+        assert!(p.is_insecure());
+        assert_eq!(p.name(), "insecure-test-ckks-n10-q4-p2-d2-s25");
+        assert_eq!((p.scheme(), p.log_scale(), p.plaintext_modulus()), (Scheme::Ckks, Some(25), None));
+        assert_eq!((p.q().len(), p.p().len(), p.dnum()), (4, 2, 2));
+        // Same primes as the BGV builder.
+        let b = bgv_literal("x", 10, 4, 2, 2, 65537).unwrap();
+        assert_eq!(p.literal().q, b.q);
+        assert_eq!(p.literal().p, b.p);
+        // log_scale is checked by the constructor, not the literal builder.
+        assert!(ckks_literal("x", 10, 2, 1, 1, 0).is_ok());
+        assert!(params_reason(insecure_test_ckks(10, 2, 2, 1, 0)).contains("log_scale"));
+        assert!(params_reason(insecure_test_ckks(10, 2, 2, 1, 61)).contains("log_scale"));
+        assert!(insecure_test_ckks(10, 2, 2, 1, 60).is_ok());
+        // Builder errors.
+        assert!(matches!(ckks_literal("x", 0, 2, 1, 1, 30), Err(Error::InvalidRingDegree { .. })));
+        assert!(matches!(ckks_literal("x", 18, 2, 1, 1, 30), Err(Error::InvalidRingDegree { .. })));
+        assert!(matches!(ckks_literal("x", 10, 257, 0, 1, 30), Err(Error::CountTooLarge { .. })));
+        assert!(matches!(ckks_literal("x", 10, 1, 257, 1, 30), Err(Error::CountTooLarge { .. })));
+        assert!(matches!(ckks_literal("x", 17, 250, 0, 1, 30), Err(Error::NotEnoughPrimes { .. })));
+        // A CKKS set above its bound is refused by the secure constructor.
+        let lit = ckks_literal("too-big", 13, 7, 1, 7, 30).unwrap();
+        assert!(matches!(
+            Parameters::new(lit),
+            Err(Error::InsecureParameters { n: 8192, max_log_qp: 214, security_bits: 128, .. })
+        ));
+    }
+
+    #[test]
+    fn ckks_literal_with_a_plaintext_modulus_is_refused() {
+        for name in ["ckks-n13", "ckks-n16"] {
+            let mut lit = shipped().into_iter().find(|l| l.name == name).unwrap();
+            lit.plaintext_modulus = Some(65537);
+            assert!(params_reason(Parameters::new(lit.clone())).contains("plaintext modulus"));
+            assert!(params_reason(insecure(lit)).contains("plaintext modulus"));
+        }
+        // Also without log_scale, and through the JSON path.
+        let mut lit = ckks_literal("x", 10, 2, 1, 1, 30).unwrap();
+        lit.plaintext_modulus = Some(3);
+        lit.log_scale = None;
+        assert!(insecure(lit.clone()).is_err());
+        let back = ParametersLiteral::from_json(&lit.to_json().unwrap()).unwrap();
+        assert!(insecure(back).is_err());
+    }
+
+    #[test]
     fn by_name_unknown_is_an_error() {
         assert_eq!(by_name("bgv-n12"), Err(Error::UnknownParameterSet { name: "bgv-n12".into() }));
+        // There is no CKKS set for N = 2^17.
+        assert_eq!(by_name("ckks-n17"), Err(Error::UnknownParameterSet { name: "ckks-n17".into() }));
     }
 
     #[test]
@@ -1090,6 +1305,14 @@ mod tests {
     }
     /// Computed outside this crate (SHA-256 of the encoding written by hand).
     const PINNED_N13_ID: u64 = 0x4014_cf3d_8865_f221;
+
+    #[test]
+    fn pinned_id_of_ckks_n13() {
+        // Changing the encoding, the primes or any field of ckks-n13 changes this value.
+        assert_eq!(by_name("ckks-n13").unwrap().id(), PINNED_CKKS_N13_ID);
+    }
+    /// Computed outside this crate (SHA-256 of the encoding written by hand).
+    const PINNED_CKKS_N13_ID: u64 = 0xb36d_42db_78b0_3d4e;
 
     #[test]
     fn ids_differ_across_sets_and_fields() {
@@ -1402,14 +1625,22 @@ mod tests {
 
     #[test]
     fn binary_round_trips() {
+        let mut schemes = Vec::new();
         for lit in shipped() {
+            let scheme = lit.scheme;
             let p = Parameters::new(lit).unwrap();
             let bytes = p.to_bytes();
-            assert_eq!(Parameters::from_bytes(&bytes).unwrap(), p);
+            let back = Parameters::from_bytes(&bytes).unwrap();
+            assert_eq!(back, p);
+            assert_eq!(back.id(), p.id());
+            assert_eq!(back.log_scale(), p.log_scale());
+            assert_eq!(back.plaintext_modulus(), p.plaintext_modulus());
             let header = serial::read_object(&bytes, ObjectType::Parameters).unwrap().0;
             assert_eq!(header.param_id, p.id());
-            assert_eq!(header.scheme, Scheme::Bgv);
+            assert_eq!(header.scheme, scheme);
+            schemes.push(scheme);
         }
+        assert!(schemes.contains(&Scheme::Bgv) && schemes.contains(&Scheme::Ckks));
         for lit in [small(), ckks_small()] {
             let p = insecure(lit).unwrap();
             let bytes = p.to_bytes();
@@ -1550,7 +1781,12 @@ mod tests {
             let back = ParametersLiteral::from_json(&json).unwrap();
             assert_eq!(back, lit);
             assert_eq!(back.sigma.to_bits(), lit.sigma.to_bits());
+            assert_eq!(insecure(back).unwrap().id(), insecure(lit).unwrap().id());
         }
+        let ckks = by_name("ckks-n13").unwrap().literal().to_json().unwrap();
+        assert!(ckks.contains("\"scheme\": \"ckks\""));
+        assert!(ckks.contains("\"log_scale\": 30"));
+        assert!(ckks.contains("\"plaintext_modulus\": null"));
         let json = shipped().remove(0).to_json().unwrap();
         assert!(json.contains("\"secret\": \"ternary\""));
         assert!(json.contains("\"scheme\": \"bgv\""));
