@@ -6,6 +6,7 @@ use std::time::Instant;
 use clap::{Parser, Subcommand};
 use serde::Serialize;
 use wgfhe::bgv::{max_depth, Bgv};
+use wgfhe::ckks::{self, ScalePolicy};
 use wgfhe::params::{self, Parameters, Scheme};
 
 /// wgfhe: GPU-accelerated fully homomorphic encryption (BGV; CKKS to come).
@@ -75,7 +76,10 @@ fn row(p: &Parameters) -> ParamRow {
         dnum: p.dnum(),
         plaintext_modulus: p.plaintext_modulus(),
         log_scale: p.literal().log_scale,
-        max_depth: max_depth(p),
+        max_depth: match p.scheme() {
+            Scheme::Bgv => max_depth(p),
+            Scheme::Ckks => ckks::max_depth(p, ScalePolicy::Single),
+        },
         security_bits: p.security().bits(),
         insecure: p.is_insecure(),
     }
@@ -92,12 +96,17 @@ fn cmd_params(json: bool) -> wgfhe::Result<()> {
         println!("{text}");
     } else {
         println!(
-            "{:<10} {:>6} {:>8} {:>7} {:>8} {:>5} {:>4} {:>4} {:>8} {:>5} {:>4}",
-            "name", "N", "log Q", "log P", "log QP", "sec", "L+1", "k", "t", "dnum", "depth"
+            "{:<10} {:>6} {:>8} {:>7} {:>8} {:>5} {:>4} {:>4} {:>12} {:>5} {:>4}",
+            "name", "N", "log Q", "log P", "log QP", "sec", "L+1", "k", "t / scale", "dnum", "depth"
         );
         for r in rows {
+            let t_or_scale = match (r.plaintext_modulus, r.log_scale) {
+                (Some(t), _) => t.to_string(),
+                (None, Some(s)) => format!("2^{s}"),
+                (None, None) => "-".to_string(),
+            };
             println!(
-                "{:<10} {:>6} {:>8.2} {:>7.2} {:>8.2} {:>5} {:>4} {:>4} {:>8} {:>5} {:>4}",
+                "{:<10} {:>6} {:>8.2} {:>7.2} {:>8.2} {:>5} {:>4} {:>4} {:>12} {:>5} {:>4}",
                 r.name,
                 r.n,
                 r.log_q,
@@ -106,7 +115,7 @@ fn cmd_params(json: bool) -> wgfhe::Result<()> {
                 r.security_bits,
                 r.limbs,
                 r.special_limbs,
-                r.plaintext_modulus.unwrap_or(0),
+                t_or_scale,
                 r.dnum,
                 r.max_depth
             );
@@ -180,6 +189,7 @@ fn cmd_info() {
     println!("wgfhe {}", env!("CARGO_PKG_VERSION"));
     println!("backends: cpu (reference, rayon across limbs)");
     println!("schemes: BGV (batch and coefficient encoding, hybrid key switching, modulus switching)");
+    println!("         CKKS (canonical-embedding encoder, rescaling with 2^30 or 2^60 scales, rotations, conjugation)");
 }
 
 fn main() -> ExitCode {

@@ -113,30 +113,12 @@ impl NoiseModel {
         out
     }
 
-    /// Canonical norm (log2) of `mu * (1 + X + ... + X^(N-1))`: at most `|mu| * 2N / pi`
-    /// (`|sum_i zeta^i| = 2 / |1 - zeta|`). Terms whose coefficients all share a sign (the
-    /// unsigned lifts of fast base conversion) have this mean part, which the zero-mean
-    /// heuristic misses by a factor of about `sqrt(N)`.
-    fn mean_term(&self, mu: f64) -> f64 {
-        (mu.abs() * 2.0 * self.n / std::f64::consts::PI).max(1.0).log2()
-    }
-
-    /// log2 of `D sqrt(N)`: the canonical norm of a random polynomial of unit coefficient variance.
-    fn unit(&self) -> f64 {
-        (TAIL_FACTOR * self.n.sqrt()).log2()
-    }
-
     /// Noise added by the ModDown of a key switch: `t (r_0 + r_1 s)` where the rounding terms
-    /// `r_i = delta_i / P` of the fast-base-conversion lift lie in `[0, k)` for `k` special
-    /// primes (mean `k/2`, variance at most `k^2 / 12`).
+    /// `r_i = delta_i / P` of the centred fast-base-conversion lift lie in `[-k/2, k/2]` for `k`
+    /// special primes (zero mean, variance at most `k^2 / 12`).
     fn mod_down_floor(&self) -> f64 {
         let k = self.p_count as f64;
-        let (mu, var) = (k / 2.0, k * k / 12.0);
-        let s_var = TERNARY_VARIANCE;
-        let r0 = log2_add(self.mean_term(mu), self.bound(var));
-        // r_1 s: the mean part mu * 1 * s, then the zero-mean part (variance N var s_var).
-        let r1s = log2_add(self.mean_term(mu) + self.unit() + 0.5 * s_var.log2(), self.bound(self.n * var * s_var));
-        self.t.log2() + log2_add(r0, r1s)
+        self.bound(self.t * self.t * (k * k / 12.0) * (1.0 + self.n * TERNARY_VARIANCE))
     }
 
     /// Noise added by one key switch at `level`: `t sum_j d_j e_j / P` plus the ModDown rounding.
@@ -144,16 +126,14 @@ impl NoiseModel {
     pub fn key_switch(&self, level: usize) -> f64 {
         let active = self.dnum.min(level / self.alpha.max(1) + 1) as f64;
         let a = self.alpha as f64;
-        // d_j: a digit lifted by fast base conversion, sum_i y_i qhat_i with y_i in [0, q_i): in
-        // [0, alpha Q_j), mean alpha Q_j / 2, variance at most alpha^2 Q_j^2 / 12.
-        let log_mu = a.log2() - 1.0 + self.log_max_digit;
-        let log_sd = a.log2() - 0.5 * 12f64.log2() + self.log_max_digit;
-        let e = self.unit() + self.sigma.log2();
-        // mean part: mu_j * 1 * e_j over independent e_j; zero-mean part: N var sigma^2 per coefficient.
-        let mean = self.mean_term(1.0) + log_mu + e + 0.5 * active.log2();
-        let spread = self.unit() + 0.5 * (self.n * active).log2() + log_sd + self.sigma.log2();
-        let sum = log2_add(mean, spread) + self.t.log2() - self.log_p;
-        log2_add(sum, self.mod_down_floor())
+        // d_j: a digit lifted by the centred fast base conversion, sum_i c_i qhat_i with
+        // |c_i| <= q_i / 2: zero mean, |d_j| <= alpha Q_j / 2, variance at most
+        // (alpha + 1)^2 Q_j^2 / 12; d_j e_j has coefficient variance N var(d_j) sigma^2.
+        let log_var = (active * self.n * self.sigma * self.sigma * (a + 1.0) * (a + 1.0) / 12.0).log2()
+            + 2.0 * self.log_max_digit
+            + 2.0 * self.t.log2()
+            - 2.0 * self.log_p;
+        log2_add(TAIL_FACTOR.log2() + 0.5 * (self.n.log2() + log_var), self.mod_down_floor())
     }
 
     /// Noise of the product of two ciphertexts of noise `a` and `b` (before relinearisation).

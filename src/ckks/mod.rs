@@ -1,4 +1,641 @@
-//! The CKKS scheme over the shared RLWE core (in progress).
+//! The CKKS scheme over the shared RLWE core.
+//!
+//! Messages are complex vectors in `N/2` slots (fewer with sparse packing), encoded by the
+//! canonical embedding ([`encoder`]) at a scale `Delta`; every error term is unscaled
+//! ([`NoiseScale`] 1). Ciphertexts track their exact scale as an `f64`.
+//!
+//! # Scaling with `u32` primes
+//! One prime is below `2^30`, so one rescale divides by about `2^30`. Two [`ScalePolicy`]s share
+//! a prime chain:
+//! * [`ScalePolicy::Single`]: `Delta ~ 2^30`, one prime per level, for ML inference. The scale
+//!   drifts as `Delta_{l-1} = Delta_l^2 / q_l` (tracked exactly). About 16-19 bits of precision.
+//! * [`ScalePolicy::Double`]: `Delta ~ 2^60`, rescale by the product of two primes per level,
+//!   about 40 or more bits of precision (near the `f64` encoder's 53-bit limit), half the depth.
+//!
+//! In both, the base modulus (the lowest [`ScalePolicy::base_primes`] primes, about 30 bits above
+//! the scale) holds the final message: a ciphertext decrypts while `|m| Delta` stays below it.
+//!
+//! # Levels and scales
+//! Binary operations need operands at the same level and scale ([`Error::LevelMismatch`],
+//! [`Error::ScaleMismatch`]); [`Ckks::drop_to_level`] aligns levels explicitly (dropping primes
+//! without dividing keeps the value). Rescaling at the base is [`Error::DepthExhausted`].
+//!
+//! # Decryption for untrusted parties (IND-CPA-D)
+//! A CKKS decryption returns the message *plus the noise*, which depends on the secret key: Li
+//! and Micciancio (EUROCRYPT 2021) showed that publishing decryptions lets an attacker recover
+//! the key. [`Ckks::decrypt_flooded`] adds fresh Gaussian noise of a chosen width to the
+//! decryption before decoding (noise flooding), which hides the ciphertext noise when the
+//! flooding is about `2^(s/2)` times larger than the noise for `s` bits of statistical
+//! security, at the cost of the same number of bits of precision. It is off by default
+//! ([`Ckks::decrypt`]): use it whenever a decryption leaves the secret-key holder.
 
 pub mod encoder;
 pub mod precision;
+
+pub use encoder::Encoder;
+pub use precision::{precision_stats, PrecisionStats};
+
+use std::sync::Arc;
+
+use num_bigint::BigInt;
+use num_complex::Complex64;
+use num_traits::ToPrimitive;
+use rand::RngCore;
+
+use crate::backend::{Backend, CpuBackend};
+use crate::error::{Error, Result};
+use crate::math::rns::RnsBasis;
+use crate::math::sampling::{Sampler, Seed};
+use crate::params::{Parameters, Scheme};
+use crate::poly::{Coeff, Eval, RingContext, RnsPoly};
+use crate::rlwe::{self, EvaluationKeys, GaloisKey, NoiseScale, PublicKey, RelinKey, SecretKey};
+
+/// How many primes one rescale drops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScalePolicy {
+    /// `Delta ~ 2^30`: one prime per level.
+    Single,
+    /// `Delta ~ 2^60`: the product of two primes per level.
+    Double,
+}
+
+impl ScalePolicy {
+    /// Primes dropped by one rescale.
+    #[must_use]
+    pub const fn primes_per_level(self) -> usize {
+        match self {
+            Self::Single => 1,
+            Self::Double => 2,
+        }
+    }
+
+    /// Primes kept at the base of the chain to hold the final message: about 30 bits above
+    /// the scale (2 primes for `Delta ~ 2^30`, 3 for `Delta ~ 2^60`).
+    #[must_use]
+    pub const fn base_primes(self) -> usize {
+        match self {
+            Self::Single => 2,
+            Self::Double => 3,
+        }
+    }
+}
+/// Relative tolerance within which two scales count as equal.
+const SCALE_TOLERANCE: f64 = 1e-9;
+
+/// The depth (number of rescales from the top level) of a CKKS parameter set under a policy.
+#[must_use]
+pub fn max_depth(params: &Parameters, policy: ScalePolicy) -> usize {
+    params.q().len().saturating_sub(policy.base_primes()) / policy.primes_per_level()
+}
+
+/// An encoded CKKS plaintext: integer coefficients at a scale, for a level.
+#[derive(Clone, PartialEq)]
+pub struct Plaintext {
+    coeffs: Vec<i128>,
+    scale: f64,
+    slots: usize,
+    level: usize,
+    param_id: u64,
+}
+
+impl std::fmt::Debug for Plaintext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Plaintext")
+            .field("scale_log2", &self.scale.log2())
+            .field("slots", &self.slots)
+            .field("level", &self.level)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Plaintext {
+    /// The scale.
+    #[must_use]
+    pub fn scale(&self) -> f64 {
+        self.scale
+    }
+
+    /// The number of slots.
+    #[must_use]
+    pub fn slots(&self) -> usize {
+        self.slots
+    }
+
+    /// The level it was encoded for.
+    #[must_use]
+    pub fn level(&self) -> usize {
+        self.level
+    }
+}
+
+/// A CKKS ciphertext: `(c_0, c_1[, c_2])` in the Eval domain over `q_0..q_level`.
+#[derive(Debug)]
+pub struct Ciphertext<B: Backend> {
+    polys: Vec<RnsPoly<B, Eval>>,
+    scale: f64,
+    slots: usize,
+    seed: Option<Seed>,
+    param_id: u64,
+}
+
+impl<B: Backend> Ciphertext<B> {
+    /// Current level.
+    #[must_use]
+    pub fn level(&self) -> usize {
+        self.polys.first().map_or(0, |p| p.limb_count().saturating_sub(1))
+    }
+
+    /// Degree (number of polynomials minus one).
+    #[must_use]
+    pub fn degree(&self) -> usize {
+        self.polys.len().saturating_sub(1)
+    }
+
+    /// The exact scale.
+    #[must_use]
+    pub fn scale(&self) -> f64 {
+        self.scale
+    }
+
+    /// The number of slots.
+    #[must_use]
+    pub fn slots(&self) -> usize {
+        self.slots
+    }
+
+    /// Whether `c_1` is still the seed of a fresh symmetric encryption.
+    #[must_use]
+    pub fn is_seeded(&self) -> bool {
+        self.seed.is_some()
+    }
+
+    /// The polynomials.
+    #[must_use]
+    pub fn polys(&self) -> &[RnsPoly<B, Eval>] {
+        &self.polys
+    }
+
+    fn with(&self, polys: Vec<RnsPoly<B, Eval>>, scale: f64) -> Self {
+        Self { polys, scale, slots: self.slots, seed: None, param_id: self.param_id }
+    }
+}
+
+/// CKKS over a backend: encoder, keys, encryption, decryption and evaluation.
+#[derive(Debug)]
+pub struct Ckks<B: Backend> {
+    backend: Arc<B>,
+    encoder: Encoder,
+    policy: ScalePolicy,
+}
+
+impl Ckks<CpuBackend> {
+    /// CKKS on the CPU reference backend.
+    pub fn cpu(params: &Parameters, policy: ScalePolicy) -> Result<Self> {
+        Self::new(CpuBackend::new(RingContext::new(params)?), policy)
+    }
+}
+
+impl<B: Backend> Ckks<B> {
+    /// CKKS on `backend` (its context must hold CKKS parameters).
+    pub fn new(backend: B, policy: ScalePolicy) -> Result<Self> {
+        let params = backend.context().params().clone();
+        if params.scheme() != Scheme::Ckks {
+            return Err(Error::SchemeMismatch { expected: "CKKS", found: params.scheme().name() });
+        }
+        if params.q().len() < policy.base_primes() + policy.primes_per_level() {
+            return Err(Error::InvalidParameters {
+                reason: "the chain has no level to rescale under this policy".into(),
+            });
+        }
+        let encoder = Encoder::new(params.log_n())?;
+        Ok(Self { backend: Arc::new(backend), encoder, policy })
+    }
+
+    /// The backend.
+    #[must_use]
+    pub fn backend(&self) -> &B {
+        &self.backend
+    }
+
+    /// The parameters.
+    #[must_use]
+    pub fn params(&self) -> &Parameters {
+        self.backend.context().params()
+    }
+
+    /// The scale policy.
+    #[must_use]
+    pub fn policy(&self) -> ScalePolicy {
+        self.policy
+    }
+
+    /// The encoder.
+    #[must_use]
+    pub fn encoder(&self) -> &Encoder {
+        &self.encoder
+    }
+
+    /// Highest level.
+    #[must_use]
+    pub fn max_level(&self) -> usize {
+        self.params().q().len() - 1
+    }
+
+    /// The depth under this policy.
+    #[must_use]
+    pub fn max_depth(&self) -> usize {
+        max_depth(self.params(), self.policy)
+    }
+
+    /// The default scale: `2^log_scale` (single) or `2^(2 log_scale)` (double).
+    #[must_use]
+    pub fn default_scale(&self) -> f64 {
+        let log_scale = self.params().log_scale().unwrap_or(30);
+        f64::from(log_scale * self.policy.primes_per_level() as u32).exp2()
+    }
+
+    fn log_q_at(&self, level: usize) -> f64 {
+        self.params().q().iter().take(level + 1).map(|m| f64::from(m.value()).log2()).sum()
+    }
+
+    fn check_ct(&self, ct: &Ciphertext<B>) -> Result<()> {
+        let id = self.params().id();
+        if ct.param_id != id {
+            return Err(Error::ParameterMismatch { expected: id, found: ct.param_id });
+        }
+        Ok(())
+    }
+
+    // ---- encoding ---------------------------------------------------------------------------
+
+    /// Encodes complex values into `slots` slots at `scale` for `level`. The scaled values must
+    /// fit the base modulus with room for the noise ([`Error::EncodingOverflow`]).
+    pub fn encode(&self, values: &[Complex64], scale: f64, slots: usize, level: usize) -> Result<Plaintext> {
+        if level > self.max_level() {
+            return Err(Error::LevelOutOfRange { level, max: self.max_level() });
+        }
+        let coeffs = self.encoder.encode(values, scale, slots)?;
+        let limit = self.log_q_at(level.min(self.policy.base_primes() - 1)) - 2.0;
+        if let Some((index, c)) = coeffs.iter().enumerate().find(|(_, c)| (c.unsigned_abs() as f64).log2() >= limit) {
+            return Err(Error::EncodingOverflow {
+                index,
+                value_log2: (c.unsigned_abs() as f64).log2(),
+                limit_log2: limit,
+            });
+        }
+        Ok(Plaintext { coeffs, scale, slots, level, param_id: self.params().id() })
+    }
+
+    /// Encodes real values at the default scale for the top level, in the fewest slots
+    /// (a power of two) that hold them.
+    pub fn encode_real(&self, values: &[f64]) -> Result<Plaintext> {
+        let slots = values.len().max(1).next_power_of_two().min(self.encoder.max_slots());
+        let complex: Vec<Complex64> = values.iter().map(|&v| Complex64::new(v, 0.0)).collect();
+        self.encode(&complex, self.default_scale(), slots, self.max_level())
+    }
+
+    fn lift(&self, pt: &Plaintext, level: usize) -> Result<RnsPoly<B, Eval>> {
+        if pt.param_id != self.params().id() {
+            return Err(Error::ParameterMismatch { expected: self.params().id(), found: pt.param_id });
+        }
+        let ctx = self.backend.context();
+        let basis = ctx.q_basis(level)?;
+        let n = ctx.n();
+        let mut host = Vec::with_capacity(basis.len() * n);
+        for &i in basis.iter() {
+            let q = i128::from(ctx.modulus(i)?.value());
+            host.extend(pt.coeffs.iter().map(|&c| c.rem_euclid(q) as u32));
+        }
+        RnsPoly::<B, Coeff>::from_buffer(self.backend(), self.backend.upload(&host)?, basis)?.into_eval(self.backend())
+    }
+
+    // ---- keys -------------------------------------------------------------------------------
+
+    /// A fresh secret key (randomness from the operating system).
+    pub fn gen_secret_key(&self) -> Result<SecretKey<B>> {
+        rlwe::gen_secret_key(self.backend(), None)
+    }
+
+    /// A secret key derived from `master`: for reproducible tests only (see
+    /// [`crate::bgv::Bgv::gen_secret_key_from_seed`] for why never for real data).
+    pub fn gen_secret_key_from_seed(&self, master: &Seed) -> Result<SecretKey<B>> {
+        rlwe::gen_secret_key(self.backend(), Some(master))
+    }
+
+    /// A public key.
+    pub fn gen_public_key(&self, sk: &SecretKey<B>) -> Result<PublicKey<B>> {
+        rlwe::gen_public_key(self.backend(), sk, NoiseScale(1))
+    }
+
+    /// The relinearisation key.
+    pub fn gen_relin_key(&self, sk: &SecretKey<B>) -> Result<RelinKey<B>> {
+        rlwe::gen_relin_key(self.backend(), sk, NoiseScale(1))
+    }
+
+    /// The Galois element of a left rotation by `steps` slots (`5^steps mod 2N`).
+    #[must_use]
+    pub fn rotation_element(&self, steps: i64) -> usize {
+        rlwe::galois_element(5, steps, self.params().n())
+    }
+
+    /// The Galois element of complex conjugation (`2N - 1`).
+    #[must_use]
+    pub fn conjugation_element(&self) -> usize {
+        2 * self.params().n() - 1
+    }
+
+    /// The Galois key of `X -> X^g`.
+    pub fn gen_galois_key(&self, sk: &SecretKey<B>, g: usize) -> Result<GaloisKey<B>> {
+        rlwe::gen_galois_key(self.backend(), sk, g, NoiseScale(1))
+    }
+
+    /// Relinearisation key plus rotation keys for `steps` and, if asked, conjugation.
+    pub fn gen_evaluation_keys(
+        &self,
+        sk: &SecretKey<B>,
+        steps: &[i64],
+        conjugation: bool,
+    ) -> Result<EvaluationKeys<B>> {
+        let mut elements: Vec<usize> = steps.iter().map(|&s| self.rotation_element(s)).collect();
+        if conjugation {
+            elements.push(self.conjugation_element());
+        }
+        rlwe::gen_evaluation_keys(self.backend(), sk, &elements, NoiseScale(1))
+    }
+
+    // ---- encryption and decryption -------------------------------------------------------------
+
+    /// Symmetric encryption (seeded `c_1`) at the plaintext's level.
+    pub fn encrypt_symmetric(&self, sk: &SecretKey<B>, pt: &Plaintext) -> Result<Ciphertext<B>> {
+        let msg = self.lift(pt, pt.level)?;
+        let ((b, a), seed) = rlwe::encrypt_symmetric(self.backend(), sk, &msg, NoiseScale(1))?;
+        Ok(Ciphertext { polys: vec![b, a], scale: pt.scale, slots: pt.slots, seed: Some(seed), param_id: pt.param_id })
+    }
+
+    /// Public-key encryption at the plaintext's level, randomness from the operating system.
+    pub fn encrypt_public(&self, pk: &PublicKey<B>, pt: &Plaintext) -> Result<Ciphertext<B>> {
+        let msg = self.lift(pt, pt.level)?;
+        let (c0, c1) = rlwe::encrypt_public(self.backend(), pk, &msg, NoiseScale(1), &mut Sampler::fresh()?)?;
+        Ok(Ciphertext { polys: vec![c0, c1], scale: pt.scale, slots: pt.slots, seed: None, param_id: pt.param_id })
+    }
+
+    /// `c_0 + c_1 s (+ c_2 s^2)` as centred integers (as `f64`) over the base primes: exact while
+    /// `|v|` is below half the base modulus, which holds for every ciphertext that decrypts.
+    fn raw_decrypt(&self, sk: &SecretKey<B>, ct: &Ciphertext<B>) -> Result<Vec<f64>> {
+        self.check_ct(ct)?;
+        let be = self.backend();
+        let v = rlwe::decrypt_polys(be, sk, &ct.polys)?.into_coeff(be)?.to_host(be)?;
+        let ctx = be.context();
+        let n = ctx.n();
+        let keep = (ct.level() + 1).min(self.policy.base_primes());
+        let basis = RnsBasis::new(&ctx.moduli_of(&ctx.q_basis(keep - 1)?)?)?;
+        let mut limb = vec![0u32; keep];
+        let mut out = Vec::with_capacity(n);
+        for j in 0..n {
+            for (i, x) in limb.iter_mut().enumerate() {
+                *x = v.get(i * n + j).copied().unwrap_or(0);
+            }
+            let c: BigInt = basis.reconstruct_centered(&limb)?;
+            out.push(c.to_f64().unwrap_or(0.0));
+        }
+        Ok(out)
+    }
+
+    /// Decrypts and decodes (no noise flooding: see the module docs before sharing the result).
+    pub fn decrypt(&self, sk: &SecretKey<B>, ct: &Ciphertext<B>) -> Result<Vec<Complex64>> {
+        let v = self.raw_decrypt(sk, ct)?;
+        self.encoder.decode(&v, ct.scale, ct.slots)
+    }
+
+    /// Decrypts with noise flooding: adds to every coefficient fresh Gaussian noise of standard
+    /// deviation `2^flood_log2` (drawn from the operating system's randomness) before decoding.
+    /// Choose `flood_log2` about `s/2` bits above the ciphertext's noise for `s` bits of
+    /// statistical security; the precision drops by as many bits.
+    pub fn decrypt_flooded(&self, sk: &SecretKey<B>, ct: &Ciphertext<B>, flood_log2: f64) -> Result<Vec<Complex64>> {
+        if !flood_log2.is_finite() || !(0.0..=120.0).contains(&flood_log2) {
+            return Err(Error::InvalidField { field: "flooding width", reason: "log2 must be in [0, 120]" });
+        }
+        let mut v = self.raw_decrypt(sk, ct)?;
+        let mut rng = <rand_chacha::ChaCha20Rng as rand::SeedableRng>::from_seed(crate::math::sampling::fresh_seed()?);
+        let sigma = flood_log2.exp2();
+        for c in &mut v {
+            *c += sigma * gaussian_f64(&mut rng)?;
+        }
+        self.encoder.decode(&v, ct.scale, ct.slots)
+    }
+
+    // ---- evaluation ---------------------------------------------------------------------------
+
+    fn same_level_and_scale(&self, a: &Ciphertext<B>, b_level: usize, b_scale: f64) -> Result<()> {
+        self.check_ct(a)?;
+        if a.level() != b_level {
+            return Err(Error::LevelMismatch { left: a.level(), right: b_level });
+        }
+        if ((a.scale - b_scale) / a.scale).abs() > SCALE_TOLERANCE {
+            return Err(Error::ScaleMismatch { left_log2: a.scale.log2(), right_log2: b_scale.log2() });
+        }
+        Ok(())
+    }
+
+    fn combine(
+        &self,
+        a: &Ciphertext<B>,
+        b: &Ciphertext<B>,
+        op: impl Fn(&RnsPoly<B, Eval>, &RnsPoly<B, Eval>) -> Result<RnsPoly<B, Eval>>,
+    ) -> Result<Ciphertext<B>> {
+        self.check_ct(b)?;
+        self.same_level_and_scale(a, b.level(), b.scale)?;
+        let len = a.polys.len().max(b.polys.len());
+        let mut polys = Vec::with_capacity(len);
+        for i in 0..len {
+            polys.push(match (a.polys.get(i), b.polys.get(i)) {
+                (Some(x), Some(y)) => op(x, y)?,
+                (Some(x), None) => x.duplicate(self.backend())?,
+                (None, Some(y)) => op(&RnsPoly::zero(self.backend(), y.basis().clone())?, y)?,
+                (None, None) => continue,
+            });
+        }
+        Ok(a.with(polys, a.scale))
+    }
+
+    /// `a + b`.
+    pub fn add(&self, a: &Ciphertext<B>, b: &Ciphertext<B>) -> Result<Ciphertext<B>> {
+        self.combine(a, b, |x, y| x.add(self.backend(), y))
+    }
+
+    /// `a - b`.
+    pub fn sub(&self, a: &Ciphertext<B>, b: &Ciphertext<B>) -> Result<Ciphertext<B>> {
+        self.combine(a, b, |x, y| x.sub(self.backend(), y))
+    }
+
+    /// `-a`.
+    pub fn neg(&self, a: &Ciphertext<B>) -> Result<Ciphertext<B>> {
+        self.check_ct(a)?;
+        Ok(a.with(a.polys.iter().map(|p| p.neg(self.backend())).collect::<Result<_>>()?, a.scale))
+    }
+
+    /// `ct + pt` (PADD): the plaintext must have the ciphertext's scale; it is lifted to the
+    /// ciphertext's level.
+    pub fn add_plain(&self, ct: &Ciphertext<B>, pt: &Plaintext) -> Result<Ciphertext<B>> {
+        self.same_level_and_scale(ct, ct.level(), pt.scale)?;
+        let m = self.lift(pt, ct.level())?;
+        let mut polys = ct.polys.iter().map(|p| p.duplicate(self.backend())).collect::<Result<Vec<_>>>()?;
+        let first = polys.first_mut().ok_or(Error::CiphertextDegree { degree: 0, expected: 1 })?;
+        *first = first.add(self.backend(), &m)?;
+        let mut out = ct.with(polys, ct.scale);
+        out.seed = ct.seed;
+        Ok(out)
+    }
+
+    /// `ct + c` for a constant `c` in every slot.
+    pub fn add_const(&self, ct: &Ciphertext<B>, c: Complex64) -> Result<Ciphertext<B>> {
+        let pt = self.encode(&vec![c; ct.slots], ct.scale, ct.slots, ct.level())?;
+        self.add_plain(ct, &pt)
+    }
+
+    /// `ct * pt` (PMULT): the scales multiply (rescale afterwards).
+    pub fn mul_plain(&self, ct: &Ciphertext<B>, pt: &Plaintext) -> Result<Ciphertext<B>> {
+        self.check_ct(ct)?;
+        let scale = self.checked_scale(ct.scale * pt.scale, ct.level())?;
+        let m = self.lift(pt, ct.level())?;
+        Ok(ct.with(ct.polys.iter().map(|p| p.mul(self.backend(), &m)).collect::<Result<_>>()?, scale))
+    }
+
+    /// `ct * c` for a constant `c` in every slot, encoded at the scale of the next rescale so
+    /// that rescaling returns to about the ciphertext's scale.
+    pub fn mul_const(&self, ct: &Ciphertext<B>, c: Complex64) -> Result<Ciphertext<B>> {
+        let pt = self.encode(&vec![c; ct.slots], self.next_rescale_divisor(ct.level())?, ct.slots, ct.level())?;
+        self.mul_plain(ct, &pt)
+    }
+
+    fn checked_scale(&self, scale: f64, level: usize) -> Result<f64> {
+        let modulus_log2 = self.log_q_at(level);
+        if !scale.is_finite() || scale <= 0.0 {
+            return Err(Error::InvalidScale { reason: "scale must be finite and positive" });
+        }
+        if scale.log2() + 1.0 >= modulus_log2 {
+            return Err(Error::ScaleOverflow { scale_log2: scale.log2(), modulus_log2 });
+        }
+        Ok(scale)
+    }
+
+    /// The tensor product (degree 2); the scales multiply.
+    pub fn mul(&self, a: &Ciphertext<B>, b: &Ciphertext<B>) -> Result<Ciphertext<B>> {
+        self.check_ct(a)?;
+        self.check_ct(b)?;
+        if a.level() != b.level() {
+            return Err(Error::LevelMismatch { left: a.level(), right: b.level() });
+        }
+        let scale = self.checked_scale(a.scale * b.scale, a.level())?;
+        let be = self.backend();
+        let ([a0, a1], [b0, b1]) = (a.polys.as_slice(), b.polys.as_slice()) else {
+            return Err(Error::CiphertextDegree { degree: a.degree().max(b.degree()), expected: 1 });
+        };
+        let c0 = a0.mul(be, b0)?;
+        let mut c1 = a0.mul(be, b1)?;
+        c1.mul_add_assign(be, a1, b0)?;
+        let c2 = a1.mul(be, b1)?;
+        Ok(a.with(vec![c0, c1, c2], scale))
+    }
+
+    /// Relinearises a degree-2 ciphertext.
+    pub fn relinearize(&self, ct: &Ciphertext<B>, keys: &EvaluationKeys<B>) -> Result<Ciphertext<B>> {
+        self.check_ct(ct)?;
+        if ct.degree() != 2 {
+            return Err(Error::CiphertextDegree { degree: ct.degree(), expected: 2 });
+        }
+        let (c0, c1) = rlwe::relinearize(self.backend(), &ct.polys, keys, None)?;
+        Ok(ct.with(vec![c0, c1], ct.scale))
+    }
+
+    /// HMULT: tensor product and relinearisation (no rescale).
+    pub fn mul_relin(&self, a: &Ciphertext<B>, b: &Ciphertext<B>, keys: &EvaluationKeys<B>) -> Result<Ciphertext<B>> {
+        if keys.relin.is_none() {
+            return Err(Error::MissingRelinKey);
+        }
+        self.relinearize(&self.mul(a, b)?, keys)
+    }
+
+    /// The divisor of the next rescale from `level`: the last prime, or the last two.
+    pub fn next_rescale_divisor(&self, level: usize) -> Result<f64> {
+        let k = self.policy.primes_per_level();
+        if level < self.policy.base_primes() - 1 + k {
+            return Err(Error::DepthExhausted { level, wanted: k });
+        }
+        Ok(self.params().q().iter().skip(level + 1 - k).take(k).map(|m| f64::from(m.value())).product())
+    }
+
+    /// Divides by the last prime (single policy) or the last two (double policy), with exact
+    /// rounding per prime; the scale is divided by the same exact value.
+    pub fn rescale(&self, ct: &Ciphertext<B>) -> Result<Ciphertext<B>> {
+        self.check_ct(ct)?;
+        let divisor = self.next_rescale_divisor(ct.level())?;
+        let be = self.backend();
+        let mut polys = Vec::with_capacity(ct.polys.len());
+        for p in &ct.polys {
+            let mut c = p.duplicate(be)?.into_coeff(be)?;
+            for _ in 0..self.policy.primes_per_level() {
+                c = c.scale_down(be, 1, None)?;
+            }
+            polys.push(c.into_eval(be)?);
+        }
+        Ok(ct.with(polys, ct.scale / divisor))
+    }
+
+    /// Brings `ct` to scale `target` one level down: multiplies by 1 encoded at the scale that
+    /// makes the next rescale land on `target`, then rescales. Aligns the scale of a ciphertext
+    /// with that of one that went through a different chain of rescales (the constant is
+    /// rounded to an integer, a relative error below `2^-log2(scale)`).
+    pub fn rescale_to(&self, ct: &Ciphertext<B>, target: f64) -> Result<Ciphertext<B>> {
+        let factor = target * self.next_rescale_divisor(ct.level())? / ct.scale;
+        if !factor.is_finite() || factor < 1.0 {
+            return Err(Error::InvalidScale { reason: "target scale is too small for one rescale from this level" });
+        }
+        let one = self.encode(&vec![Complex64::new(1.0, 0.0); ct.slots], factor, ct.slots, ct.level())?;
+        let mut out = self.rescale(&self.mul_plain(ct, &one)?)?;
+        out.scale = target;
+        Ok(out)
+    }
+
+    /// Drops primes down to `level` without dividing: the value and scale are unchanged (aligns
+    /// levels before an addition).
+    pub fn drop_to_level(&self, ct: &Ciphertext<B>, level: usize) -> Result<Ciphertext<B>> {
+        self.check_ct(ct)?;
+        if level > ct.level() {
+            return Err(Error::LevelOutOfRange { level, max: ct.level() });
+        }
+        let polys = ct
+            .polys
+            .iter()
+            .map(|p| p.duplicate(self.backend())?.keep_limbs(self.backend(), level + 1))
+            .collect::<Result<_>>()?;
+        Ok(ct.with(polys, ct.scale))
+    }
+
+    /// Rotates the slots left by `steps` (negative: right).
+    pub fn rotate(&self, ct: &Ciphertext<B>, steps: i64, keys: &EvaluationKeys<B>) -> Result<Ciphertext<B>> {
+        self.check_ct(ct)?;
+        let g = self.rotation_element(steps);
+        if g == 1 {
+            return Ok(ct.with(ct.polys.iter().map(|p| p.duplicate(self.backend())).collect::<Result<_>>()?, ct.scale));
+        }
+        let (c0, c1) = rlwe::apply_galois(self.backend(), &ct.polys, g, keys, &format!("rotation by {steps}"), None)?;
+        Ok(ct.with(vec![c0, c1], ct.scale))
+    }
+
+    /// Conjugates every slot.
+    pub fn conjugate(&self, ct: &Ciphertext<B>, keys: &EvaluationKeys<B>) -> Result<Ciphertext<B>> {
+        self.check_ct(ct)?;
+        let (c0, c1) =
+            rlwe::apply_galois(self.backend(), &ct.polys, self.conjugation_element(), keys, "conjugation", None)?;
+        Ok(ct.with(vec![c0, c1], ct.scale))
+    }
+}
+
+/// A standard normal sample (Box-Muller on two 53-bit uniforms).
+fn gaussian_f64(rng: &mut impl RngCore) -> Result<f64> {
+    let mut u = || -> f64 { (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 };
+    let u1 = 1.0 - u(); // in (0, 1]
+    let u2 = u();
+    Ok((-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos())
+}
