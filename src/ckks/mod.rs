@@ -79,6 +79,8 @@ impl ScalePolicy {
         }
     }
 }
+/// Bits of message magnitude above the scale that decryption reconstructs.
+pub const DECODE_HEADROOM_BITS: f64 = 40.0;
 /// Relative tolerance within which two scales count as equal.
 const SCALE_TOLERANCE: f64 = 1e-9;
 
@@ -247,11 +249,17 @@ impl<B: Backend> Ckks<B> {
         max_depth(self.params(), self.policy)
     }
 
-    /// The default scale: `2^log_scale` (single) or `2^(2 log_scale)` (double).
+    /// The default scale of a fresh top-level ciphertext: the divisor of its first rescale (the
+    /// top prime, or the top two), about `2^30` (single) or `2^60` (double). Starting exactly at
+    /// the divisor keeps the drift `Delta_{l-1} = Delta_l^2 / q_l` to the gaps between primes;
+    /// a power of two above every prime would double its excess at every squaring (at
+    /// `N = 2^16`: `2^30` becomes `2^144` after ten squarings).
     #[must_use]
     pub fn default_scale(&self) -> f64 {
-        let log_scale = self.params().log_scale().unwrap_or(30);
-        f64::from(log_scale * self.policy.primes_per_level() as u32).exp2()
+        self.next_rescale_divisor(self.max_level()).unwrap_or_else(|_| {
+            let log_scale = self.params().log_scale().unwrap_or(30);
+            f64::from(log_scale * self.policy.primes_per_level() as u32).exp2()
+        })
     }
 
     fn log_q_at(&self, level: usize) -> f64 {
@@ -268,14 +276,15 @@ impl<B: Backend> Ckks<B> {
 
     // ---- encoding ---------------------------------------------------------------------------
 
-    /// Encodes complex values into `slots` slots at `scale` for `level`. The scaled values must
-    /// fit the base modulus with room for the noise ([`Error::EncodingOverflow`]).
+    /// Encodes complex values into `slots` slots at `scale` for `level`. The scaled coefficients
+    /// must fit the modulus of that level ([`Error::EncodingOverflow`]); decryption recovers
+    /// messages up to `2^DECODE_HEADROOM_BITS` in magnitude.
     pub fn encode(&self, values: &[Complex64], scale: f64, slots: usize, level: usize) -> Result<Plaintext> {
         if level > self.max_level() {
             return Err(Error::LevelOutOfRange { level, max: self.max_level() });
         }
         let coeffs = self.encoder.encode(values, scale, slots)?;
-        let limit = self.log_q_at(level.min(self.policy.base_primes() - 1)) - 2.0;
+        let limit = self.log_q_at(level) - 2.0;
         if let Some((index, c)) = coeffs.iter().enumerate().find(|(_, c)| (c.unsigned_abs() as f64).log2() >= limit) {
             return Err(Error::EncodingOverflow {
                 index,
@@ -379,15 +388,20 @@ impl<B: Backend> Ckks<B> {
         Ok(Ciphertext { polys: vec![c0, c1], scale: pt.scale, slots: pt.slots, seed: None, param_id: pt.param_id })
     }
 
-    /// `c_0 + c_1 s (+ c_2 s^2)` as centred integers (as `f64`) over the base primes: exact while
-    /// `|v|` is below half the base modulus, which holds for every ciphertext that decrypts.
+    /// `c_0 + c_1 s (+ c_2 s^2)` as centred integers (as `f64`), reconstructed from the fewest
+    /// primes whose product exceeds the scale by [`DECODE_HEADROOM_BITS`] (at least the base
+    /// primes): exact while `|m| < 2^DECODE_HEADROOM_BITS`.
     fn raw_decrypt(&self, sk: &SecretKey<B>, ct: &Ciphertext<B>) -> Result<Vec<f64>> {
         self.check_ct(ct)?;
         let be = self.backend();
         let v = rlwe::decrypt_polys(be, sk, &ct.polys)?.into_coeff(be)?.to_host(be)?;
         let ctx = be.context();
         let n = ctx.n();
-        let keep = (ct.level() + 1).min(self.policy.base_primes());
+        let need = ct.scale.log2() + DECODE_HEADROOM_BITS;
+        let keep = (self.policy.base_primes()..=ct.level() + 1)
+            .find(|&k| self.log_q_at(k - 1) > need)
+            .unwrap_or(ct.level() + 1)
+            .min(ct.level() + 1);
         let basis = RnsBasis::new(&ctx.moduli_of(&ctx.q_basis(keep - 1)?)?)?;
         let mut limb = vec![0u32; keep];
         let mut out = Vec::with_capacity(n);
