@@ -18,7 +18,7 @@ use wgfhe::params;
 fn median_ms(mut samples: Vec<f64>) -> f64 {
     samples.sort_by(f64::total_cmp);
     let mid = samples.len() / 2;
-    if samples.len() % 2 == 0 {
+    if samples.len().is_multiple_of(2) {
         (samples.get(mid - 1).copied().unwrap_or(0.0) + samples.get(mid).copied().unwrap_or(0.0)) / 2.0
     } else {
         samples.get(mid).copied().unwrap_or(0.0)
