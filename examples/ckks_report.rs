@@ -5,7 +5,8 @@
 //!
 //! Run single-threaded with
 //! `RAYON_NUM_THREADS=1 cargo run --release --example ckks_report -- ckks-n16 10 7`
-//! (arguments: parameter set, chain depth, timing repetitions).
+//! (arguments: parameter set, chain depth (capped at the set's depth), timing repetitions,
+//! scale policy `single` or `double`).
 
 use std::time::Instant;
 
@@ -30,8 +31,13 @@ fn main() -> wgfhe::Result<()> {
     let name = args.next().unwrap_or_else(|| "ckks-n16".to_string());
     let depth: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(10);
     let reps: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(7);
+    let policy = match args.next().as_deref() {
+        Some("double") => ScalePolicy::Double,
+        _ => ScalePolicy::Single,
+    };
     let params = params::by_name(&name)?;
-    let ckks = Ckks::cpu(&params, ScalePolicy::Single)?;
+    let ckks = Ckks::cpu(&params, policy)?;
+    let depth = depth.min(ckks.max_depth());
     let slots = ckks.encoder().max_slots();
     let t0 = Instant::now();
     let sk = ckks.gen_secret_key()?;
@@ -72,7 +78,7 @@ fn main() -> wgfhe::Result<()> {
         drop(r);
     }
     println!(
-        "{{\"params\": \"{name}\", \"n\": {}, \"limbs\": {}, \"special_limbs\": {}, \"dnum\": {}, \"log_qp\": {:.2}, \
+        "{{\"params\": \"{name}\", \"policy\": \"{policy:?}\", \"n\": {}, \"limbs\": {}, \"special_limbs\": {}, \"dnum\": {}, \"log_qp\": {:.2}, \
          \"threads\": \"{}\", \"keygen_s\": {keygen:.2}, \
          \"hmult_rescale_bits\": {{\"min\": {:.2}, \"mean\": {:.2}, \"median\": {:.2}}}, \
          \"chain_depth\": {depth}, \"chain_bits\": {{\"min\": {:.2}, \"mean\": {:.2}, \"median\": {:.2}}}, \
