@@ -16,6 +16,8 @@
 //! Kernel names are the names of the shaders of the GPU backend (`ntt_forward`, ...).
 
 pub mod cpu;
+pub mod gpu;
+pub mod testing;
 
 use std::sync::Arc;
 
@@ -24,6 +26,7 @@ use crate::math::sampling::{Purpose, Seed};
 use crate::poly::RingContext;
 
 pub use cpu::CpuBackend;
+pub use gpu::GpuBackend;
 
 /// The kernel-level operation set.
 pub trait Backend: Send + Sync + Sized + 'static {

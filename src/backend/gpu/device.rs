@@ -1,0 +1,271 @@
+//! The wgpu device: adapter selection, limits, pipeline cache, buffers, dispatch, readback.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use wgpu::util::DeviceExt;
+
+use crate::error::{Error, Result};
+
+/// Threads per workgroup of every 1-D kernel.
+pub const WORKGROUP_SIZE: u64 = 256;
+/// Most workgroups per grid dimension.
+const MAX_GROUPS_PER_DIM: u64 = 65_535;
+/// The shared arithmetic every kernel includes.
+const ZQ_WGSL: &str = include_str!("../../../shaders/shared/zq.wgsl");
+
+fn backend_err(reason: impl Into<String>) -> Error {
+    Error::Backend { backend: "gpu", reason: reason.into() }
+}
+
+/// What the adapter is (for `wgfhe info` and test reports).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct AdapterSummary {
+    /// Adapter name.
+    pub name: String,
+    /// Graphics API ("Vulkan", "Metal", ...).
+    pub backend: String,
+    /// Device type ("DiscreteGpu", "Cpu", ...).
+    pub device_type: String,
+    /// Driver name and version.
+    pub driver: String,
+}
+
+/// A wgpu device with its queue, pipeline cache and limits.
+pub struct GpuDevice {
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    summary: AdapterSummary,
+    limits: wgpu::Limits,
+    pipelines: Mutex<HashMap<&'static str, Arc<wgpu::ComputePipeline>>>,
+}
+
+impl std::fmt::Debug for GpuDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GpuDevice").field("adapter", &self.summary).finish_non_exhaustive()
+    }
+}
+
+impl GpuDevice {
+    /// Opens the first adapter (Vulkan, Metal or DX12; `WGPU_BACKEND` narrows the choice), with
+    /// the adapter's own storage-binding and buffer-size limits instead of WebGPU's defaults.
+    pub fn new() -> Result<Self> {
+        let mut desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
+        if std::env::var_os("WGPU_BACKEND").is_none() {
+            desc.backends = wgpu::Backends::VULKAN | wgpu::Backends::METAL | wgpu::Backends::DX12;
+        }
+        let instance = wgpu::Instance::new(desc);
+        let adapter = pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
+            power_preference: wgpu::PowerPreference::HighPerformance,
+            ..Default::default()
+        }))
+        .map_err(|e| backend_err(format!("no adapter: {e}")))?;
+        let info = adapter.get_info();
+        let supported = adapter.limits();
+        let limits = wgpu::Limits {
+            max_storage_buffer_binding_size: supported.max_storage_buffer_binding_size,
+            max_buffer_size: supported.max_buffer_size,
+            max_storage_buffers_per_shader_stage: supported.max_storage_buffers_per_shader_stage.min(16),
+            ..wgpu::Limits::default()
+        };
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("wgfhe"),
+            required_features: wgpu::Features::empty(),
+            required_limits: limits.clone(),
+            ..Default::default()
+        }))
+        .map_err(|e| backend_err(format!("device request failed: {e}")))?;
+        let summary = AdapterSummary {
+            name: info.name.clone(),
+            backend: format!("{:?}", info.backend),
+            device_type: format!("{:?}", info.device_type),
+            driver: format!("{} {}", info.driver, info.driver_info),
+        };
+        Ok(Self { device, queue, summary, limits, pipelines: Mutex::new(HashMap::new()) })
+    }
+
+    /// The adapter.
+    #[must_use]
+    pub fn summary(&self) -> &AdapterSummary {
+        &self.summary
+    }
+
+    /// The limits the device was created with.
+    #[must_use]
+    pub fn limits(&self) -> &wgpu::Limits {
+        &self.limits
+    }
+
+    /// Largest buffer, in 32-bit words, one storage binding can hold.
+    #[must_use]
+    pub fn max_binding_words(&self) -> usize {
+        (self.limits.max_storage_buffer_binding_size / 4) as usize
+    }
+
+    fn check_words(&self, words: usize) -> Result<u64> {
+        let bytes = (words as u64).checked_mul(4).ok_or(Error::SizeOverflow { what: "buffer size" })?;
+        if bytes > self.limits.max_storage_buffer_binding_size || bytes > self.limits.max_buffer_size {
+            return Err(backend_err(format!(
+                "a buffer of {bytes} bytes exceeds the adapter's storage-binding limit of {} bytes",
+                self.limits.max_storage_buffer_binding_size
+            )));
+        }
+        Ok(bytes.max(4))
+    }
+
+    const USAGE: wgpu::BufferUsages =
+        wgpu::BufferUsages::STORAGE.union(wgpu::BufferUsages::COPY_SRC).union(wgpu::BufferUsages::COPY_DST);
+
+    /// A zero-filled storage buffer of `words` words.
+    pub fn zeros(&self, words: usize) -> Result<wgpu::Buffer> {
+        let size = self.check_words(words)?;
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let buf = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: None,
+            size,
+            usage: Self::USAGE,
+            mapped_at_creation: false,
+        });
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(backend_err(format!("out of memory: {e}")));
+        }
+        Ok(buf)
+    }
+
+    /// A storage buffer holding `words`.
+    pub fn upload(&self, words: &[u32]) -> Result<wgpu::Buffer> {
+        self.check_words(words.len())?;
+        if words.is_empty() {
+            return self.zeros(0);
+        }
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let buf = self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: None,
+            contents: bytemuck::cast_slice(words),
+            usage: Self::USAGE,
+        });
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(backend_err(format!("out of memory: {e}")));
+        }
+        Ok(buf)
+    }
+
+    /// Reads `words` words of `buf` back to the host.
+    pub fn download(&self, buf: &wgpu::Buffer, words: usize) -> Result<Vec<u32>> {
+        if words == 0 {
+            return Ok(Vec::new());
+        }
+        let size = (words as u64) * 4;
+        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("readback"),
+            size,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut enc = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+        enc.copy_buffer_to_buffer(buf, 0, &staging, 0, size);
+        self.queue.submit([enc.finish()]);
+        let slice = staging.slice(..);
+        let (tx, rx) = std::sync::mpsc::channel();
+        slice.map_async(wgpu::MapMode::Read, move |r| {
+            let _ = tx.send(r);
+        });
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| backend_err(format!("device lost while reading back: {e}")))?;
+        rx.recv()
+            .map_err(|_| backend_err("readback callback dropped"))?
+            .map_err(|e| backend_err(format!("readback failed: {e}")))?;
+        let view = slice.get_mapped_range().map_err(|e| backend_err(format!("readback failed: {e:?}")))?;
+        let out: Vec<u32> = bytemuck::cast_slice(&view).to_vec();
+        drop(view);
+        staging.unmap();
+        Ok(out)
+    }
+
+    /// Copies `words` words from `src` at word `src_off` to `dst` at word `dst_off`.
+    pub fn copy(&self, src: &wgpu::Buffer, src_off: usize, dst: &wgpu::Buffer, dst_off: usize, words: usize) {
+        if words == 0 {
+            return;
+        }
+        let mut enc = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+        enc.copy_buffer_to_buffer(src, (src_off as u64) * 4, dst, (dst_off as u64) * 4, (words as u64) * 4);
+        self.queue.submit([enc.finish()]);
+    }
+
+    fn pipeline(&self, kernel: &'static str, source: &str, entry: &str) -> Result<Arc<wgpu::ComputePipeline>> {
+        let mut cache = self.pipelines.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(p) = cache.get(kernel) {
+            return Ok(Arc::clone(p));
+        }
+        let full = format!("{ZQ_WGSL}\n{source}");
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some(kernel),
+            source: wgpu::ShaderSource::Wgsl(full.into()),
+        });
+        let pipeline = self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(kernel),
+            layout: None,
+            module: &module,
+            entry_point: Some(entry),
+            compilation_options: wgpu::PipelineCompilationOptions::default(),
+            cache: None,
+        });
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(backend_err(format!("kernel {kernel} failed to build: {e}")));
+        }
+        let p = Arc::new(pipeline);
+        cache.insert(kernel, Arc::clone(&p));
+        Ok(p)
+    }
+
+    /// Runs `entry` of kernel `kernel` (WGSL `source`, with the shared arithmetic prepended) over
+    /// `threads` invocations (256 per workgroup, a 2-D grid past 65,535 groups). Binding 0 is a
+    /// read-only `array<u32>` holding `params`; bindings `1..` are `buffers` in order.
+    pub fn dispatch(
+        &self,
+        kernel: &'static str,
+        source: &str,
+        entry: &str,
+        params: &[u32],
+        buffers: &[&wgpu::Buffer],
+        threads: u64,
+    ) -> Result<()> {
+        if threads == 0 {
+            return Ok(());
+        }
+        let pipeline = self.pipeline(kernel, source, entry)?;
+        let params_buf = self.upload(if params.is_empty() { &[0] } else { params })?;
+        let layout = pipeline.get_bind_group_layout(0);
+        let mut entries = vec![wgpu::BindGroupEntry { binding: 0, resource: params_buf.as_entire_binding() }];
+        for (i, b) in buffers.iter().enumerate() {
+            entries.push(wgpu::BindGroupEntry { binding: (i + 1) as u32, resource: b.as_entire_binding() });
+        }
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some(kernel),
+            layout: &layout,
+            entries: &entries,
+        });
+        let groups = threads.div_ceil(WORKGROUP_SIZE);
+        let x = groups.min(MAX_GROUPS_PER_DIM);
+        let y = groups.div_ceil(x);
+        if y > MAX_GROUPS_PER_DIM {
+            return Err(backend_err(format!("{threads} invocations exceed the dispatch grid")));
+        }
+        let mut enc = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(kernel) });
+        {
+            let mut pass =
+                enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(kernel), timestamp_writes: None });
+            pass.set_pipeline(&pipeline);
+            pass.set_bind_group(0, &bind_group, &[]);
+            pass.dispatch_workgroups(x as u32, y as u32, 1);
+        }
+        self.queue.submit([enc.finish()]);
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(backend_err(format!("kernel {kernel} failed: {e}")));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,248 @@
+//! The wgpu backend: WGSL kernels (`shaders/*.wgsl`) on any Vulkan, Metal or DX12 adapter,
+//! reproducing the CPU reference backend bit for bit.
+//!
+//! Ciphertexts and keys stay in device buffers between operations; data crosses the bus only in
+//! [`Backend::upload`] and [`Backend::download`] (and the small per-call tables of primes and
+//! constants each dispatch reads).
+
+mod device;
+mod kernels;
+
+pub use device::{AdapterSummary, GpuDevice};
+
+use std::sync::Arc;
+
+use super::Backend;
+use crate::error::{Error, Result};
+use crate::math::sampling::{Purpose, Seed};
+use crate::poly::{positions_in, RingContext};
+
+/// A buffer of `u32` words on the device.
+#[derive(Debug)]
+pub struct GpuBuffer {
+    buf: wgpu::Buffer,
+    words: usize,
+}
+
+/// The wgpu backend.
+#[derive(Debug, Clone)]
+pub struct GpuBackend {
+    ctx: Arc<RingContext>,
+    dev: Arc<GpuDevice>,
+}
+
+impl GpuBackend {
+    /// A backend computing in `ctx` on `dev`.
+    #[must_use]
+    pub fn new(ctx: Arc<RingContext>, dev: Arc<GpuDevice>) -> Self {
+        Self { ctx, dev }
+    }
+
+    /// Opens the default adapter and computes in `ctx`.
+    pub fn open(ctx: Arc<RingContext>) -> Result<Self> {
+        Ok(Self::new(ctx, Arc::new(GpuDevice::new()?)))
+    }
+
+    /// The device.
+    #[must_use]
+    pub fn device(&self) -> &Arc<GpuDevice> {
+        &self.dev
+    }
+
+    fn n(&self) -> usize {
+        self.ctx.n()
+    }
+
+    fn log_n(&self) -> u32 {
+        self.ctx.params().log_n()
+    }
+
+    fn check(&self, what: &'static str, buf: &GpuBuffer, limbs: usize) -> Result<()> {
+        let want = limbs * self.n();
+        if buf.words != want {
+            return Err(Error::DimensionMismatch { what, expected: want, found: buf.words });
+        }
+        Ok(())
+    }
+
+    fn wrap(&self, buf: wgpu::Buffer, words: usize) -> GpuBuffer {
+        GpuBuffer { buf, words }
+    }
+
+    fn total(&self, words: usize) -> Result<u32> {
+        u32::try_from(words).map_err(|_| Error::SizeOverflow { what: "kernel index range" })
+    }
+
+    /// Host round trip for the kernels that have no WGSL version yet: download, run the CPU
+    /// twin, upload. Kept only until every kernel runs on the device.
+    fn via_host<T>(&self, f: impl FnOnce(&super::CpuBackend) -> Result<T>) -> Result<T> {
+        f(&super::CpuBackend::new(Arc::clone(&self.ctx)))
+    }
+}
+
+impl Backend for GpuBackend {
+    type Buffer = GpuBuffer;
+
+    fn name(&self) -> &'static str {
+        "gpu"
+    }
+
+    fn context(&self) -> &Arc<RingContext> {
+        &self.ctx
+    }
+
+    fn upload(&self, words: &[u32]) -> Result<GpuBuffer> {
+        Ok(self.wrap(self.dev.upload(words)?, words.len()))
+    }
+
+    fn download(&self, buf: &GpuBuffer) -> Result<Vec<u32>> {
+        self.dev.download(&buf.buf, buf.words)
+    }
+
+    fn zeros(&self, words: usize) -> Result<GpuBuffer> {
+        Ok(self.wrap(self.dev.zeros(words)?, words))
+    }
+
+    fn len(&self, buf: &GpuBuffer) -> usize {
+        buf.words
+    }
+
+    fn duplicate(&self, buf: &GpuBuffer) -> Result<GpuBuffer> {
+        let out = self.dev.zeros(buf.words)?;
+        self.dev.copy(&buf.buf, 0, &out, 0, buf.words);
+        Ok(self.wrap(out, buf.words))
+    }
+
+    fn truncate(&self, buf: GpuBuffer, words: usize) -> Result<GpuBuffer> {
+        if words > buf.words {
+            return Err(Error::DimensionMismatch { what: "truncate", expected: buf.words, found: words });
+        }
+        let out = self.dev.zeros(words)?;
+        self.dev.copy(&buf.buf, 0, &out, 0, words);
+        Ok(self.wrap(out, words))
+    }
+
+    fn gather_limbs(&self, buf: &GpuBuffer, positions: &[usize]) -> Result<GpuBuffer> {
+        let n = self.n();
+        let limbs = buf.words / n;
+        let out = self.dev.zeros(positions.len() * n)?;
+        for (k, &p) in positions.iter().enumerate() {
+            if p >= limbs {
+                return Err(Error::DimensionMismatch { what: "limb position", expected: limbs, found: p });
+            }
+            self.dev.copy(&buf.buf, p * n, &out, k * n, n);
+        }
+        Ok(self.wrap(out, positions.len() * n))
+    }
+
+    fn merge_limbs(
+        &self,
+        first: (&GpuBuffer, &[usize]),
+        second: (&GpuBuffer, &[usize]),
+        limbs: usize,
+    ) -> Result<GpuBuffer> {
+        let n = self.n();
+        let out = self.dev.zeros(limbs * n)?;
+        let mut seen = vec![false; limbs];
+        for (src, positions) in [first, second] {
+            self.check("merge_limbs input", src, positions.len())?;
+            for (k, &p) in positions.iter().enumerate() {
+                match seen.get_mut(p) {
+                    Some(s) if !*s => *s = true,
+                    _ => {
+                        return Err(Error::DimensionMismatch {
+                            what: "merge_limbs position",
+                            expected: limbs,
+                            found: p,
+                        })
+                    }
+                }
+                self.dev.copy(&src.buf, k * n, &out, p * n, n);
+            }
+        }
+        if seen.iter().any(|s| !s) {
+            return Err(Error::DimensionMismatch { what: "merge_limbs coverage", expected: limbs, found: limbs });
+        }
+        Ok(self.wrap(out, limbs * n))
+    }
+
+    fn ntt_forward(&self, buf: &mut GpuBuffer, basis: &[usize]) -> Result<()> {
+        self.check("ntt_forward input", buf, basis.len())?;
+        kernels::ntt(self, buf, basis, false)
+    }
+
+    fn ntt_inverse(&self, buf: &mut GpuBuffer, basis: &[usize]) -> Result<()> {
+        self.check("ntt_inverse input", buf, basis.len())?;
+        kernels::ntt(self, buf, basis, true)
+    }
+
+    fn add(&self, a: &GpuBuffer, b: &GpuBuffer, basis: &[usize]) -> Result<GpuBuffer> {
+        kernels::elementwise(self, kernels::Op::Add, a, Some(b), None, basis)
+    }
+
+    fn sub(&self, a: &GpuBuffer, b: &GpuBuffer, basis: &[usize]) -> Result<GpuBuffer> {
+        kernels::elementwise(self, kernels::Op::Sub, a, Some(b), None, basis)
+    }
+
+    fn neg(&self, a: &GpuBuffer, basis: &[usize]) -> Result<GpuBuffer> {
+        kernels::elementwise(self, kernels::Op::Neg, a, None, None, basis)
+    }
+
+    fn mul(&self, a: &GpuBuffer, b: &GpuBuffer, basis: &[usize]) -> Result<GpuBuffer> {
+        kernels::elementwise(self, kernels::Op::Mul, a, Some(b), None, basis)
+    }
+
+    fn mul_add(&self, acc: &mut GpuBuffer, a: &GpuBuffer, b: &GpuBuffer, basis: &[usize]) -> Result<()> {
+        self.check("accumulator", acc, basis.len())?;
+        kernels::mul_add(self, acc, a, b, basis)
+    }
+
+    fn mul_scalar(&self, a: &GpuBuffer, scalars: &[u32], basis: &[usize]) -> Result<GpuBuffer> {
+        kernels::elementwise(self, kernels::Op::MulScalar, a, None, Some(scalars), basis)
+    }
+
+    fn automorphism(&self, a: &GpuBuffer, g: usize, basis: &[usize]) -> Result<GpuBuffer> {
+        self.check("operand", a, basis.len())?;
+        kernels::automorphism(self, a, g)
+    }
+
+    fn base_convert(&self, a: &GpuBuffer, from: &[usize], to: &[usize]) -> Result<GpuBuffer> {
+        self.check("base_convert input", a, from.len())?;
+        let host = self.download(a)?;
+        let out = self.via_host(|cpu| cpu.base_convert(&host, from, to))?;
+        self.upload(&out)
+    }
+
+    fn scale_down(&self, a: &GpuBuffer, keep: &[usize], drop: &[usize], t: Option<u32>) -> Result<GpuBuffer> {
+        self.check("scale_down input", a, keep.len() + drop.len())?;
+        let host = self.download(a)?;
+        let out = self.via_host(|cpu| cpu.scale_down(&host, keep, drop, t))?;
+        self.upload(&out)
+    }
+
+    fn key_switch_inner_product(
+        &self,
+        digits: &[&GpuBuffer],
+        basis: &[usize],
+        key: &[(&GpuBuffer, &GpuBuffer)],
+        key_basis: &[usize],
+    ) -> Result<(GpuBuffer, GpuBuffer)> {
+        if digits.len() > key.len() {
+            return Err(Error::KeyDimensions { reason: "fewer key digits than ciphertext digits" });
+        }
+        for d in digits {
+            self.check("key-switch digit", d, basis.len())?;
+        }
+        for (kb, ka) in key {
+            self.check("key polynomial", kb, key_basis.len())?;
+            self.check("key polynomial", ka, key_basis.len())?;
+        }
+        let positions = positions_in(key_basis, basis)?;
+        kernels::key_switch_inner_product(self, digits, basis, key, &positions)
+    }
+
+    fn uniform(&self, seed: &Seed, purpose: Purpose, index: u32, basis: &[usize]) -> Result<GpuBuffer> {
+        let out = self.via_host(|cpu| cpu.uniform(seed, purpose, index, basis))?;
+        self.upload(&out)
+    }
+}
