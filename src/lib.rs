@@ -25,5 +25,6 @@ pub mod params;
 pub mod poly;
 pub mod rlwe;
 pub mod serial;
+pub mod verify;
 
 pub use error::{Error, Result};

@@ -5,9 +5,13 @@ use std::time::Instant;
 
 use clap::{Parser, Subcommand};
 use serde::Serialize;
+use wgfhe::backend::gpu::GpuDevice;
+use wgfhe::backend::{Backend, BackendChoice, CpuBackend, GpuBackend};
 use wgfhe::bgv::{max_depth, Bgv};
 use wgfhe::ckks::{self, ScalePolicy};
 use wgfhe::params::{self, Parameters, Scheme};
+use wgfhe::poly::RingContext;
+use wgfhe::verify;
 
 /// wgfhe: GPU-accelerated fully homomorphic encryption (BGV; CKKS to come).
 #[derive(Debug, Parser)]
@@ -31,8 +35,26 @@ enum Command {
         #[arg(long, default_value = "bgv-n13")]
         params: String,
     },
-    /// Describe the build: backends and kernels available.
-    Info,
+    /// Describe the build and the GPU adapter.
+    Info {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run every kernel and scheme operation on CPU and GPU with seeded random inputs and
+    /// compare the results word for word (exit code 1 if any differs).
+    Verify {
+        /// Parameter sets to check (repeatable); default: the insecure test sets and
+        /// bgv-n13 and ckks-n13.
+        #[arg(long)]
+        params: Vec<String>,
+        /// Seed of the random inputs.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// One row of `wgfhe params --json`.
@@ -126,19 +148,28 @@ fn cmd_params(json: bool) -> wgfhe::Result<()> {
 
 fn cmd_demo(name: &str) -> wgfhe::Result<()> {
     let params = params::by_name(name)?;
+    match BackendChoice::from_env()? {
+        BackendChoice::Cpu => run_demo(CpuBackend::new(RingContext::new(&params)?)),
+        BackendChoice::Gpu(dev) => run_demo(GpuBackend::new(RingContext::new(&params)?, dev)),
+    }
+}
+
+fn run_demo<B: Backend>(backend: B) -> wgfhe::Result<()> {
+    let params = backend.context().params().clone();
     println!(
-        "parameters {}: N = {}, log2(QP) = {:.1}, t = {}, depth {} (estimated)",
+        "parameters {}: N = {}, log2(QP) = {:.1}, t = {}, depth {} (estimated), backend {}",
         params.name(),
         params.n(),
         params.log_qp(),
         params.plaintext_modulus().unwrap_or(0),
-        max_depth(&params)
+        max_depth(&params),
+        backend.name()
     );
     let start = Instant::now();
-    let bgv = Bgv::cpu(&params)?;
+    let bgv = Bgv::new(backend)?;
     let sk = bgv.gen_secret_key()?;
     let keys = bgv.gen_evaluation_keys(&sk, &[1, -3], true)?;
-    println!("keys generated in {:.2?} (CPU reference backend)", start.elapsed());
+    println!("keys generated in {:.2?}", start.elapsed());
     let t = u64::from(bgv.plaintext_modulus());
     let slots = bgv.encoder().slots();
     let x: Vec<u64> = (0..slots as u64).map(|i| (i * 7 + 3) % t).collect();
@@ -185,11 +216,81 @@ fn cmd_demo(name: &str) -> wgfhe::Result<()> {
     Ok(())
 }
 
-fn cmd_info() {
+fn cmd_info(json: bool) -> wgfhe::Result<()> {
+    let dev = GpuDevice::new();
+    if json {
+        let value = match &dev {
+            Ok(d) => serde_json::json!({
+                "backend": "gpu",
+                "adapter": d.summary(),
+                "limits": {
+                    "max_storage_buffer_binding_size": d.limits().max_storage_buffer_binding_size,
+                    "max_buffer_size": d.limits().max_buffer_size,
+                    "max_storage_buffers_per_shader_stage": d.limits().max_storage_buffers_per_shader_stage,
+                    "max_compute_workgroups_per_dimension": d.limits().max_compute_workgroups_per_dimension,
+                },
+                "features": [],
+            }),
+            Err(e) => {
+                serde_json::json!({"backend": "cpu", "adapter": null, "reason": e.to_string(), "limits": {}, "features": []})
+            }
+        };
+        println!("{value:#}");
+        return Ok(());
+    }
     println!("wgfhe {}", env!("CARGO_PKG_VERSION"));
-    println!("backends: cpu (reference, rayon across limbs)");
+    match &dev {
+        Ok(d) => println!(
+            "gpu: {} ({}, {}, {})",
+            d.summary().name,
+            d.summary().backend,
+            d.summary().device_type,
+            d.summary().driver
+        ),
+        Err(e) => println!("gpu: none ({e})"),
+    }
+    println!("backends: cpu (reference, rayon across limbs), gpu (wgpu + WGSL)");
     println!("schemes: BGV (batch and coefficient encoding, hybrid key switching, modulus switching)");
     println!("         CKKS (canonical-embedding encoder, rescaling with 2^30 or 2^60 scales, rotations, conjugation)");
+    Ok(())
+}
+
+fn cmd_verify(names: &[String], seed: u64, json: bool) -> wgfhe::Result<bool> {
+    let dev = std::sync::Arc::new(GpuDevice::new()?);
+    let sets: Vec<Parameters> = if names.is_empty() {
+        vec![
+            params::insecure_test_bgv(10, 5, 2, 3, 65537)?,
+            params::insecure_test_ckks(10, 5, 2, 3, 30)?,
+            params::by_name("bgv-n13")?,
+            params::by_name("ckks-n13")?,
+        ]
+    } else {
+        names.iter().map(|n| params::by_name(n)).collect::<wgfhe::Result<_>>()?
+    };
+    let mut checks = Vec::new();
+    for p in &sets {
+        checks.extend(verify::kernel_checks(p, &dev, seed)?);
+        checks.push(verify::program_check(p, &dev, seed as u8)?);
+    }
+    let passed = checks.iter().filter(|c| c.identical).count();
+    let failed = checks.len() - passed;
+    if json {
+        let value = serde_json::json!({
+            "adapter": dev.summary(),
+            "params": sets.iter().map(|p| p.name().to_string()).collect::<Vec<_>>(),
+            "checks": checks,
+            "passed": passed,
+            "failed": failed,
+        });
+        println!("{value:#}");
+    } else {
+        println!("adapter: {:?}", dev.summary());
+        for c in &checks {
+            println!("{:<8} {:<44} {}", if c.identical { "ok" } else { "DIFFERS" }, c.name, c.params);
+        }
+        println!("{passed} passed, {failed} failed");
+    }
+    Ok(failed == 0)
 }
 
 fn main() -> ExitCode {
@@ -197,10 +298,12 @@ fn main() -> ExitCode {
     let res = match cli.command {
         Command::Params { json } => cmd_params(json),
         Command::Demo { params } => cmd_demo(&params),
-        Command::Info => {
-            cmd_info();
-            Ok(())
-        }
+        Command::Info { json } => cmd_info(json),
+        Command::Verify { params, seed, json } => match cmd_verify(&params, seed, json) {
+            Ok(true) => Ok(()),
+            Ok(false) => return ExitCode::FAILURE,
+            Err(e) => Err(e),
+        },
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,

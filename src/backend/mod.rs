@@ -103,3 +103,33 @@ pub trait Backend: Send + Sync + Sized + 'static {
     /// `uniform`: residues of ChaCha20 streams, one per limb, as Eval-domain values.
     fn uniform(&self, seed: &Seed, purpose: Purpose, index: u32, basis: &[usize]) -> Result<Self::Buffer>;
 }
+
+/// Which backend to run on, from `WGFHE_BACKEND` (`auto`, `gpu` or `cpu`; default `auto`).
+#[derive(Debug, Clone)]
+pub enum BackendChoice {
+    /// The CPU reference backend.
+    Cpu,
+    /// The GPU backend on this device.
+    Gpu(Arc<gpu::GpuDevice>),
+}
+
+impl BackendChoice {
+    /// Reads `WGFHE_BACKEND`: `gpu` requires an adapter (typed error otherwise), `cpu` never
+    /// opens one, `auto` (or unset) takes the GPU if an adapter exists and otherwise falls back
+    /// to the CPU with a one-line notice on stderr. Any other value is an error.
+    pub fn from_env() -> crate::Result<Self> {
+        let want = std::env::var("WGFHE_BACKEND").unwrap_or_else(|_| "auto".to_string());
+        match want.as_str() {
+            "cpu" => Ok(Self::Cpu),
+            "gpu" => Ok(Self::Gpu(Arc::new(gpu::GpuDevice::new()?))),
+            "auto" => match gpu::GpuDevice::new() {
+                Ok(d) => Ok(Self::Gpu(Arc::new(d))),
+                Err(e) => {
+                    eprintln!("wgfhe: no GPU adapter ({e}); using the CPU backend");
+                    Ok(Self::Cpu)
+                }
+            },
+            _ => Err(crate::Error::InvalidField { field: "WGFHE_BACKEND", reason: "must be auto, gpu or cpu" }),
+        }
+    }
+}
