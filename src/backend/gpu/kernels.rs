@@ -123,14 +123,50 @@ pub(super) fn key_switch_inner_product(
     Ok((out0, out1))
 }
 
+/// In-place negacyclic NTT of every limb (`ntt.wgsl`): the stages whose blocks are larger than
+/// a tile run one dispatch each over the whole buffer, the others in one workgroup-memory pass
+/// (forward: global stages first, then the tile pass; inverse: the reverse).
 pub(super) fn ntt(be: &GpuBackend, buf: &mut GpuBuffer, basis: &[usize], inverse: bool) -> Result<()> {
-    let mut host = be.download(buf)?;
-    let cpu = crate::backend::CpuBackend::new(std::sync::Arc::clone(&be.ctx));
-    if inverse {
-        cpu.ntt_inverse(&mut host, basis)?;
-    } else {
-        cpu.ntt_forward(&mut host, basis)?;
+    let n = be.n();
+    let log_n = be.log_n();
+    if basis.is_empty() {
+        return Ok(());
     }
-    *buf = be.upload(&host)?;
+    let mut qs = Vec::with_capacity(basis.len());
+    let mut tw = Vec::with_capacity(basis.len() * 2 * n);
+    for &idx in basis {
+        let t = be.ctx.ntt_table(idx)?;
+        qs.push(t.modulus().value());
+        let (w, ws) = if inverse { t.inverse_twiddles() } else { t.forward_twiddles() };
+        tw.extend_from_slice(w);
+        tw.extend_from_slice(ws);
+    }
+    let limbs = be.dev.upload(&qs)?;
+    let tw = be.dev.upload(&tw)?;
+    let buffers = [&limbs, &tw, &buf.buf];
+    let log_tile = log_n.min(NTT_LOG_TILE);
+    let pairs = be.total(buf.words / 2)?;
+    let tiles = be.total(buf.words >> log_tile)?;
+    let tile_threads = u64::from(tiles) * super::device::WORKGROUP_SIZE;
+    // Half-block sizes log2 t of the global stages, in the order they run.
+    let global = log_tile..log_n;
+    if inverse {
+        be.dev.dispatch("ntt_inv_tile", NTT, "inv_tile", &[log_n, tiles, log_tile], &buffers, tile_threads)?;
+        for log_t in global {
+            let params = [log_n, pairs, log_t];
+            be.dev.dispatch("ntt_inv_stage", NTT, "inv_stage", &params, &buffers, u64::from(pairs))?;
+        }
+    } else {
+        for log_t in global.rev() {
+            let params = [log_n, pairs, log_t];
+            be.dev.dispatch("ntt_fwd_stage", NTT, "fwd_stage", &params, &buffers, u64::from(pairs))?;
+        }
+        be.dev.dispatch("ntt_fwd_tile", NTT, "fwd_tile", &[log_n, tiles, log_tile], &buffers, tile_threads)?;
+    }
     Ok(())
 }
+
+/// `log2` of the values one workgroup transforms in workgroup memory (`tile` in `ntt.wgsl`).
+const NTT_LOG_TILE: u32 = 11;
+
+const NTT: &str = include_str!("../../../shaders/ntt.wgsl");
