@@ -340,6 +340,12 @@ impl BaseConverter {
         &self.qhat_mod_p_shoup
     }
 
+    /// `Q mod p_j`, one per target modulus, in `[0, p_j)` (removed once per centred digit).
+    #[must_use]
+    pub fn q_mod_p(&self) -> &[u32] {
+        &self.q_mod_p
+    }
+
     /// Converts `n` coefficients: `input` is `from.len() * n` residues (limb-major), `output`
     /// receives `to.len() * n` residues (limb-major), each `out_j` as defined on the type, in
     /// `[0, p_j)`. Input words should be canonical; any `u32` word `w` of limb `i` is read as

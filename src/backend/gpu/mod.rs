@@ -7,6 +7,7 @@
 
 mod device;
 mod kernels;
+mod rns_kernels;
 
 pub use device::{AdapterSummary, GpuDevice};
 
@@ -71,12 +72,6 @@ impl GpuBackend {
 
     fn total(&self, words: usize) -> Result<u32> {
         u32::try_from(words).map_err(|_| Error::SizeOverflow { what: "kernel index range" })
-    }
-
-    /// Host round trip for the kernels that have no WGSL version yet: download, run the CPU
-    /// twin, upload. Kept only until every kernel runs on the device.
-    fn via_host<T>(&self, f: impl FnOnce(&super::CpuBackend) -> Result<T>) -> Result<T> {
-        f(&super::CpuBackend::new(Arc::clone(&self.ctx)))
     }
 }
 
@@ -208,16 +203,12 @@ impl Backend for GpuBackend {
 
     fn base_convert(&self, a: &GpuBuffer, from: &[usize], to: &[usize]) -> Result<GpuBuffer> {
         self.check("base_convert input", a, from.len())?;
-        let host = self.download(a)?;
-        let out = self.via_host(|cpu| cpu.base_convert(&host, from, to))?;
-        self.upload(&out)
+        rns_kernels::base_convert(self, a, from, to)
     }
 
     fn scale_down(&self, a: &GpuBuffer, keep: &[usize], drop: &[usize], t: Option<u32>) -> Result<GpuBuffer> {
         self.check("scale_down input", a, keep.len() + drop.len())?;
-        let host = self.download(a)?;
-        let out = self.via_host(|cpu| cpu.scale_down(&host, keep, drop, t))?;
-        self.upload(&out)
+        rns_kernels::scale_down(self, a, keep, drop, t)
     }
 
     fn key_switch_inner_product(
@@ -242,7 +233,6 @@ impl Backend for GpuBackend {
     }
 
     fn uniform(&self, seed: &Seed, purpose: Purpose, index: u32, basis: &[usize]) -> Result<GpuBuffer> {
-        let out = self.via_host(|cpu| cpu.uniform(seed, purpose, index, basis))?;
-        self.upload(&out)
+        rns_kernels::uniform(self, seed, purpose, index, basis)
     }
 }
