@@ -370,7 +370,38 @@ pub enum Error {
     },
 
     // ---- backend ---------------------------------------------------------------------------
-    /// A backend failure (device lost, out of memory, limits).
+    /// No GPU adapter could be opened.
+    #[error("no GPU adapter: {reason}")]
+    NoAdapter {
+        /// Why not.
+        reason: String,
+    },
+    /// The GPU ran out of memory.
+    #[error("GPU out of memory: {reason}")]
+    GpuOutOfMemory {
+        /// What the driver said.
+        reason: String,
+    },
+    /// The GPU device was lost (driver reset, removal).
+    #[error("GPU device lost: {reason}")]
+    DeviceLost {
+        /// What the driver said.
+        reason: String,
+    },
+    /// Reading a buffer back from the GPU failed.
+    #[error("GPU readback failed: {reason}")]
+    ReadbackFailed {
+        /// What failed.
+        reason: String,
+    },
+    /// An object exceeds the adapter's limits (binding size, dispatch grid).
+    #[error("beyond the adapter's limits: {reason}")]
+    AdapterLimit {
+        /// Which limit.
+        reason: String,
+    },
+    /// A backend failure not covered by a more specific variant (a kernel that fails to build
+    /// or to run).
     #[error("backend {backend}: {reason}")]
     Backend {
         /// Backend name.

@@ -90,3 +90,14 @@ fn harness_detects_one_flipped_bit() {
         assert!(!check.identical, "a flipped bit in one {kernel} output went unnoticed");
     }
 }
+
+#[test]
+fn buffers_beyond_the_adapter_limit_are_typed_errors() {
+    let Some(dev) = device() else { return };
+    let words = dev.max_binding_words() + 1;
+    assert!(matches!(dev.zeros(words), Err(wgfhe::Error::AdapterLimit { .. })));
+    let p = params::insecure_test_bgv(10, 2, 1, 2, 65537).unwrap();
+    let gpu = wgfhe::backend::GpuBackend::new(RingContext::new(&p).unwrap(), dev);
+    use wgfhe::backend::Backend;
+    assert!(matches!(gpu.zeros(words), Err(wgfhe::Error::AdapterLimit { .. })));
+}

@@ -59,7 +59,7 @@ impl GpuDevice {
             power_preference: wgpu::PowerPreference::HighPerformance,
             ..Default::default()
         }))
-        .map_err(|e| backend_err(format!("no adapter: {e}")))?;
+        .map_err(|e| Error::NoAdapter { reason: e.to_string() })?;
         let info = adapter.get_info();
         let supported = adapter.limits();
         let limits = wgpu::Limits {
@@ -74,7 +74,7 @@ impl GpuDevice {
             required_limits: limits.clone(),
             ..Default::default()
         }))
-        .map_err(|e| backend_err(format!("device request failed: {e}")))?;
+        .map_err(|e| Error::NoAdapter { reason: format!("device request failed: {e}") })?;
         let summary = AdapterSummary {
             name: info.name.clone(),
             backend: format!("{:?}", info.backend),
@@ -105,10 +105,12 @@ impl GpuDevice {
     fn check_words(&self, words: usize) -> Result<u64> {
         let bytes = (words as u64).checked_mul(4).ok_or(Error::SizeOverflow { what: "buffer size" })?;
         if bytes > self.limits.max_storage_buffer_binding_size || bytes > self.limits.max_buffer_size {
-            return Err(backend_err(format!(
-                "a buffer of {bytes} bytes exceeds the adapter's storage-binding limit of {} bytes",
-                self.limits.max_storage_buffer_binding_size
-            )));
+            return Err(Error::AdapterLimit {
+                reason: format!(
+                    "a buffer of {bytes} bytes exceeds the storage-binding limit of {} bytes",
+                    self.limits.max_storage_buffer_binding_size
+                ),
+            });
         }
         Ok(bytes.max(4))
     }
@@ -127,7 +129,7 @@ impl GpuDevice {
             mapped_at_creation: false,
         });
         if let Some(e) = pollster::block_on(scope.pop()) {
-            return Err(backend_err(format!("out of memory: {e}")));
+            return Err(Error::GpuOutOfMemory { reason: e.to_string() });
         }
         Ok(buf)
     }
@@ -145,7 +147,7 @@ impl GpuDevice {
             usage: Self::USAGE,
         });
         if let Some(e) = pollster::block_on(scope.pop()) {
-            return Err(backend_err(format!("out of memory: {e}")));
+            return Err(Error::GpuOutOfMemory { reason: e.to_string() });
         }
         Ok(buf)
     }
@@ -172,11 +174,11 @@ impl GpuDevice {
         });
         self.device
             .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| backend_err(format!("device lost while reading back: {e}")))?;
+            .map_err(|e| Error::DeviceLost { reason: e.to_string() })?;
         rx.recv()
-            .map_err(|_| backend_err("readback callback dropped"))?
-            .map_err(|e| backend_err(format!("readback failed: {e}")))?;
-        let view = slice.get_mapped_range().map_err(|e| backend_err(format!("readback failed: {e:?}")))?;
+            .map_err(|_| Error::ReadbackFailed { reason: "callback dropped".into() })?
+            .map_err(|e| Error::ReadbackFailed { reason: e.to_string() })?;
+        let view = slice.get_mapped_range().map_err(|e| Error::ReadbackFailed { reason: format!("{e:?}") })?;
         let out: Vec<u32> = bytemuck::cast_slice(&view).to_vec();
         drop(view);
         staging.unmap();
@@ -252,7 +254,7 @@ impl GpuDevice {
         let x = groups.min(MAX_GROUPS_PER_DIM);
         let y = groups.div_ceil(x);
         if y > MAX_GROUPS_PER_DIM {
-            return Err(backend_err(format!("{threads} invocations exceed the dispatch grid")));
+            return Err(Error::AdapterLimit { reason: format!("{threads} invocations exceed the dispatch grid") });
         }
         let mut enc = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(kernel) });
         {
