@@ -61,11 +61,21 @@ pub(super) fn elementwise(
             return Err(Error::DimensionMismatch { what: "scalars", expected: basis.len(), found: s.len() });
         }
     }
-    let table = be.dev.upload(&limb_table(be, basis, scalars)?)?;
+    let table = match scalars {
+        Some(_) => std::sync::Arc::new(be.dev.upload(&limb_table(be, basis, scalars)?)?),
+        None => be.table("limbs", basis, || limb_table(be, basis, None))?,
+    };
     let out = be.zeros(a.words)?;
     let params = [op as u32, be.log_n(), be.total(a.words)?];
     let b_buf = b.map_or(&a.buf, |b| &b.buf);
-    be.dev.dispatch("elementwise", ELEMENTWISE, "main", &params, &[&table, &a.buf, b_buf, &out.buf], a.words as u64)?;
+    be.dev.dispatch(
+        "elementwise",
+        ELEMENTWISE,
+        "main",
+        &params,
+        &[&*table, &a.buf, b_buf, &out.buf],
+        a.words as u64,
+    )?;
     Ok(out)
 }
 
@@ -78,17 +88,16 @@ pub(super) fn mul_add(
 ) -> Result<()> {
     be.check("operand a", a, basis.len())?;
     be.check("operand b", b, basis.len())?;
-    let table = be.dev.upload(&limb_table(be, basis, None)?)?;
+    let table = be.table("limbs", basis, || limb_table(be, basis, None))?;
     let params = [Op::MulAdd as u32, be.log_n(), be.total(a.words)?];
-    be.dev.dispatch("elementwise", ELEMENTWISE, "main", &params, &[&table, &a.buf, &b.buf, &acc.buf], a.words as u64)
+    be.dev.dispatch("elementwise", ELEMENTWISE, "main", &params, &[&*table, &a.buf, &b.buf, &acc.buf], a.words as u64)
 }
 
 pub(super) fn automorphism(be: &GpuBackend, a: &GpuBuffer, g: usize) -> Result<GpuBuffer> {
-    let perm = be.ctx.galois_permutation(g)?;
-    let perm_buf = be.dev.upload(&perm)?;
+    let perm_buf = be.table("galois permutation", &[g], || Ok(be.ctx.galois_permutation(g)?.to_vec()))?;
     let out = be.zeros(a.words)?;
     let params = [be.log_n(), be.total(a.words)?];
-    be.dev.dispatch("automorphism", AUTOMORPHISM, "main", &params, &[&perm_buf, &a.buf, &out.buf], a.words as u64)?;
+    be.dev.dispatch("automorphism", AUTOMORPHISM, "main", &params, &[&*perm_buf, &a.buf, &out.buf], a.words as u64)?;
     Ok(out)
 }
 
@@ -132,18 +141,18 @@ pub(super) fn ntt(be: &GpuBackend, buf: &mut GpuBuffer, basis: &[usize], inverse
     if basis.is_empty() {
         return Ok(());
     }
-    let mut qs = Vec::with_capacity(basis.len());
-    let mut tw = Vec::with_capacity(basis.len() * 2 * n);
-    for &idx in basis {
-        let t = be.ctx.ntt_table(idx)?;
-        qs.push(t.modulus().value());
-        let (w, ws) = if inverse { t.inverse_twiddles() } else { t.forward_twiddles() };
-        tw.extend_from_slice(w);
-        tw.extend_from_slice(ws);
-    }
-    let limbs = be.dev.upload(&qs)?;
-    let tw = be.dev.upload(&tw)?;
-    let buffers = [&limbs, &tw, &buf.buf];
+    let limbs = be.table("ntt primes", basis, || basis.iter().map(|&i| Ok(be.ctx.modulus(i)?.value())).collect())?;
+    let tw = be.table(if inverse { "ntt inverse twiddles" } else { "ntt forward twiddles" }, basis, || {
+        let mut tw = Vec::with_capacity(basis.len() * 2 * n);
+        for &idx in basis {
+            let t = be.ctx.ntt_table(idx)?;
+            let (w, ws) = if inverse { t.inverse_twiddles() } else { t.forward_twiddles() };
+            tw.extend_from_slice(w);
+            tw.extend_from_slice(ws);
+        }
+        Ok(tw)
+    })?;
+    let buffers = [&*limbs, &*tw, &buf.buf];
     let log_tile = log_n.min(NTT_LOG_TILE);
     let pairs = be.total(buf.words / 2)?;
     let tiles = be.total(buf.words >> log_tile)?;

@@ -11,7 +11,8 @@ mod rns_kernels;
 
 pub use device::{AdapterSummary, GpuDevice};
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use super::Backend;
 use crate::error::{Error, Result};
@@ -25,18 +26,39 @@ pub struct GpuBuffer {
     words: usize,
 }
 
+/// Key of a cached constant table: its kind and the indices it was built for.
+type TableKey = (&'static str, Vec<usize>);
+
 /// The wgpu backend.
 #[derive(Debug, Clone)]
 pub struct GpuBackend {
     ctx: Arc<RingContext>,
     dev: Arc<GpuDevice>,
+    /// Constant tables (twiddles, prime tables, permutations) uploaded once and kept resident.
+    tables: Arc<Mutex<HashMap<TableKey, Arc<wgpu::Buffer>>>>,
 }
 
 impl GpuBackend {
     /// A backend computing in `ctx` on `dev`.
     #[must_use]
     pub fn new(ctx: Arc<RingContext>, dev: Arc<GpuDevice>) -> Self {
-        Self { ctx, dev }
+        Self { ctx, dev, tables: Arc::new(Mutex::new(HashMap::new())) }
+    }
+
+    /// The resident table `kind` for `key`, built and uploaded on first use.
+    fn table(
+        &self,
+        kind: &'static str,
+        key: &[usize],
+        build: impl FnOnce() -> Result<Vec<u32>>,
+    ) -> Result<Arc<wgpu::Buffer>> {
+        let k = (kind, key.to_vec());
+        if let Some(t) = self.tables.lock().unwrap_or_else(PoisonError::into_inner).get(&k) {
+            return Ok(Arc::clone(t));
+        }
+        let buf = Arc::new(self.dev.upload(&build()?)?);
+        self.tables.lock().unwrap_or_else(PoisonError::into_inner).insert(k, Arc::clone(&buf));
+        Ok(buf)
     }
 
     /// Opens the default adapter and computes in `ctx`.
