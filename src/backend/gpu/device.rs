@@ -3,8 +3,6 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use wgpu::util::DeviceExt;
-
 use crate::error::{Error, Result};
 
 /// Threads per workgroup of every 1-D kernel.
@@ -31,6 +29,30 @@ pub struct AdapterSummary {
     pub driver: String,
 }
 
+/// Free buffers by size class (a power of two of bytes), reused instead of allocated.
+#[derive(Debug, Default)]
+pub struct BufferPool {
+    free: Mutex<HashMap<u64, Vec<wgpu::Buffer>>>,
+}
+
+/// Buffers kept per size class.
+const POOL_DEPTH: usize = 16;
+
+impl BufferPool {
+    /// Returns a buffer to its class (dropped if the class is full).
+    pub fn recycle(&self, buf: wgpu::Buffer) {
+        let mut free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
+        let class = free.entry(buf.size()).or_default();
+        if class.len() < POOL_DEPTH {
+            class.push(buf);
+        }
+    }
+
+    fn take(&self, class: u64) -> Option<wgpu::Buffer> {
+        self.free.lock().unwrap_or_else(PoisonError::into_inner).get_mut(&class).and_then(Vec::pop)
+    }
+}
+
 /// A wgpu device with its queue, pipeline cache and limits.
 pub struct GpuDevice {
     device: wgpu::Device,
@@ -38,6 +60,7 @@ pub struct GpuDevice {
     summary: AdapterSummary,
     limits: wgpu::Limits,
     pipelines: Mutex<HashMap<&'static str, Arc<wgpu::ComputePipeline>>>,
+    pool: Arc<BufferPool>,
 }
 
 impl std::fmt::Debug for GpuDevice {
@@ -81,7 +104,7 @@ impl GpuDevice {
             device_type: format!("{:?}", info.device_type),
             driver: format!("{} {}", info.driver, info.driver_info),
         };
-        Ok(Self { device, queue, summary, limits, pipelines: Mutex::new(HashMap::new()) })
+        Ok(Self { device, queue, summary, limits, pipelines: Mutex::new(HashMap::new()), pool: Arc::default() })
     }
 
     /// The adapter.
@@ -118,9 +141,21 @@ impl GpuDevice {
     const USAGE: wgpu::BufferUsages =
         wgpu::BufferUsages::STORAGE.union(wgpu::BufferUsages::COPY_SRC).union(wgpu::BufferUsages::COPY_DST);
 
-    /// A zero-filled storage buffer of `words` words.
-    pub fn zeros(&self, words: usize) -> Result<wgpu::Buffer> {
-        let size = self.check_words(words)?;
+    /// The buffer pool.
+    #[must_use]
+    pub fn pool(&self) -> &Arc<BufferPool> {
+        &self.pool
+    }
+
+    /// A storage buffer of at least `words` words, from the pool when one of its size class is
+    /// free. Contents are unspecified.
+    fn alloc(&self, words: usize) -> Result<wgpu::Buffer> {
+        let bytes = self.check_words(words)?;
+        let class = bytes.next_power_of_two().max(1024);
+        let size = if class <= self.limits.max_storage_buffer_binding_size { class } else { bytes.div_ceil(4) * 4 };
+        if let Some(buf) = self.pool.take(size) {
+            return Ok(buf);
+        }
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let buf = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: None,
@@ -134,20 +169,20 @@ impl GpuDevice {
         Ok(buf)
     }
 
-    /// A storage buffer holding `words`.
+    /// A zero-filled storage buffer of at least `words` words.
+    pub fn zeros(&self, words: usize) -> Result<wgpu::Buffer> {
+        let buf = self.alloc(words)?;
+        let mut enc = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("zeros") });
+        enc.clear_buffer(&buf, 0, None);
+        self.queue.submit([enc.finish()]);
+        Ok(buf)
+    }
+
+    /// A storage buffer of at least `words.len()` words, starting with `words`.
     pub fn upload(&self, words: &[u32]) -> Result<wgpu::Buffer> {
-        self.check_words(words.len())?;
-        if words.is_empty() {
-            return self.zeros(0);
-        }
-        let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let buf = self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: None,
-            contents: bytemuck::cast_slice(words),
-            usage: Self::USAGE,
-        });
-        if let Some(e) = pollster::block_on(scope.pop()) {
-            return Err(Error::GpuOutOfMemory { reason: e.to_string() });
+        let buf = self.alloc(words.len())?;
+        if !words.is_empty() {
+            self.queue.write_buffer(&buf, 0, bytemuck::cast_slice(words));
         }
         Ok(buf)
     }

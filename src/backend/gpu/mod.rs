@@ -19,11 +19,19 @@ use crate::error::{Error, Result};
 use crate::math::sampling::{Purpose, Seed};
 use crate::poly::{positions_in, RingContext};
 
-/// A buffer of `u32` words on the device.
+/// A buffer of `u32` words on the device (its storage may be larger: pooled buffers come in
+/// power-of-two size classes); returned to the device's pool when dropped.
 #[derive(Debug)]
 pub struct GpuBuffer {
     buf: wgpu::Buffer,
     words: usize,
+    pool: Arc<device::BufferPool>,
+}
+
+impl Drop for GpuBuffer {
+    fn drop(&mut self) {
+        self.pool.recycle(self.buf.clone());
+    }
 }
 
 /// Key of a cached constant table: its kind and the indices it was built for.
@@ -89,7 +97,7 @@ impl GpuBackend {
     }
 
     fn wrap(&self, buf: wgpu::Buffer, words: usize) -> GpuBuffer {
-        GpuBuffer { buf, words }
+        GpuBuffer { buf, words, pool: Arc::clone(self.dev.pool()) }
     }
 
     fn total(&self, words: usize) -> Result<u32> {
@@ -130,13 +138,13 @@ impl Backend for GpuBackend {
         Ok(self.wrap(out, buf.words))
     }
 
-    fn truncate(&self, buf: GpuBuffer, words: usize) -> Result<GpuBuffer> {
+    fn truncate(&self, mut buf: GpuBuffer, words: usize) -> Result<GpuBuffer> {
         if words > buf.words {
             return Err(Error::DimensionMismatch { what: "truncate", expected: buf.words, found: words });
         }
-        let out = self.dev.zeros(words)?;
-        self.dev.copy(&buf.buf, 0, &out, 0, words);
-        Ok(self.wrap(out, words))
+        // A view: the storage stays, only the logical length shrinks.
+        buf.words = words;
+        Ok(buf)
     }
 
     fn gather_limbs(&self, buf: &GpuBuffer, positions: &[usize]) -> Result<GpuBuffer> {
