@@ -365,26 +365,9 @@ impl BaseConverter {
         if n == 0 {
             return Ok(());
         }
-        let mut y = vec![0u32; input.len()];
-        for (((q, (&w, &ws)), x_limb), y_limb) in self
-            .from
-            .iter()
-            .zip(self.qhat_inv.iter().zip(&self.qhat_inv_shoup))
-            .zip(input.chunks_exact(n))
-            .zip(y.chunks_exact_mut(n))
-        {
-            for (yk, &xk) in y_limb.iter_mut().zip(x_limb) {
-                *yk = q.mul_shoup(xk, w, ws);
-            }
-        }
+        let y = scale_limbs(&self.from, &self.qhat_inv, &self.qhat_inv_shoup, input, n);
         // Number of digits y_i above q_i / 2, whose centred value is y_i - q_i.
-        let mut high = vec![0u32; n];
-        for (q, y_limb) in self.from.iter().zip(y.chunks_exact(n)) {
-            let half = q.value() / 2;
-            for (h, &yk) in high.iter_mut().zip(y_limb) {
-                *h += u32::from(yk > half);
-            }
-        }
+        let high = count_high(&self.from, &y, n);
         let l = self.from.len();
         let mut acc = vec![0u64; n];
         for (((p, coeffs), out_limb), &qp) in
@@ -596,18 +579,7 @@ impl ScaleDown {
             return Ok(());
         }
         // z_j = [x_j * t^{-1} * dhat_j^{-1}]_{d_j}, canonical.
-        let mut z = vec![0u32; input_drop.len()];
-        for (((d, (&w, &ws)), x_limb), z_limb) in self
-            .drop
-            .iter()
-            .zip(self.drop_factor.iter().zip(&self.drop_factor_shoup))
-            .zip(input_drop.chunks_exact(n))
-            .zip(z.chunks_exact_mut(n))
-        {
-            for (zk, &xk) in z_limb.iter_mut().zip(x_limb) {
-                *zk = d.mul_shoup(xk, w, ws);
-            }
-        }
+        let z = scale_limbs(&self.drop, &self.drop_factor, &self.drop_factor_shoup, input_drop, n);
         let per_keep = self
             .keep
             .iter()
@@ -629,13 +601,7 @@ impl ScaleDown {
         } else {
             // out = x * D^{-1} - sum_j c_j * t * d_j^{-1} with c_j the centred z_j; each
             // c_j = z_j - d_j adds t * d_j * d_j^{-1} = t back.
-            let mut high = vec![0u32; n];
-            for (d, z_limb) in self.drop.iter().zip(z.chunks_exact(n)) {
-                let half = d.value() / 2;
-                for (h, &zk) in high.iter_mut().zip(z_limb) {
-                    *h += u32::from(zk > half);
-                }
-            }
+            let high = count_high(&self.drop, &z, n);
             let t_val = self.t.unwrap_or(1);
             let l = self.drop.len();
             let mut acc = vec![0u64; n];
@@ -652,6 +618,32 @@ impl ScaleDown {
         }
         Ok(())
     }
+}
+
+/// Limb `i` of `input` times the constant `w[i]` (Shoup, canonical output), limb-major.
+fn scale_limbs(moduli: &[Modulus], w: &[u32], ws: &[u32], input: &[u32], n: usize) -> Vec<u32> {
+    let mut out = vec![0u32; input.len()];
+    for (((m, (&w, &ws)), x_limb), o_limb) in
+        moduli.iter().zip(w.iter().zip(ws)).zip(input.chunks_exact(n)).zip(out.chunks_exact_mut(n))
+    {
+        for (o, &x) in o_limb.iter_mut().zip(x_limb) {
+            *o = m.mul_shoup(x, w, ws);
+        }
+    }
+    out
+}
+
+/// Per coefficient, how many limbs hold a residue above `q / 2` (whose centred value is
+/// `residue - q`).
+fn count_high(moduli: &[Modulus], values: &[u32], n: usize) -> Vec<u32> {
+    let mut high = vec![0u32; n];
+    for (m, limb) in moduli.iter().zip(values.chunks_exact(n)) {
+        let half = m.value() / 2;
+        for (h, &v) in high.iter_mut().zip(limb) {
+            *h += u32::from(v > half);
+        }
+    }
+    high
 }
 
 #[cfg(test)]
