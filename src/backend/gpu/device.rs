@@ -48,6 +48,10 @@ impl BufferPool {
         }
     }
 
+    fn clear(&self) {
+        self.free.lock().unwrap_or_else(PoisonError::into_inner).clear();
+    }
+
     fn take(&self, class: u64) -> Option<wgpu::Buffer> {
         self.free.lock().unwrap_or_else(PoisonError::into_inner).get_mut(&class).and_then(Vec::pop)
     }
@@ -61,6 +65,9 @@ pub struct GpuDevice {
     limits: wgpu::Limits,
     pipelines: Mutex<HashMap<&'static str, Arc<wgpu::ComputePipeline>>>,
     pool: Arc<BufferPool>,
+    /// The first device error no error scope caught (wgpu's default handler would panic);
+    /// reported by the next dispatch or readback.
+    uncaptured: Arc<Mutex<Option<Error>>>,
 }
 
 impl std::fmt::Debug for GpuDevice {
@@ -104,7 +111,28 @@ impl GpuDevice {
             device_type: format!("{:?}", info.device_type),
             driver: format!("{} {}", info.driver, info.driver_info),
         };
-        Ok(Self { device, queue, summary, limits, pipelines: Mutex::new(HashMap::new()), pool: Arc::default() })
+        let uncaptured: Arc<Mutex<Option<Error>>> = Arc::default();
+        let sink = Arc::clone(&uncaptured);
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            let err = match e {
+                wgpu::Error::OutOfMemory { .. } => Error::GpuOutOfMemory { reason: e.to_string() },
+                wgpu::Error::Internal { .. } => Error::DeviceLost { reason: e.to_string() },
+                wgpu::Error::Validation { .. } => backend_err(e.to_string()),
+            };
+            let mut slot = sink.lock().unwrap_or_else(PoisonError::into_inner);
+            if slot.is_none() {
+                *slot = Some(err);
+            }
+        }));
+        Ok(Self {
+            device,
+            queue,
+            summary,
+            limits,
+            pipelines: Mutex::new(HashMap::new()),
+            pool: Arc::default(),
+            uncaptured,
+        })
     }
 
     /// The adapter.
@@ -141,6 +169,14 @@ impl GpuDevice {
     const USAGE: wgpu::BufferUsages =
         wgpu::BufferUsages::STORAGE.union(wgpu::BufferUsages::COPY_SRC).union(wgpu::BufferUsages::COPY_DST);
 
+    /// Returns (and clears) a device error that no error scope caught.
+    fn take_uncaptured(&self) -> Result<()> {
+        match self.uncaptured.lock().unwrap_or_else(PoisonError::into_inner).take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
     /// The buffer pool.
     #[must_use]
     pub fn pool(&self) -> &Arc<BufferPool> {
@@ -156,17 +192,24 @@ impl GpuDevice {
         if let Some(buf) = self.pool.take(size) {
             return Ok(buf);
         }
-        let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let buf = self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: None,
-            size,
-            usage: Self::USAGE,
-            mapped_at_creation: false,
-        });
-        if let Some(e) = pollster::block_on(scope.pop()) {
-            return Err(Error::GpuOutOfMemory { reason: e.to_string() });
-        }
-        Ok(buf)
+        let create = || {
+            let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+            let buf = self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: None,
+                size,
+                usage: Self::USAGE,
+                mapped_at_creation: false,
+            });
+            match pollster::block_on(scope.pop()) {
+                Some(e) => Err(Error::GpuOutOfMemory { reason: e.to_string() }),
+                None => Ok(buf),
+            }
+        };
+        create().or_else(|_| {
+            // Out of memory: release the idle pooled buffers and try once more.
+            self.pool.clear();
+            create()
+        })
     }
 
     /// A zero-filled storage buffer of at least `words` words.
@@ -213,6 +256,7 @@ impl GpuDevice {
         rx.recv()
             .map_err(|_| Error::ReadbackFailed { reason: "callback dropped".into() })?
             .map_err(|e| Error::ReadbackFailed { reason: e.to_string() })?;
+        self.take_uncaptured()?;
         let view = slice.get_mapped_range().map_err(|e| Error::ReadbackFailed { reason: format!("{e:?}") })?;
         let out: Vec<u32> = bytemuck::cast_slice(&view).to_vec();
         drop(view);
@@ -303,6 +347,6 @@ impl GpuDevice {
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(backend_err(format!("kernel {kernel} failed: {e}")));
         }
-        Ok(())
+        self.take_uncaptured()
     }
 }

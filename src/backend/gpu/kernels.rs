@@ -22,9 +22,10 @@ pub(super) enum Op {
 
 /// Per-limb `[q, k, mu, w, w_shoup, 0, 0, 0]`.
 fn limb_table(be: &GpuBackend, basis: &[usize], scalars: Option<&[u32]>) -> Result<Vec<u32>> {
+    // Resolve every prime first, then check the scalars: the CPU twin's order of errors.
+    let moduli = be.ctx.moduli_of(basis)?;
     let mut t = Vec::with_capacity(basis.len() * 8);
-    for (i, &idx) in basis.iter().enumerate() {
-        let m = be.ctx.modulus(idx)?;
+    for (i, m) in moduli.iter().enumerate() {
         let (w, ws) = match scalars {
             Some(s) => {
                 let w = *s.get(i).ok_or(Error::DimensionMismatch {

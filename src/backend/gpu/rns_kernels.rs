@@ -32,9 +32,10 @@ pub(super) fn uniform(
     index: u32,
     basis: &[usize],
 ) -> Result<GpuBuffer> {
+    // Resolve every prime first, then the stream ids: the CPU twin's order of errors.
+    let moduli = be.ctx.moduli_of(basis)?;
     let mut table = Vec::with_capacity(basis.len() * 8);
-    for &idx in basis {
-        let m = be.ctx.modulus(idx)?;
+    for m in &moduli {
         let id = stream_id(purpose, index, m.value())?;
         // 2^32 mod q = ((2^32 - 1) mod q + 1) mod q, as the CPU's word reducer builds it.
         let radix = m.add(m.reduce_u32(u32::MAX), 1);
