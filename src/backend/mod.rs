@@ -17,6 +17,7 @@
 
 pub mod cpu;
 pub mod gpu;
+pub mod ledger;
 pub mod testing;
 
 use std::sync::Arc;

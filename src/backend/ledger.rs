@@ -1,0 +1,339 @@
+//! The traffic ledger: a backend wrapper that records, for every kernel dispatch, the bytes it
+//! reads and writes, the pseudo-random words it generates and the modular multiplications it
+//! performs, computed from the shapes of its operands (the same on every backend). It gives the
+//! arithmetic intensity of an operation and a trace that a memory-hierarchy model can replay.
+//!
+//! Trace format: JSON lines, one [`Record`] per dispatch, fields `kernel` (the [`Backend`]
+//! method), `n`, `limbs`, `bytes_read`, `bytes_written`, `key_bytes` (the part of `bytes_read`
+//! that is key material), `table_bytes` (constant tables: twiddles, conversion matrices),
+//! `prng_words` (32-bit words of ChaCha20 output) and `modmuls`.
+//!
+//! Counts assume 4-byte residues and one pass over each operand; constant tables are counted
+//! once per dispatch at their full size. Buffer copies (`gather_limbs`, `merge_limbs`,
+//! `duplicate`) count as kernels too; host transfers (`upload`, `download`) do not.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde::Serialize;
+
+use super::Backend;
+use crate::error::{Error, Result};
+use crate::math::sampling::{Purpose, Seed};
+use crate::poly::RingContext;
+
+/// Bytes per residue.
+const WORD: u64 = 4;
+
+/// One dispatch.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Record {
+    /// Kernel (backend method) name.
+    pub kernel: &'static str,
+    /// Ring degree.
+    pub n: u64,
+    /// Limbs of the output.
+    pub limbs: u64,
+    /// Bytes read from device memory (operands, keys, tables).
+    pub bytes_read: u64,
+    /// Bytes written.
+    pub bytes_written: u64,
+    /// Part of `bytes_read` that is key material.
+    pub key_bytes: u64,
+    /// Part of `bytes_read` that is constant tables.
+    pub table_bytes: u64,
+    /// 32-bit words of pseudo-random output generated.
+    pub prng_words: u64,
+    /// Modular multiplications.
+    pub modmuls: u64,
+}
+
+/// Totals over records.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Totals {
+    /// Dispatches.
+    pub dispatches: u64,
+    /// Bytes read.
+    pub bytes_read: u64,
+    /// Bytes written.
+    pub bytes_written: u64,
+    /// Key bytes read.
+    pub key_bytes: u64,
+    /// Table bytes read.
+    pub table_bytes: u64,
+    /// PRNG words.
+    pub prng_words: u64,
+    /// Modular multiplications.
+    pub modmuls: u64,
+}
+
+impl Totals {
+    /// Modular multiplications per byte moved.
+    #[must_use]
+    pub fn arithmetic_intensity(&self) -> f64 {
+        let bytes = self.bytes_read + self.bytes_written;
+        if bytes == 0 {
+            0.0
+        } else {
+            self.modmuls as f64 / bytes as f64
+        }
+    }
+}
+
+/// Wraps a backend and records every dispatch.
+#[derive(Debug)]
+pub struct Ledger<B: Backend> {
+    inner: B,
+    records: Arc<Mutex<Vec<Record>>>,
+}
+
+impl<B: Backend> Ledger<B> {
+    /// Wraps `inner` with an empty ledger.
+    #[must_use]
+    pub fn new(inner: B) -> Self {
+        Self { inner, records: Arc::new(Mutex::new(Vec::new())) }
+    }
+
+    /// The wrapped backend.
+    #[must_use]
+    pub fn inner(&self) -> &B {
+        &self.inner
+    }
+
+    /// A copy of the records so far.
+    #[must_use]
+    pub fn records(&self) -> Vec<Record> {
+        self.records.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Removes and returns the records so far.
+    pub fn take(&self) -> Vec<Record> {
+        std::mem::take(&mut *self.records.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Totals over `records`.
+    #[must_use]
+    pub fn totals(records: &[Record]) -> Totals {
+        records.iter().fold(Totals::default(), |mut t, r| {
+            t.dispatches += 1;
+            t.bytes_read += r.bytes_read;
+            t.bytes_written += r.bytes_written;
+            t.key_bytes += r.key_bytes;
+            t.table_bytes += r.table_bytes;
+            t.prng_words += r.prng_words;
+            t.modmuls += r.modmuls;
+            t
+        })
+    }
+
+    /// Writes `records` as JSON lines.
+    pub fn write_trace(records: &[Record], out: &mut impl Write) -> Result<()> {
+        for r in records {
+            let line =
+                serde_json::to_string(r).map_err(|e| Error::InvalidField { field: "trace", reason: trace_error(e) })?;
+            writeln!(out, "{line}").map_err(|_| Error::InvalidField { field: "trace", reason: "write failed" })?;
+        }
+        Ok(())
+    }
+
+    fn n(&self) -> u64 {
+        self.inner.context().n() as u64
+    }
+
+    fn push(&self, r: Record) {
+        self.records.lock().unwrap_or_else(PoisonError::into_inner).push(r);
+    }
+
+    /// A record for an element-wise kernel over `limbs` limbs with `inputs` operands read,
+    /// `outputs` written and `muls` modular multiplications per element.
+    fn elementwise(&self, kernel: &'static str, limbs: usize, inputs: u64, outputs: u64, muls: u64) {
+        let words = limbs as u64 * self.n();
+        self.push(Record {
+            kernel,
+            n: self.n(),
+            limbs: limbs as u64,
+            bytes_read: inputs * words * WORD,
+            bytes_written: outputs * words * WORD,
+            modmuls: muls * words,
+            ..Record::default()
+        });
+    }
+}
+
+/// A static reason for a record that did not serialise.
+fn trace_error(_: serde_json::Error) -> &'static str {
+    "trace record did not serialise"
+}
+
+impl<B: Backend> Backend for Ledger<B> {
+    type Buffer = B::Buffer;
+
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+    fn context(&self) -> &Arc<RingContext> {
+        self.inner.context()
+    }
+    fn upload(&self, words: &[u32]) -> Result<Self::Buffer> {
+        self.inner.upload(words)
+    }
+    fn download(&self, buf: &Self::Buffer) -> Result<Vec<u32>> {
+        self.inner.download(buf)
+    }
+    fn zeros(&self, words: usize) -> Result<Self::Buffer> {
+        self.inner.zeros(words)
+    }
+    fn len(&self, buf: &Self::Buffer) -> usize {
+        self.inner.len(buf)
+    }
+    fn duplicate(&self, buf: &Self::Buffer) -> Result<Self::Buffer> {
+        let limbs = self.inner.len(buf) / self.inner.context().n().max(1);
+        self.elementwise("duplicate", limbs, 1, 1, 0);
+        self.inner.duplicate(buf)
+    }
+    fn truncate(&self, buf: Self::Buffer, words: usize) -> Result<Self::Buffer> {
+        self.inner.truncate(buf, words)
+    }
+    fn gather_limbs(&self, buf: &Self::Buffer, positions: &[usize]) -> Result<Self::Buffer> {
+        self.elementwise("gather_limbs", positions.len(), 1, 1, 0);
+        self.inner.gather_limbs(buf, positions)
+    }
+    fn merge_limbs(
+        &self,
+        first: (&Self::Buffer, &[usize]),
+        second: (&Self::Buffer, &[usize]),
+        limbs: usize,
+    ) -> Result<Self::Buffer> {
+        self.elementwise("merge_limbs", limbs, 1, 1, 0);
+        self.inner.merge_limbs(first, second, limbs)
+    }
+    fn ntt_forward(&self, buf: &mut Self::Buffer, basis: &[usize]) -> Result<()> {
+        self.ntt_record("ntt_forward", basis.len());
+        self.inner.ntt_forward(buf, basis)
+    }
+    fn ntt_inverse(&self, buf: &mut Self::Buffer, basis: &[usize]) -> Result<()> {
+        self.ntt_record("ntt_inverse", basis.len());
+        self.inner.ntt_inverse(buf, basis)
+    }
+    fn add(&self, a: &Self::Buffer, b: &Self::Buffer, basis: &[usize]) -> Result<Self::Buffer> {
+        self.elementwise("add", basis.len(), 2, 1, 0);
+        self.inner.add(a, b, basis)
+    }
+    fn sub(&self, a: &Self::Buffer, b: &Self::Buffer, basis: &[usize]) -> Result<Self::Buffer> {
+        self.elementwise("sub", basis.len(), 2, 1, 0);
+        self.inner.sub(a, b, basis)
+    }
+    fn neg(&self, a: &Self::Buffer, basis: &[usize]) -> Result<Self::Buffer> {
+        self.elementwise("neg", basis.len(), 1, 1, 0);
+        self.inner.neg(a, basis)
+    }
+    fn mul(&self, a: &Self::Buffer, b: &Self::Buffer, basis: &[usize]) -> Result<Self::Buffer> {
+        self.elementwise("mul", basis.len(), 2, 1, 1);
+        self.inner.mul(a, b, basis)
+    }
+    fn mul_add(&self, acc: &mut Self::Buffer, a: &Self::Buffer, b: &Self::Buffer, basis: &[usize]) -> Result<()> {
+        self.elementwise("mul_add", basis.len(), 3, 1, 1);
+        self.inner.mul_add(acc, a, b, basis)
+    }
+    fn mul_scalar(&self, a: &Self::Buffer, scalars: &[u32], basis: &[usize]) -> Result<Self::Buffer> {
+        self.elementwise("mul_scalar", basis.len(), 1, 1, 1);
+        self.inner.mul_scalar(a, scalars, basis)
+    }
+    fn automorphism(&self, a: &Self::Buffer, g: usize, basis: &[usize]) -> Result<Self::Buffer> {
+        let n = self.n();
+        self.push(Record {
+            kernel: "automorphism",
+            n,
+            limbs: basis.len() as u64,
+            bytes_read: basis.len() as u64 * n * WORD + n * WORD,
+            bytes_written: basis.len() as u64 * n * WORD,
+            table_bytes: n * WORD,
+            ..Record::default()
+        });
+        self.inner.automorphism(a, g, basis)
+    }
+    fn base_convert(&self, a: &Self::Buffer, from: &[usize], to: &[usize]) -> Result<Self::Buffer> {
+        let (n, l, m) = (self.n(), from.len() as u64, to.len() as u64);
+        let table = (l + l * m) * WORD * 2;
+        self.push(Record {
+            kernel: "base_convert",
+            n,
+            limbs: m,
+            bytes_read: l * n * WORD + table,
+            bytes_written: m * n * WORD,
+            table_bytes: table,
+            modmuls: (l + l * m + m) * n,
+            ..Record::default()
+        });
+        self.inner.base_convert(a, from, to)
+    }
+    fn scale_down(&self, a: &Self::Buffer, keep: &[usize], drop: &[usize], t: Option<u32>) -> Result<Self::Buffer> {
+        let (n, k, d) = (self.n(), keep.len() as u64, drop.len() as u64);
+        let table = (2 * k + 2 * d + 2 * k * d) * WORD;
+        self.push(Record {
+            kernel: "scale_down",
+            n,
+            limbs: k,
+            bytes_read: (k + d) * n * WORD + table,
+            bytes_written: k * n * WORD,
+            table_bytes: table,
+            modmuls: (d + k * d + 2 * k) * n,
+            ..Record::default()
+        });
+        self.inner.scale_down(a, keep, drop, t)
+    }
+    fn key_switch_inner_product(
+        &self,
+        digits: &[&Self::Buffer],
+        basis: &[usize],
+        key: &[(&Self::Buffer, &Self::Buffer)],
+        key_basis: &[usize],
+    ) -> Result<(Self::Buffer, Self::Buffer)> {
+        let (n, l, dn) = (self.n(), basis.len() as u64, digits.len() as u64);
+        let key_bytes = 2 * dn * l * n * WORD;
+        self.push(Record {
+            kernel: "key_switch_inner_product",
+            n,
+            limbs: l,
+            bytes_read: dn * l * n * WORD + key_bytes,
+            bytes_written: 2 * l * n * WORD,
+            key_bytes,
+            modmuls: 2 * dn * l * n,
+            ..Record::default()
+        });
+        self.inner.key_switch_inner_product(digits, basis, key, key_basis)
+    }
+    fn uniform(&self, seed: &Seed, purpose: Purpose, index: u32, basis: &[usize]) -> Result<Self::Buffer> {
+        let (n, l) = (self.n(), basis.len() as u64);
+        self.push(Record {
+            kernel: "uniform",
+            n,
+            limbs: l,
+            bytes_written: l * n * WORD,
+            prng_words: 4 * l * n,
+            modmuls: 4 * l * n,
+            ..Record::default()
+        });
+        self.inner.uniform(seed, purpose, index, basis)
+    }
+}
+
+impl<B: Backend> Ledger<B> {
+    /// NTT: every limb read and written once (in place), the twiddle tables read, and
+    /// `N/2 log2 N` Shoup multiplications per limb.
+    fn ntt_record(&self, kernel: &'static str, limbs: usize) {
+        let n = self.n();
+        let l = limbs as u64;
+        let table = l * 2 * n * WORD;
+        self.push(Record {
+            kernel,
+            n,
+            limbs: l,
+            bytes_read: l * n * WORD + table,
+            bytes_written: l * n * WORD,
+            table_bytes: table,
+            modmuls: l * (n / 2) * u64::from(n.trailing_zeros()),
+            ..Record::default()
+        });
+    }
+}

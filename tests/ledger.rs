@@ -1,0 +1,79 @@
+//! The traffic ledger: exact byte counts for known operations, an unchanged computation, and a
+//! JSON-lines trace.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    missing_docs,
+    reason = "tests"
+)]
+
+use wgfhe::backend::ledger::{Ledger, Record};
+use wgfhe::backend::CpuBackend;
+use wgfhe::bgv::Bgv;
+use wgfhe::params;
+use wgfhe::poly::RingContext;
+use wgfhe::verify;
+
+#[test]
+fn hadd_reads_two_ciphertexts_and_writes_one() {
+    let p = params::insecure_test_bgv(10, 4, 2, 2, 65537).unwrap();
+    let bgv = Bgv::new(Ledger::new(CpuBackend::new(RingContext::new(&p).unwrap()))).unwrap();
+    let sk = bgv.gen_secret_key_from_seed(&[1; 32]).unwrap();
+    let pt = bgv.encoder().encode(&[1, 2, 3]).unwrap();
+    let a = bgv.encrypt_symmetric(&sk, &pt).unwrap();
+    let b = bgv.encrypt_symmetric(&sk, &pt).unwrap();
+    bgv.backend().take();
+    let _sum = bgv.add(&a, &b).unwrap();
+    let records = bgv.backend().take();
+    let adds: Vec<&Record> = records.iter().filter(|r| r.kernel == "add").collect();
+    assert_eq!(adds.len(), 2, "one add per polynomial: {records:?}");
+    let poly_bytes = 4 * 1024 * 4u64; // 4 limbs of N = 1024 residues, 4 bytes each
+    for r in adds {
+        assert_eq!(r.bytes_read, 2 * poly_bytes);
+        assert_eq!(r.bytes_written, poly_bytes);
+        assert_eq!(r.modmuls, 0);
+    }
+}
+
+#[test]
+fn key_switching_reads_the_key_and_the_trace_is_json_lines() {
+    let p = params::insecure_test_bgv(10, 4, 2, 2, 65537).unwrap();
+    let bgv = Bgv::new(Ledger::new(CpuBackend::new(RingContext::new(&p).unwrap()))).unwrap();
+    let sk = bgv.gen_secret_key_from_seed(&[2; 32]).unwrap();
+    let keys = bgv.gen_evaluation_keys(&sk, &[1], false).unwrap();
+    let pt = bgv.encoder().encode(&[5]).unwrap();
+    let ct = bgv.encrypt_symmetric(&sk, &pt).unwrap();
+    bgv.backend().take();
+    let _rot = bgv.rotate_columns(&ct, 1, &keys).unwrap();
+    let records = bgv.backend().take();
+    let ks: Vec<&Record> = records.iter().filter(|r| r.kernel == "key_switch_inner_product").collect();
+    assert_eq!(ks.len(), 1);
+    // Two digits (dnum 2 over 4 primes), each (b, a) over the 6 limbs of Q P, 4 bytes a residue.
+    assert_eq!(ks[0].key_bytes, 2 * 2 * 6 * 1024 * 4);
+    let totals = Ledger::<CpuBackend>::totals(&records);
+    assert!(totals.arithmetic_intensity() > 0.0);
+    assert!(totals.key_bytes <= totals.bytes_read);
+    let mut trace = Vec::new();
+    Ledger::<CpuBackend>::write_trace(&records, &mut trace).unwrap();
+    let text = String::from_utf8(trace).unwrap();
+    assert_eq!(text.lines().count(), records.len());
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        for field in
+            ["kernel", "n", "limbs", "bytes_read", "bytes_written", "key_bytes", "table_bytes", "prng_words", "modmuls"]
+        {
+            assert!(v.get(field).is_some(), "missing {field} in {line}");
+        }
+    }
+}
+
+#[test]
+fn the_ledger_does_not_change_results() {
+    let p = params::insecure_test_bgv(10, 5, 2, 3, 65537).unwrap();
+    let plain = verify::transcript(CpuBackend::new(RingContext::new(&p).unwrap()), &p, 3).unwrap();
+    let ledgered = verify::transcript(Ledger::new(CpuBackend::new(RingContext::new(&p).unwrap())), &p, 3).unwrap();
+    assert!(verify::compare_transcripts("ledger", &p, &plain, &ledgered).identical);
+}
