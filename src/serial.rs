@@ -29,6 +29,9 @@ pub const FORMAT_VERSION: u16 = 1;
 pub const HEADER_LEN: usize = 24;
 /// Packing mode of residue blocks: plain `u32` little-endian words.
 pub const PACKING_PLAIN_U32: u8 = 0;
+/// Packing mode of residue blocks: each limb's residues packed to `bits(q)` bits each,
+/// least-significant bit first, the limb's bit stream padded with zero bits to a whole byte.
+pub const PACKING_BITS: u8 = 1;
 
 /// Type of a serialized object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -335,6 +338,9 @@ pub fn read_object(bytes: &[u8], expected: ObjectType) -> Result<(Header, &[u8])
 /// one in storage order). Output residues are in `[0, q_limb)`.
 pub fn read_residues(r: &mut Reader, moduli: &[Modulus], n: usize) -> Result<Vec<u32>> {
     let mode = r.get_u8()?;
+    if mode == PACKING_BITS {
+        return read_packed(r, moduli, n);
+    }
     if mode != PACKING_PLAIN_U32 {
         return Err(Error::UnknownPacking { mode });
     }
@@ -364,6 +370,92 @@ pub fn read_residues(r: &mut Reader, moduli: &[Modulus], n: usize) -> Result<Vec
 /// as [`Writer::put_residues`].
 pub fn write_residues(w: &mut Writer, data: &[u32]) {
     w.put_residues(data);
+}
+
+/// Bytes of one packed limb of `n` residues of `bits` bits.
+fn packed_limb_bytes(n: usize, bits: u32) -> Result<usize> {
+    n.checked_mul(bits as usize).map(|b| b.div_ceil(8)).ok_or(Error::SizeOverflow { what: "packed limb size" })
+}
+
+/// Writes a residue block in packing mode 1 ([`PACKING_BITS`]): limb `i` (`n` residues, each
+/// below `moduli[i]`) as a stream of `bits(q_i)`-bit values, least-significant bit first, padded
+/// with zero bits to a whole byte. `data` must hold `moduli.len() * n` residues.
+pub fn write_residues_packed(w: &mut Writer, data: &[u32], moduli: &[Modulus], n: usize) -> Result<()> {
+    if data.len() != moduli.len().saturating_mul(n) {
+        return Err(Error::DimensionMismatch {
+            what: "packed residues",
+            expected: moduli.len() * n,
+            found: data.len(),
+        });
+    }
+    w.put_u8(PACKING_BITS);
+    if n == 0 {
+        return Ok(());
+    }
+    for (m, limb) in moduli.iter().zip(data.chunks_exact(n)) {
+        let bits = m.bits();
+        let mut bytes = vec![0u8; packed_limb_bytes(n, bits)?];
+        let (mut acc, mut filled, mut pos) = (0u64, 0u32, 0usize);
+        for &x in limb {
+            acc |= u64::from(x & ((1u32 << bits) - 1)) << filled;
+            filled += bits;
+            while filled >= 8 {
+                if let Some(b) = bytes.get_mut(pos) {
+                    *b = acc as u8;
+                }
+                acc >>= 8;
+                filled -= 8;
+                pos += 1;
+            }
+        }
+        if filled > 0 {
+            if let Some(b) = bytes.get_mut(pos) {
+                *b = acc as u8;
+            }
+        }
+        w.put_bytes(&bytes);
+    }
+    Ok(())
+}
+
+/// Reads the body of a mode-1 block (after the mode byte): checks the size before allocating
+/// ([`Error::Truncated`]), every unpacked residue against its modulus
+/// ([`Error::ResidueOutOfRange`]) and that the padding bits of every limb are zero
+/// ([`Error::NonZeroPadding`]).
+fn read_packed(r: &mut Reader, moduli: &[Modulus], n: usize) -> Result<Vec<u32>> {
+    let mut total = 0usize;
+    for m in moduli {
+        total =
+            total.checked_add(packed_limb_bytes(n, m.bits())?).ok_or(Error::SizeOverflow { what: "packed block" })?;
+    }
+    r.ensure(total)?;
+    let mut out = Vec::with_capacity(moduli.len().saturating_mul(n));
+    for (limb, m) in moduli.iter().enumerate() {
+        let bits = m.bits();
+        let bytes = r.get_bytes(packed_limb_bytes(n, bits)?)?;
+        let mask = (1u64 << bits) - 1;
+        let (mut acc, mut filled) = (0u64, 0u32);
+        let mut it = bytes.iter();
+        for index in 0..n {
+            while filled < bits {
+                let b = it.next().copied().unwrap_or(0);
+                acc |= u64::from(b) << filled;
+                filled += 8;
+            }
+            let x = (acc & mask) as u32;
+            acc >>= bits;
+            filled -= bits;
+            if x >= m.value() {
+                return Err(Error::ResidueOutOfRange { limb, index });
+            }
+            out.push(x);
+        }
+        // What is left of the last byte must be zero padding.
+        if acc != 0 || it.next().is_some() {
+            return Err(Error::NonZeroPadding);
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -569,7 +661,7 @@ mod tests {
             Err(Error::ResidueOutOfRange { limb: 0, index: 1 })
         );
         // Unknown packing modes.
-        for mode in [1u8, 2, 255] {
+        for mode in [2u8, 3, 255] {
             let mut w = Writer::new();
             w.put_residues(&data);
             let mut bytes = w.into_bytes();
@@ -600,5 +692,37 @@ mod tests {
             read_residues(&mut Reader::new(&bytes), &ms[..1], usize::MAX / 2),
             Err(Error::SizeOverflow { .. })
         ));
+    }
+
+    #[test]
+    fn bit_packing_round_trips_and_rejects_bad_bits() {
+        let moduli = [Modulus::new(1_073_479_681).unwrap(), Modulus::new(97).unwrap(), Modulus::new(65_537).unwrap()];
+        let n = 3;
+        let data = [1_073_479_680u32, 0, 12_345, 96, 1, 50, 65_536, 7, 0];
+        let mut w = Writer::new();
+        write_residues_packed(&mut w, &data, &moduli, n).unwrap();
+        let bytes = w.into_bytes();
+        // Mode byte, then ceil(3*30/8) = 12, ceil(3*7/8) = 3 and ceil(3*17/8) = 7 bytes.
+        assert_eq!(bytes.len(), 1 + 12 + 3 + 7);
+        let mut r = Reader::new(&bytes);
+        assert_eq!(read_residues(&mut r, &moduli, n).unwrap(), data);
+        r.finish().unwrap();
+        // A padding bit of the first limb (bits 90..96 of its 12 bytes).
+        let mut bad = bytes.clone();
+        bad[12] |= 0x80;
+        assert!(matches!(read_residues(&mut Reader::new(&bad), &moduli, n), Err(Error::NonZeroPadding)));
+        // A residue of the second limb at 127 >= 97.
+        let mut bad = bytes.clone();
+        bad[13] |= 0x7f;
+        assert!(matches!(
+            read_residues(&mut Reader::new(&bad), &moduli, n),
+            Err(Error::ResidueOutOfRange { limb: 1, index: 0 })
+        ));
+        // Truncation at every offset.
+        for cut in 0..bytes.len() {
+            assert!(read_residues(&mut Reader::new(&bytes[..cut]), &moduli, n).is_err(), "cut {cut}");
+        }
+        // Wrong data length.
+        assert!(write_residues_packed(&mut Writer::new(), &data[..4], &moduli, n).is_err());
     }
 }

@@ -202,7 +202,11 @@ fn polynomial_and_metadata_errors() {
     // The blocks no longer line up: the next block's mode byte or a residue is off, or bytes remain.
     assert!(matches!(
         s.bgv.ciphertext_from_bytes(&b),
-        Err(Error::UnknownPacking { .. } | Error::ResidueOutOfRange { .. } | Error::TrailingBytes { .. })
+        Err(Error::UnknownPacking { .. }
+            | Error::ResidueOutOfRange { .. }
+            | Error::TrailingBytes { .. }
+            | Error::NonZeroPadding
+            | Error::Truncated { .. })
     ));
     // Degree 0 and a huge degree.
     let mut b = plain.clone();
@@ -263,5 +267,40 @@ fn key_errors() {
     assert!(matches!(GaloisKey::from_bytes(be, &b), Err(Error::InvalidField { .. })));
     for cut in (0..gk.len()).step_by(97) {
         assert!(GaloisKey::from_bytes(be, &gk[..cut]).is_err());
+    }
+}
+
+#[test]
+fn bit_packed_ciphertexts_round_trip_and_reject_bad_bits() {
+    let s = setup();
+    let (_, ct) = seeded_ct(&s);
+    let plain = s.bgv.ciphertext_to_bytes_unseeded(&ct).unwrap();
+    let low = s.bgv.mod_switch(&ct, 1).unwrap();
+    for c in [&ct, &low] {
+        let packed = s.bgv.ciphertext_to_bytes_packed(c).unwrap();
+        let back = s.bgv.ciphertext_from_bytes(&packed).unwrap();
+        assert_eq!(hosts(&s, &back), hosts(&s, c));
+    }
+    let _ = plain;
+    // 30-bit primes: the packed form is 30/32 of the plain one (up to the header fields).
+    let plain_low = s.bgv.ciphertext_to_bytes(&low).unwrap();
+    let packed_low = s.bgv.ciphertext_to_bytes_packed(&low).unwrap();
+    let residues = (plain_low.len() - REP - 1) as f64;
+    let ratio = (packed_low.len() - REP - 1) as f64 / residues;
+    assert!((ratio - 30.0 / 32.0).abs() < 0.01, "packed/plain = {ratio}");
+    // A packed block: mode byte at REP + 1, then limb 0. Set the first residue to all ones
+    // (2^30 - 1 >= q for these primes): out of range after unpacking.
+    let packed = s.bgv.ciphertext_to_bytes_packed(&low).unwrap();
+    assert_eq!(packed[REP + 1], 1, "packing mode 1");
+    let mut b = packed.clone();
+    for byte in &mut b[REP + 2..REP + 5] {
+        *byte = 0xff;
+    }
+    b[REP + 5] |= 0x3f;
+    assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::ResidueOutOfRange { limb: 0, index: 0 })));
+    // (N * 30 bits is a whole number of bytes for N = 1024; the padding check is covered by the
+    // serial unit tests with a short limb.) Truncation:
+    for cut in (REP..packed.len()).step_by(131) {
+        assert!(s.bgv.ciphertext_from_bytes(&packed[..cut]).is_err());
     }
 }
