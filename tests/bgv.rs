@@ -238,7 +238,6 @@ fn coefficient_encoding_with_power_of_two_t() {
     }
     let want: Vec<u64> = want.iter().map(|v| v.rem_euclid(256) as u64).collect();
     assert_eq!(got, want);
-    let _ = &mut f.rng;
 }
 
 fn fixture_without_rotations(params: &Parameters) -> Fixture {

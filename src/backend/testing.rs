@@ -26,26 +26,26 @@ impl<B: Backend> FlipOneBit<B> {
         Self { inner, kernel, word, fired: AtomicBool::new(false) }
     }
 
-    fn tamper(&self, name: &str, buf: B::Buffer) -> Result<B::Buffer> {
+    /// The flipped copy of `buf` if this is the first output of the chosen kernel.
+    fn flipped(&self, name: &str, buf: &B::Buffer) -> Result<Option<B::Buffer>> {
         if name != self.kernel || self.fired.swap(true, Ordering::SeqCst) {
-            return Ok(buf);
-        }
-        let mut host = self.inner.download(&buf)?;
-        if let Some(w) = host.get_mut(self.word) {
-            *w ^= 1;
-        }
-        self.inner.upload(&host)
-    }
-
-    fn tamper_in_place(&self, name: &str, buf: &mut B::Buffer) -> Result<()> {
-        if name != self.kernel || self.fired.swap(true, Ordering::SeqCst) {
-            return Ok(());
+            return Ok(None);
         }
         let mut host = self.inner.download(buf)?;
         if let Some(w) = host.get_mut(self.word) {
             *w ^= 1;
         }
-        *buf = self.inner.upload(&host)?;
+        self.inner.upload(&host).map(Some)
+    }
+
+    fn tamper(&self, name: &str, buf: B::Buffer) -> Result<B::Buffer> {
+        Ok(self.flipped(name, &buf)?.unwrap_or(buf))
+    }
+
+    fn tamper_in_place(&self, name: &str, buf: &mut B::Buffer) -> Result<()> {
+        if let Some(b) = self.flipped(name, buf)? {
+            *buf = b;
+        }
         Ok(())
     }
 }

@@ -266,11 +266,18 @@ impl GpuDevice {
 
     /// Copies `words` words from `src` at word `src_off` to `dst` at word `dst_off`.
     pub fn copy(&self, src: &wgpu::Buffer, src_off: usize, dst: &wgpu::Buffer, dst_off: usize, words: usize) {
-        if words == 0 {
-            return;
+        self.copy_many(&[(src, src_off, dst, dst_off, words)]);
+    }
+
+    /// Several copies `(src, src_off, dst, dst_off, words)` (offsets and lengths in words) in
+    /// one submission.
+    pub fn copy_many(&self, copies: &[(&wgpu::Buffer, usize, &wgpu::Buffer, usize, usize)]) {
+        let mut enc = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("copies") });
+        for &(src, src_off, dst, dst_off, words) in copies {
+            if words > 0 {
+                enc.copy_buffer_to_buffer(src, (src_off as u64) * 4, dst, (dst_off as u64) * 4, (words as u64) * 4);
+            }
         }
-        let mut enc = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
-        enc.copy_buffer_to_buffer(src, (src_off as u64) * 4, dst, (dst_off as u64) * 4, (words as u64) * 4);
         self.queue.submit([enc.finish()]);
     }
 

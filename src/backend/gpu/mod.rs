@@ -150,13 +150,12 @@ impl Backend for GpuBackend {
     fn gather_limbs(&self, buf: &GpuBuffer, positions: &[usize]) -> Result<GpuBuffer> {
         let n = self.n();
         let limbs = buf.words / n;
-        let out = self.dev.zeros(positions.len() * n)?;
-        for (k, &p) in positions.iter().enumerate() {
-            if p >= limbs {
-                return Err(Error::DimensionMismatch { what: "limb position", expected: limbs, found: p });
-            }
-            self.dev.copy(&buf.buf, p * n, &out, k * n, n);
+        if let Some(&p) = positions.iter().find(|&&p| p >= limbs) {
+            return Err(Error::DimensionMismatch { what: "limb position", expected: limbs, found: p });
         }
+        let out = self.dev.zeros(positions.len() * n)?;
+        let copies: Vec<_> = positions.iter().enumerate().map(|(k, &p)| (&buf.buf, p * n, &out, k * n, n)).collect();
+        self.dev.copy_many(&copies);
         Ok(self.wrap(out, positions.len() * n))
     }
 
@@ -169,6 +168,7 @@ impl Backend for GpuBackend {
         let n = self.n();
         let out = self.dev.zeros(limbs * n)?;
         let mut seen = vec![false; limbs];
+        let mut copies = Vec::with_capacity(limbs);
         for (src, positions) in [first, second] {
             self.check("merge_limbs input", src, positions.len())?;
             for (k, &p) in positions.iter().enumerate() {
@@ -182,12 +182,13 @@ impl Backend for GpuBackend {
                         })
                     }
                 }
-                self.dev.copy(&src.buf, k * n, &out, p * n, n);
+                copies.push((&src.buf, k * n, &out, p * n, n));
             }
         }
         if seen.iter().any(|s| !s) {
             return Err(Error::DimensionMismatch { what: "merge_limbs coverage", expected: limbs, found: limbs });
         }
+        self.dev.copy_many(&copies);
         Ok(self.wrap(out, limbs * n))
     }
 
