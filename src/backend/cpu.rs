@@ -288,4 +288,9 @@ impl Backend for CpuBackend {
             .try_for_each(|(o, m)| uniform_limb(seed, purpose, index, m, o))?;
         Ok(out)
     }
+
+    fn fused(&self, program: &super::fused::Program<'_, Self>) -> Result<Vec<Vec<u32>>> {
+        program.validate(self)?;
+        super::fused::evaluate_cpu(&self.ctx, program)
+    }
 }

@@ -5,8 +5,11 @@
 //!
 //! Trace format: JSON lines, one [`Record`] per dispatch, fields `kernel` (the [`Backend`]
 //! method), `n`, `limbs`, `bytes_read`, `bytes_written`, `key_bytes` (the part of `bytes_read`
-//! that is key material), `table_bytes` (constant tables: twiddles, conversion matrices),
-//! `prng_words` (32-bit words of ChaCha20 output) and `modmuls`.
+//! that is key material), `table_bytes` (constant tables: twiddles, conversion matrices,
+//! permutations), `plaintext_bytes` (plaintext limbs; only fused kernels know their operands'
+//! kinds), `prng_words` (32-bit words of ChaCha20 output) and `modmuls`. Ciphertext bytes are
+//! `bytes_read - key_bytes - table_bytes - plaintext_bytes`. Bit-packed operands count their
+//! packed size.
 //!
 //! Counts assume 4-byte residues and one pass over each operand; constant tables are counted
 //! once per dispatch at their full size. Buffer copies (`gather_limbs`, `merge_limbs`,
@@ -42,10 +45,21 @@ pub struct Record {
     pub key_bytes: u64,
     /// Part of `bytes_read` that is constant tables.
     pub table_bytes: u64,
+    /// Part of `bytes_read` that is plaintext limbs (fused kernels; element-wise kernels do not
+    /// know what their operands are and count them as ciphertext).
+    pub plaintext_bytes: u64,
     /// 32-bit words of pseudo-random output generated.
     pub prng_words: u64,
     /// Modular multiplications.
     pub modmuls: u64,
+}
+
+impl Record {
+    /// The part of `bytes_read` that is ciphertext limbs.
+    #[must_use]
+    pub fn ciphertext_bytes(&self) -> u64 {
+        self.bytes_read.saturating_sub(self.key_bytes + self.table_bytes + self.plaintext_bytes)
+    }
 }
 
 /// Totals over records.
@@ -61,6 +75,8 @@ pub struct Totals {
     pub key_bytes: u64,
     /// Table bytes read.
     pub table_bytes: u64,
+    /// Plaintext bytes read.
+    pub plaintext_bytes: u64,
     /// PRNG words.
     pub prng_words: u64,
     /// Modular multiplications.
@@ -120,6 +136,7 @@ impl<B: Backend> Ledger<B> {
             t.bytes_written += r.bytes_written;
             t.key_bytes += r.key_bytes;
             t.table_bytes += r.table_bytes;
+            t.plaintext_bytes += r.plaintext_bytes;
             t.prng_words += r.prng_words;
             t.modmuls += r.modmuls;
             t
@@ -315,6 +332,23 @@ impl<B: Backend> Backend for Ledger<B> {
             ..Record::default()
         });
         self.inner.uniform(seed, purpose, index, basis)
+    }
+    fn fused(&self, program: &super::fused::Program<'_, Self>) -> Result<Vec<Self::Buffer>> {
+        let inner = program.rebind::<B>();
+        let t = inner.traffic(self.inner.context())?;
+        self.push(Record {
+            kernel: "fused",
+            n: self.n(),
+            limbs: program.basis.len() as u64,
+            bytes_read: t.ciphertext_bytes + t.key_bytes + t.plaintext_bytes + t.table_bytes,
+            bytes_written: t.bytes_written,
+            key_bytes: t.key_bytes,
+            table_bytes: t.table_bytes,
+            plaintext_bytes: t.plaintext_bytes,
+            prng_words: t.prng_words,
+            modmuls: t.modmuls,
+        });
+        self.inner.fused(&inner)
     }
 }
 

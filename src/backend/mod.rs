@@ -16,6 +16,7 @@
 //! Kernel names are the names of the shaders of the GPU backend (`ntt_forward`, ...).
 
 pub mod cpu;
+pub mod fused;
 pub mod gpu;
 pub mod ledger;
 pub mod testing;
@@ -103,6 +104,10 @@ pub trait Backend: Send + Sync + Sized + 'static {
 
     /// `uniform`: residues of ChaCha20 streams, one per limb, as Eval-domain values.
     fn uniform(&self, seed: &Seed, purpose: Purpose, index: u32, basis: &[usize]) -> Result<Self::Buffer>;
+
+    /// `fused`: evaluates a [`fused::Program`] in one dispatch (operands stored, bit-packed or
+    /// regenerated from seeds; outputs stored or packed); one buffer per output, in order.
+    fn fused(&self, program: &fused::Program<'_, Self>) -> Result<Vec<Self::Buffer>>;
 }
 
 /// Which backend to run on, from `WGFHE_BACKEND` (`auto`, `gpu` or `cpu`; default `auto`).

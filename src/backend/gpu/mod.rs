@@ -266,4 +266,8 @@ impl Backend for GpuBackend {
     fn uniform(&self, seed: &Seed, purpose: Purpose, index: u32, basis: &[usize]) -> Result<GpuBuffer> {
         rns_kernels::uniform(self, seed, purpose, index, basis)
     }
+    fn fused(&self, program: &crate::backend::fused::Program<'_, Self>) -> Result<Vec<GpuBuffer>> {
+        program.validate(self)?;
+        Err(Error::Backend { backend: "gpu", reason: "fused programs are not implemented yet".into() })
+    }
 }

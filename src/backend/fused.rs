@@ -1,0 +1,595 @@
+//! Fused element-wise programs: the one kernel family the BXT compression layer
+//! ([`crate::compress`]) is built on.
+//!
+//! A [`Program`] evaluates one or more expressions over the Eval-domain residues of an output
+//! basis, residue by residue, in a single dispatch with no intermediate stores. Each operand is
+//! either a buffer of stored residues (plain `u32` words or bit-packed, see [`Format`]), a
+//! ChaCha20 uniform stream regenerated in registers from its seed (the seeded `a` half of a
+//! fresh ciphertext, or of a key-switching key), or a per-limb constant. Each output is written
+//! plain or packed. So `sum_i w_i * x_i + b`, a tensor product whose `a` halves are seeds, the
+//! lazy `a` half `sum_i w_i * PRG(seed_i)` and the seeded key-switching inner product are all
+//! one dispatch each.
+//!
+//! Semantics (every backend computes exactly this): for every output limb `l` (prime
+//! `q = basis[l]`) and residue index `j`, an expression evaluates to a residue in `[0, q)`:
+//! * [`Expr::Load`] of a [`Operand::Buffer`]: residue `j` of the operand's limb with the same
+//!   prime (the operand's basis may be a superset of the output basis); of a
+//!   [`Operand::Uniform`]: residue `j` of the stream's limb for `q`
+//!   ([`crate::math::sampling::uniform_residue`]); of a [`Operand::Scalar`]: its value for limb `l`;
+//! * `Add`, `Sub`, `Neg`, `Mul`, `Sum`: the modular operations (Barrett products);
+//! * [`Expr::Galois`]`{ g, expr }`: `expr` evaluated at index `perm_g[j]`, the Eval-domain
+//!   automorphism `X -> X^g` ([`RingContext::galois_permutation`]).
+//!
+//! Packed layout ([`packed_layout`]): limb `l` occupies `ceil(N bits(q_l) / 32)` words starting
+//! at the sum of the previous limbs' sizes; residue `j` is bits `j bits(q_l) .. (j + 1) bits(q_l)`
+//! of the limb's little-endian bit stream (least-significant bit first), padding bits are zero.
+//! For `N >= 32` this is byte for byte the wire format's packing mode 1
+//! ([`crate::serial::write_residues_packed`]).
+
+use crate::error::{Error, Result};
+use crate::math::sampling::{stream_id, Purpose, Seed};
+use crate::math::zq::Modulus;
+use crate::poly::RingContext;
+
+use super::Backend;
+
+/// Storage format of a buffer operand or of an output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// One residue per `u32` word.
+    Words,
+    /// Residues bit-packed to `bits(q)` bits per limb ([`packed_layout`]).
+    Packed,
+}
+
+/// What kind of data a buffer operand is, for the traffic ledger.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Traffic {
+    /// Ciphertext limbs.
+    Ciphertext,
+    /// Evaluation-key limbs.
+    Key,
+    /// Plaintext limbs.
+    Plaintext,
+}
+
+/// One input of a [`Program`].
+pub enum Operand<'a, B: Backend> {
+    /// Stored residues over `basis` (a superset of the program's output basis).
+    Buffer {
+        /// The buffer.
+        buf: &'a B::Buffer,
+        /// Prime indices of its limbs, in storage order.
+        basis: &'a [usize],
+        /// How the residues are stored.
+        format: Format,
+        /// Ledger class.
+        traffic: Traffic,
+    },
+    /// Uniform residues of the ChaCha20 streams `(seed, purpose, index, q)`, regenerated.
+    Uniform {
+        /// The seed.
+        seed: Seed,
+        /// Stream purpose.
+        purpose: Purpose,
+        /// Object index of the stream.
+        index: u32,
+    },
+    /// One constant per output limb (each below its limb's prime).
+    Scalar(Vec<u32>),
+}
+
+impl<B: Backend> std::fmt::Debug for Operand<'_, B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Buffer { basis, format, traffic, .. } => {
+                write!(f, "Buffer({format:?}, {traffic:?}, {} limbs)", basis.len())
+            }
+            Self::Uniform { purpose, index, .. } => write!(f, "Uniform({purpose:?}, {index})"),
+            Self::Scalar(s) => write!(f, "Scalar({} limbs)", s.len()),
+        }
+    }
+}
+
+/// An expression over the operands of a [`Program`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Expr {
+    /// Operand number `i`.
+    Load(usize),
+    /// `a + b`.
+    Add(Box<Expr>, Box<Expr>),
+    /// `a - b`.
+    Sub(Box<Expr>, Box<Expr>),
+    /// `-a`.
+    Neg(Box<Expr>),
+    /// `a * b`.
+    Mul(Box<Expr>, Box<Expr>),
+    /// The sum of the terms (0 when empty).
+    Sum(Vec<Expr>),
+    /// `expr` under the automorphism `X -> X^g` (Eval domain).
+    Galois {
+        /// The Galois element (odd, below `2N`).
+        g: usize,
+        /// The expression permuted.
+        expr: Box<Expr>,
+    },
+}
+
+impl Expr {
+    /// `Load(i)`.
+    #[must_use]
+    pub fn load(i: usize) -> Self {
+        Self::Load(i)
+    }
+    /// `a + b`.
+    #[must_use]
+    pub fn add(a: Self, b: Self) -> Self {
+        Self::Add(Box::new(a), Box::new(b))
+    }
+    /// `a - b`.
+    #[must_use]
+    pub fn sub(a: Self, b: Self) -> Self {
+        Self::Sub(Box::new(a), Box::new(b))
+    }
+    /// `a * b`.
+    #[must_use]
+    pub fn mul(a: Self, b: Self) -> Self {
+        Self::Mul(Box::new(a), Box::new(b))
+    }
+    /// `-a`.
+    #[must_use]
+    pub fn neg(a: Self) -> Self {
+        Self::Neg(Box::new(a))
+    }
+    /// `a` under `X -> X^g`.
+    #[must_use]
+    pub fn galois(g: usize, a: Self) -> Self {
+        Self::Galois { g, expr: Box::new(a) }
+    }
+
+    /// Calls `f` on every node, parents first.
+    pub fn visit(&self, f: &mut impl FnMut(&Expr)) {
+        f(self);
+        match self {
+            Self::Load(_) => {}
+            Self::Add(a, b) | Self::Sub(a, b) | Self::Mul(a, b) => {
+                a.visit(f);
+                b.visit(f);
+            }
+            Self::Neg(a) | Self::Galois { expr: a, .. } => a.visit(f),
+            Self::Sum(terms) => terms.iter().for_each(|t| t.visit(f)),
+        }
+    }
+
+    /// Number of `Mul` nodes (modular multiplications per residue).
+    #[must_use]
+    pub fn mul_count(&self) -> u64 {
+        let mut n = 0;
+        self.visit(&mut |e| {
+            if matches!(e, Self::Mul(..)) {
+                n += 1;
+            }
+        });
+        n
+    }
+
+    /// Depth of the tree (a `Load` has depth 1).
+    #[must_use]
+    pub fn depth(&self) -> usize {
+        match self {
+            Self::Load(_) => 1,
+            Self::Add(a, b) | Self::Sub(a, b) | Self::Mul(a, b) => 1 + a.depth().max(b.depth()),
+            Self::Neg(a) | Self::Galois { expr: a, .. } => 1 + a.depth(),
+            Self::Sum(terms) => 1 + terms.iter().map(Self::depth).max().unwrap_or(0),
+        }
+    }
+}
+
+/// Largest expression depth a program may have (bounds recursion in every backend).
+pub const MAX_DEPTH: usize = 64;
+/// Most operands a program may have.
+pub const MAX_OPERANDS: usize = 256;
+
+/// A fused program: operands, and expressions with the format each output is stored in.
+#[derive(Debug)]
+pub struct Program<'a, B: Backend> {
+    /// Prime indices of the output limbs.
+    pub basis: &'a [usize],
+    /// The inputs.
+    pub operands: Vec<Operand<'a, B>>,
+    /// One output per entry.
+    pub outputs: Vec<(Expr, Format)>,
+}
+
+impl<'a, B: Backend> Program<'a, B> {
+    /// The same program for another backend with the same buffer type (a wrapper such as the
+    /// ledger).
+    #[must_use]
+    pub fn rebind<B2: Backend<Buffer = B::Buffer>>(&self) -> Program<'a, B2> {
+        Program {
+            basis: self.basis,
+            operands: self
+                .operands
+                .iter()
+                .map(|op| match op {
+                    Operand::Buffer { buf, basis, format, traffic } => {
+                        Operand::Buffer { buf: *buf, basis: *basis, format: *format, traffic: *traffic }
+                    }
+                    Operand::Uniform { seed, purpose, index } => {
+                        Operand::Uniform { seed: *seed, purpose: *purpose, index: *index }
+                    }
+                    Operand::Scalar(s) => Operand::Scalar(s.clone()),
+                })
+                .collect(),
+            outputs: self.outputs.clone(),
+        }
+    }
+}
+
+/// Start word and word count of every limb of a packed buffer over `basis`, and the total.
+pub fn packed_layout(ctx: &RingContext, basis: &[usize]) -> Result<(Vec<(usize, usize)>, usize)> {
+    let n = ctx.n();
+    let mut out = Vec::with_capacity(basis.len());
+    let mut total = 0usize;
+    for m in ctx.moduli_of(basis)? {
+        let words = n.checked_mul(m.bits() as usize).ok_or(Error::SizeOverflow { what: "packed limb" })?.div_ceil(32);
+        out.push((total, words));
+        total = total.checked_add(words).ok_or(Error::SizeOverflow { what: "packed buffer" })?;
+    }
+    Ok((out, total))
+}
+
+/// Words of a buffer over `basis` in `format`.
+pub fn buffer_words(ctx: &RingContext, basis: &[usize], format: Format) -> Result<usize> {
+    match format {
+        Format::Words => basis.len().checked_mul(ctx.n()).ok_or(Error::SizeOverflow { what: "buffer" }),
+        Format::Packed => packed_layout(ctx, basis).map(|(_, t)| t),
+    }
+}
+
+/// Packs the residues of one limb (each below `2^bits`) into `out` (zeroed, `ceil(n bits/32)`
+/// words).
+pub fn pack_limb(residues: &[u32], bits: u32, out: &mut [u32]) {
+    let mask = if bits >= 32 { u32::MAX } else { (1u32 << bits) - 1 };
+    for (j, &x) in residues.iter().enumerate() {
+        let pos = j * bits as usize;
+        let (w, s) = (pos / 32, (pos % 32) as u32);
+        let x = x & mask;
+        if let Some(o) = out.get_mut(w) {
+            *o |= x << s;
+        }
+        if s + bits > 32 {
+            if let Some(o) = out.get_mut(w + 1) {
+                *o |= x >> (32 - s);
+            }
+        }
+    }
+}
+
+/// Residue `j` of a packed limb.
+#[must_use]
+pub fn unpack_residue(words: &[u32], bits: u32, j: usize) -> u32 {
+    let mask = if bits >= 32 { u32::MAX } else { (1u32 << bits) - 1 };
+    let pos = j * bits as usize;
+    let (w, s) = (pos / 32, (pos % 32) as u32);
+    let lo = words.get(w).copied().unwrap_or(0) >> s;
+    let hi = if s + bits > 32 { words.get(w + 1).copied().unwrap_or(0) << (32 - s) } else { 0 };
+    (lo | hi) & mask
+}
+
+/// What a program moves and computes, from shapes (identical on every backend): the fields of
+/// one ledger record.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProgramTraffic {
+    /// Ciphertext bytes read.
+    pub ciphertext_bytes: u64,
+    /// Key bytes read.
+    pub key_bytes: u64,
+    /// Plaintext bytes read.
+    pub plaintext_bytes: u64,
+    /// Table bytes read (Galois permutations).
+    pub table_bytes: u64,
+    /// Bytes written.
+    pub bytes_written: u64,
+    /// 32-bit ChaCha20 output words generated (4 per regenerated residue).
+    pub prng_words: u64,
+    /// Modular multiplications (`Mul` nodes, and 4 per regenerated residue for the reduction).
+    pub modmuls: u64,
+}
+
+impl<B: Backend> Program<'_, B> {
+    /// Checks the program's shape against `ctx` and the backend's buffer lengths: operand
+    /// indices, bases (every output prime present in each buffer operand), buffer sizes,
+    /// scalar counts and ranges, stream indices, Galois elements and depth.
+    pub fn validate(&self, backend: &B) -> Result<()> {
+        let ctx = backend.context();
+        let moduli = ctx.moduli_of(self.basis)?;
+        if self.operands.len() > MAX_OPERANDS {
+            return Err(Error::CountTooLarge {
+                what: "fused operands",
+                found: self.operands.len() as u64,
+                limit: MAX_OPERANDS as u64,
+            });
+        }
+        for op in &self.operands {
+            match op {
+                Operand::Buffer { buf, basis, format, .. } => {
+                    crate::poly::positions_in(basis, self.basis)?;
+                    let want = buffer_words(ctx, basis, *format)?;
+                    let found = backend.len(buf);
+                    if found != want {
+                        return Err(Error::DimensionMismatch { what: "fused operand", expected: want, found });
+                    }
+                }
+                Operand::Uniform { purpose, index, .. } => {
+                    stream_id(*purpose, *index, 0)?;
+                }
+                Operand::Scalar(s) => {
+                    if s.len() != moduli.len() {
+                        return Err(Error::DimensionMismatch {
+                            what: "fused scalars",
+                            expected: moduli.len(),
+                            found: s.len(),
+                        });
+                    }
+                    if let Some(limb) = s.iter().zip(&moduli).position(|(&w, m)| w >= m.value()) {
+                        return Err(Error::ResidueOutOfRange { limb, index: 0 });
+                    }
+                }
+            }
+        }
+        for (e, _) in &self.outputs {
+            if e.depth() > MAX_DEPTH {
+                return Err(Error::CountTooLarge {
+                    what: "fused expression depth",
+                    found: e.depth() as u64,
+                    limit: MAX_DEPTH as u64,
+                });
+            }
+            let mut bad = None;
+            e.visit(&mut |node| match node {
+                Expr::Load(i) if *i >= self.operands.len() => bad = Some(Error::InvalidField {
+                    field: "fused expression",
+                    reason: "loads an operand that does not exist",
+                }),
+                Expr::Galois { g, .. } if g % 2 == 0 || *g >= 2 * ctx.n() => {
+                    bad = Some(Error::InvalidField { field: "fused expression", reason: "bad Galois element" });
+                }
+                _ => {}
+            });
+            if let Some(err) = bad {
+                return Err(err);
+            }
+        }
+        Ok(())
+    }
+
+    /// The program's traffic over `n`-residue limbs: each buffer operand an expression loads is
+    /// read once (its limbs of the output basis), each uniform operand regenerated once per
+    /// residue, each Galois permutation read once; outputs written once.
+    pub fn traffic(&self, ctx: &RingContext) -> Result<ProgramTraffic> {
+        let n = ctx.n() as u64;
+        let limbs = self.basis.len() as u64;
+        let mut used = vec![false; self.operands.len()];
+        let mut galois = Vec::new();
+        let mut t = ProgramTraffic::default();
+        for (e, format) in &self.outputs {
+            e.visit(&mut |node| match node {
+                Expr::Load(i) => {
+                    if let Some(u) = used.get_mut(*i) {
+                        *u = true;
+                    }
+                }
+                Expr::Galois { g, .. } => {
+                    if !galois.contains(g) {
+                        galois.push(*g);
+                    }
+                }
+                _ => {}
+            });
+            t.modmuls += e.mul_count() * limbs * n;
+            t.bytes_written += 4 * buffer_words(ctx, self.basis, *format)? as u64;
+        }
+        let packed = 4 * buffer_words(ctx, self.basis, Format::Packed)? as u64;
+        for (op, _) in self.operands.iter().zip(&used).filter(|(_, &u)| u) {
+            match op {
+                Operand::Buffer { format, traffic, .. } => {
+                    let bytes = match format {
+                        Format::Words => 4 * limbs * n,
+                        Format::Packed => packed,
+                    };
+                    match traffic {
+                        Traffic::Ciphertext => t.ciphertext_bytes += bytes,
+                        Traffic::Key => t.key_bytes += bytes,
+                        Traffic::Plaintext => t.plaintext_bytes += bytes,
+                    }
+                }
+                Operand::Uniform { .. } => {
+                    t.prng_words += 4 * limbs * n;
+                    t.modmuls += 4 * limbs * n;
+                }
+                Operand::Scalar(_) => {}
+            }
+        }
+        t.table_bytes = 4 * n * galois.len() as u64;
+        Ok(t)
+    }
+}
+
+/// The CPU reference evaluation of `program` (the specification of the fused kernels).
+pub(crate) fn evaluate_cpu(ctx: &RingContext, program: &Program<'_, super::CpuBackend>) -> Result<Vec<Vec<u32>>> {
+    use rayon::prelude::*;
+    let n = ctx.n();
+    let moduli = ctx.moduli_of(program.basis)?;
+    // Per output limb: every output's residues.
+    let per_limb: Vec<Vec<Vec<u32>>> = program
+        .basis
+        .par_iter()
+        .zip(moduli.par_iter())
+        .enumerate()
+        .map(|(l, (&prime, m))| {
+            let mut cache: Vec<Option<Vec<u32>>> = vec![None; program.operands.len()];
+            program
+                .outputs
+                .iter()
+                .map(|(e, _)| eval_limb(ctx, program, l, prime, m, n, e, &mut cache))
+                .collect::<Result<Vec<_>>>()
+        })
+        .collect::<Result<_>>()?;
+    let mut outs = Vec::with_capacity(program.outputs.len());
+    for (k, (_, format)) in program.outputs.iter().enumerate() {
+        let mut out = vec![0u32; buffer_words(ctx, program.basis, *format)?];
+        match format {
+            Format::Words => {
+                for (limb, chunk) in per_limb.iter().zip(out.chunks_exact_mut(n.max(1))) {
+                    if let Some(v) = limb.get(k) {
+                        chunk.copy_from_slice(v);
+                    }
+                }
+            }
+            Format::Packed => {
+                let (layout, _) = packed_layout(ctx, program.basis)?;
+                for ((limb, &(start, words)), m) in per_limb.iter().zip(&layout).zip(&moduli) {
+                    if let (Some(v), Some(dst)) = (limb.get(k), out.get_mut(start..start + words)) {
+                        pack_limb(v, m.bits(), dst);
+                    }
+                }
+            }
+        }
+        outs.push(out);
+    }
+    Ok(outs)
+}
+
+/// Loads operand `i` for output limb `l` (prime index `prime`).
+fn load_limb(
+    ctx: &RingContext,
+    program: &Program<'_, super::CpuBackend>,
+    l: usize,
+    prime: usize,
+    m: &Modulus,
+    n: usize,
+    i: usize,
+) -> Result<Vec<u32>> {
+    let op = program.operands.get(i).ok_or(Error::InvalidField {
+        field: "fused expression",
+        reason: "loads an operand that does not exist",
+    })?;
+    match op {
+        Operand::Buffer { buf, basis, format, .. } => {
+            let pos = basis.iter().position(|&b| b == prime).ok_or(Error::DimensionMismatch {
+                what: "fused operand basis",
+                expected: program.basis.len(),
+                found: basis.len(),
+            })?;
+            match format {
+                Format::Words => buf
+                    .get(pos * n..(pos + 1) * n)
+                    .map(<[u32]>::to_vec)
+                    .ok_or(Error::DimensionMismatch { what: "fused operand", expected: basis.len() * n, found: buf.len() }),
+                Format::Packed => {
+                    let (layout, _) = packed_layout(ctx, basis)?;
+                    let &(start, words) = layout.get(pos).ok_or(Error::SizeOverflow { what: "packed layout" })?;
+                    let src = buf.get(start..start + words).ok_or(Error::DimensionMismatch {
+                        what: "fused operand",
+                        expected: start + words,
+                        found: buf.len(),
+                    })?;
+                    let bits = ctx.modulus(prime)?.bits();
+                    let v: Vec<u32> = (0..n).map(|j| unpack_residue(src, bits, j)).collect();
+                    if let Some(index) = v.iter().position(|&x| x >= m.value()) {
+                        return Err(Error::ResidueOutOfRange { limb: pos, index });
+                    }
+                    Ok(v)
+                }
+            }
+        }
+        Operand::Uniform { seed, purpose, index } => {
+            let mut v = vec![0u32; n];
+            crate::math::sampling::uniform_limb(seed, *purpose, *index, m, &mut v)?;
+            Ok(v)
+        }
+        Operand::Scalar(s) => {
+            let w = *s.get(l).ok_or(Error::DimensionMismatch {
+                what: "fused scalars",
+                expected: program.basis.len(),
+                found: s.len(),
+            })?;
+            Ok(vec![w; n])
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments, reason = "one recursion step of the reference interpreter")]
+fn eval_limb(
+    ctx: &RingContext,
+    program: &Program<'_, super::CpuBackend>,
+    l: usize,
+    prime: usize,
+    m: &Modulus,
+    n: usize,
+    e: &Expr,
+    cache: &mut Vec<Option<Vec<u32>>>,
+) -> Result<Vec<u32>> {
+    let rec = |e: &Expr, cache: &mut Vec<Option<Vec<u32>>>| eval_limb(ctx, program, l, prime, m, n, e, cache);
+    let zip = |a: Vec<u32>, b: Vec<u32>, f: &dyn Fn(u32, u32) -> u32| -> Vec<u32> {
+        a.into_iter().zip(b).map(|(x, y)| f(x, y)).collect()
+    };
+    Ok(match e {
+        Expr::Load(i) => {
+            if let Some(Some(v)) = cache.get(*i) {
+                return Ok(v.clone());
+            }
+            let v = load_limb(ctx, program, l, prime, m, n, *i)?;
+            if let Some(slot) = cache.get_mut(*i) {
+                *slot = Some(v.clone());
+            }
+            v
+        }
+        Expr::Add(a, b) => {
+            let (a, b) = (rec(a, cache)?, rec(b, cache)?);
+            zip(a, b, &|x, y| m.add(x, y))
+        }
+        Expr::Sub(a, b) => {
+            let (a, b) = (rec(a, cache)?, rec(b, cache)?);
+            zip(a, b, &|x, y| m.sub(x, y))
+        }
+        Expr::Mul(a, b) => {
+            let (a, b) = (rec(a, cache)?, rec(b, cache)?);
+            zip(a, b, &|x, y| m.mul(x, y))
+        }
+        Expr::Neg(a) => rec(a, cache)?.into_iter().map(|x| m.neg(x)).collect(),
+        Expr::Sum(terms) => {
+            let mut acc = vec![0u32; n];
+            for t in terms {
+                let v = rec(t, cache)?;
+                acc.iter_mut().zip(v).for_each(|(a, x)| *a = m.add(*a, x));
+            }
+            acc
+        }
+        Expr::Galois { g, expr } => {
+            let perm = ctx.galois_permutation(*g)?;
+            let v = rec(expr, cache)?;
+            perm.iter().map(|&p| v.get(p as usize).copied().unwrap_or(0)).collect()
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pack_round_trip_at_every_offset() {
+        for bits in [17u32, 20, 29, 30, 31] {
+            let n = 64;
+            let vals: Vec<u32> = (0..n as u32).map(|j| (j.wrapping_mul(2_654_435_761)) & ((1 << bits) - 1)).collect();
+            let mut out = vec![0u32; (n * bits as usize).div_ceil(32)];
+            pack_limb(&vals, bits, &mut out);
+            for (j, &v) in vals.iter().enumerate() {
+                assert_eq!(unpack_residue(&out, bits, j), v, "bits {bits} j {j}");
+            }
+        }
+    }
+}
