@@ -19,6 +19,7 @@
 pub mod backend;
 pub mod bgv;
 pub mod ckks;
+pub mod compress;
 pub mod error;
 pub mod math;
 pub mod params;

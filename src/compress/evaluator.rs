@@ -1,0 +1,589 @@
+//! The BXT evaluator: BGV operations on compressed ciphertexts, one fused program per kernel.
+//!
+//! Each operation computes exactly what the plain BGV operation computes (the same residues,
+//! correction factor and noise estimate), so every variant materialises to the baseline's bytes.
+//! Cases a fused path does not cover (operands at different levels or with different correction
+//! factors, an HMULT that first needs a modulus switch) materialise the operands, run the plain
+//! BGV operation and compress the result; they are correct, not fast.
+
+use std::sync::Arc;
+
+use super::{BxtCiphertext, Factor, Half, Meta, PackedPoly, ProgramBuilder, Repr, Term, Variant};
+use crate::backend::fused::{Expr, Format, Program, Traffic};
+use crate::backend::Backend;
+use crate::bgv::noise::log2_add;
+use crate::bgv::{Bgv, Ciphertext, EvaluationKeys, Plaintext};
+use crate::error::{Error, Result};
+use crate::poly::{Basis, Eval, RnsPoly};
+use crate::rlwe::{self, SecretKey};
+
+/// Most buffers a lazy half may reference before it is materialised (bounds the bindings of
+/// the kernel that eventually generates it).
+pub const MAX_LAZY_BUFFERS: usize = 8;
+
+/// A weight of [`Bxt::weighted_sum`].
+#[derive(Debug, Clone, Copy)]
+pub enum Weight<'p> {
+    /// An integer, the same in every slot (read from the kernel's parameters, no memory
+    /// traffic): the weights of a dense or convolution layer over one-ciphertext-per-pixel data.
+    Int(i64),
+    /// A plaintext (its limbs are read from memory).
+    Plain(&'p Plaintext),
+}
+
+/// BGV evaluation under one [`Variant`].
+#[derive(Debug, Clone, Copy)]
+pub struct Bxt<'a, B: Backend> {
+    bgv: &'a Bgv<B>,
+    variant: Variant,
+}
+
+impl<'a, B: Backend> Bxt<'a, B> {
+    /// An evaluator applying `variant` over `bgv`.
+    #[must_use]
+    pub fn new(bgv: &'a Bgv<B>, variant: Variant) -> Self {
+        Self { bgv, variant }
+    }
+
+    /// The variant.
+    #[must_use]
+    pub fn variant(&self) -> Variant {
+        self.variant
+    }
+
+    /// The BGV instance.
+    #[must_use]
+    pub fn bgv(&self) -> &'a Bgv<B> {
+        self.bgv
+    }
+
+    fn be(&self) -> &'a B {
+        self.bgv.backend()
+    }
+
+    fn t(&self) -> u32 {
+        self.bgv.plaintext_modulus()
+    }
+
+    fn check_noise(&self, noise: f64, level: usize) -> Result<()> {
+        let model = self.bgv.noise_model();
+        if !model.decryptable(noise, level) {
+            return Err(Error::NoiseBudgetExhausted { noise_log2: noise, modulus_log2: model.log_q_at(level) });
+        }
+        Ok(())
+    }
+
+    fn basis(&self, level: usize) -> Result<Basis> {
+        self.be().context().q_basis(level)
+    }
+
+    /// Runs `outputs` over `builder`'s operands: one dispatch.
+    fn run(&self, builder: ProgramBuilder<'_, B>, outputs: Vec<(Expr, Format)>) -> Result<Vec<B::Buffer>> {
+        let program = Program { basis: builder.basis(), operands: builder.operands, outputs };
+        self.be().fused(&program)
+    }
+
+    fn wrap(&self, buf: B::Buffer, basis: &Basis, format: Format) -> Result<Half<B>> {
+        Ok(match format {
+            Format::Words => Half::Stored(Arc::new(RnsPoly::from_buffer(self.be(), buf, basis.clone())?)),
+            Format::Packed => Half::Packed(Arc::new(PackedPoly::from_buffer(self.be(), buf, basis.clone())?)),
+        })
+    }
+
+    fn builder<'b>(&self, basis: &'b Basis) -> Result<ProgramBuilder<'b, B>> {
+        ProgramBuilder::new(self.be(), basis)
+    }
+
+    /// Two outputs of one run, in order.
+    fn two(bufs: Vec<B::Buffer>) -> Result<(B::Buffer, B::Buffer)> {
+        let mut it = bufs.into_iter();
+        match (it.next(), it.next()) {
+            (Some(x), Some(y)) => Ok((x, y)),
+            _ => Err(Error::Backend { backend: "fused", reason: "a fused program returned too few outputs".into() }),
+        }
+    }
+
+    fn one(bufs: Vec<B::Buffer>) -> Result<B::Buffer> {
+        bufs.into_iter()
+            .next()
+            .ok_or(Error::Backend { backend: "fused", reason: "a fused program returned no output".into() })
+    }
+
+    // ---- conversions ---------------------------------------------------------------------------
+
+    /// Symmetric encryption at the top level; the `a` half stays a seed unless the variant is
+    /// the baseline.
+    pub fn encrypt(&self, sk: &SecretKey<B>, pt: &Plaintext) -> Result<BxtCiphertext<B>> {
+        self.compress(self.bgv.encrypt_symmetric(sk, pt)?)
+    }
+
+    /// Brings a degree-1 BGV ciphertext into this variant's form: a fresh symmetric ciphertext's
+    /// `a` half becomes its seed (`c` and above) and stored limbs are packed (`cs` and above).
+    pub fn compress(&self, ct: Ciphertext<B>) -> Result<BxtCiphertext<B>> {
+        if self.variant == Variant::Baseline {
+            return Ok(BxtCiphertext { repr: Repr::Plain(ct) });
+        }
+        let meta = Meta {
+            level: ct.level(),
+            correction: ct.correction_factor(),
+            noise_log2: ct.noise_estimate(),
+            param_id: ct.param_id(),
+        };
+        let seed = ct.seed;
+        let Ok([b, a]) = <[RnsPoly<B, Eval>; 2]>::try_from(ct.polys) else {
+            return Err(Error::CiphertextDegree { degree: 2, expected: 1 });
+        };
+        let basis = b.basis().clone();
+        let seeded = seed.filter(|_| self.variant.seeds());
+        let (b, a) = if self.variant.packs() {
+            let mut pb = self.builder(&basis)?;
+            let eb = pb.poly(&b, Traffic::Ciphertext);
+            let mut outputs = vec![(eb, Format::Packed)];
+            if seeded.is_none() {
+                let ea = pb.poly(&a, Traffic::Ciphertext);
+                outputs.push((ea, Format::Packed));
+            }
+            let mut bufs = self.run(pb, outputs)?.into_iter();
+            let pb_buf = bufs.next().ok_or(Error::Backend { backend: "fused", reason: "no output".into() })?;
+            let b = self.wrap(pb_buf, &basis, Format::Packed)?;
+            let a = match (seeded, bufs.next()) {
+                (Some(s), _) => Half::Seeded(s),
+                (None, Some(buf)) => self.wrap(buf, &basis, Format::Packed)?,
+                (None, None) => return Err(Error::Backend { backend: "fused", reason: "no output".into() }),
+            };
+            (b, a)
+        } else {
+            let a = match seeded {
+                Some(s) => Half::Seeded(s),
+                None => Half::Stored(Arc::new(a)),
+            };
+            (Half::Stored(Arc::new(b)), a)
+        };
+        Ok(BxtCiphertext { repr: Repr::Halves { b, a, meta } })
+    }
+
+    /// The plain BGV ciphertext (both halves as `u32` limbs, one dispatch); a still-seeded `a`
+    /// half keeps its seed for the wire.
+    pub fn materialize(&self, ct: &BxtCiphertext<B>) -> Result<Ciphertext<B>> {
+        match &ct.repr {
+            Repr::Plain(c) => c.duplicate(self.be()),
+            Repr::Halves { b, a, meta } => {
+                let basis = self.basis(meta.level)?;
+                let mut pb = self.builder(&basis)?;
+                let eb = pb.half(b)?;
+                let ea = pb.half(a)?;
+                let (bb, ab) = Self::two(self.run(pb, vec![(eb, Format::Words), (ea, Format::Words)])?)?;
+                let seed = match a {
+                    Half::Seeded(s) => Some(*s),
+                    _ => None,
+                };
+                Ok(Ciphertext {
+                    polys: vec![
+                        RnsPoly::from_buffer(self.be(), bb, basis.clone())?,
+                        RnsPoly::from_buffer(self.be(), ab, basis)?,
+                    ],
+                    correction: meta.correction,
+                    noise_log2: meta.noise_log2,
+                    seed,
+                    param_id: meta.param_id,
+                })
+            }
+        }
+    }
+
+    /// Decrypts (materialising first).
+    pub fn decrypt(&self, sk: &SecretKey<B>, ct: &BxtCiphertext<B>) -> Result<Plaintext> {
+        match &ct.repr {
+            Repr::Plain(c) => self.bgv.decrypt(sk, c),
+            Repr::Halves { .. } => self.bgv.decrypt(sk, &self.materialize(ct)?),
+        }
+    }
+
+    /// Evaluation keys in this variant's form: `cso+k` keeps only the seeds of the `a` parts.
+    #[must_use]
+    pub fn prepare_keys(&self, keys: EvaluationKeys<B>) -> EvaluationKeys<B> {
+        // Placeholder until seeded keys land: keys unchanged.
+        keys
+    }
+
+    fn halves<'c>(&self, ct: &'c BxtCiphertext<B>) -> Result<(&'c Half<B>, &'c Half<B>, Meta)> {
+        match &ct.repr {
+            Repr::Halves { b, a, meta } => {
+                if meta.param_id != self.bgv.params().id() {
+                    return Err(Error::ParameterMismatch { expected: self.bgv.params().id(), found: meta.param_id });
+                }
+                Ok((b, a, *meta))
+            }
+            Repr::Plain(_) => Err(Error::InvalidField {
+                field: "ciphertext",
+                reason: "a baseline ciphertext given to a BXT evaluator",
+            }),
+        }
+    }
+
+    fn plain<'c>(&self, ct: &'c BxtCiphertext<B>) -> Result<&'c Ciphertext<B>> {
+        match &ct.repr {
+            Repr::Plain(c) => Ok(c),
+            Repr::Halves { .. } => Err(Error::InvalidField {
+                field: "ciphertext",
+                reason: "a compressed ciphertext given to the baseline",
+            }),
+        }
+    }
+
+    /// The plain operation on materialised operands, compressed again (the uncovered cases).
+    fn fallback(
+        &self,
+        inputs: &[&BxtCiphertext<B>],
+        op: impl FnOnce(&[Ciphertext<B>]) -> Result<Ciphertext<B>>,
+    ) -> Result<BxtCiphertext<B>> {
+        let plain = inputs.iter().map(|c| self.materialize(c)).collect::<Result<Vec<_>>>()?;
+        self.compress(op(&plain)?)
+    }
+
+    /// Materialises a lazy `a` half that references too many buffers.
+    fn bound_lazy(&self, a: Half<B>, basis: &Basis) -> Result<Half<B>> {
+        if !matches!(a, Half::Lazy(_)) || a.buffer_count() <= MAX_LAZY_BUFFERS {
+            return Ok(a);
+        }
+        let mut pb = self.builder(basis)?;
+        let e = pb.half(&a)?;
+        let format = self.variant.format();
+        self.wrap(Self::one(self.run(pb, vec![(e, format)])?)?, basis, format)
+    }
+
+    // ---- linear operations -------------------------------------------------------------------
+
+    /// `x + y` (HADD). `c`/`cs`: one kernel writing both halves (seeded halves regenerated);
+    /// `cso`: one kernel for `b`, the `a` half stays lazy.
+    pub fn add(&self, x: &BxtCiphertext<B>, y: &BxtCiphertext<B>) -> Result<BxtCiphertext<B>> {
+        if self.variant == Variant::Baseline {
+            return self.compress(self.bgv.add(self.plain(x)?, self.plain(y)?)?);
+        }
+        let (xb, xa, xm) = self.halves(x)?;
+        let (yb, ya, ym) = self.halves(y)?;
+        if xm.level != ym.level || xm.correction != ym.correction {
+            return self.fallback(&[x, y], |p| match p {
+                [a, b] => self.bgv.add(a, b),
+                _ => Err(Error::CiphertextDegree { degree: 0, expected: 1 }),
+            });
+        }
+        let noise = log2_add(xm.noise_log2, ym.noise_log2);
+        self.check_noise(noise, xm.level)?;
+        let meta = Meta { noise_log2: noise, ..xm };
+        let basis = self.basis(xm.level)?;
+        let format = self.variant.format();
+        let mut pb = self.builder(&basis)?;
+        let eb = Expr::add(pb.half(xb)?, pb.half(yb)?);
+        let (b, a) = if self.variant.fuses() {
+            let b = self.wrap(Self::one(self.run(pb, vec![(eb, format)])?)?, &basis, format)?;
+            let mut terms = xa.terms();
+            terms.extend(ya.terms());
+            (b, self.bound_lazy(Half::Lazy(terms), &basis)?)
+        } else {
+            let ea = Expr::add(pb.half(xa)?, pb.half(ya)?);
+            let (bb, ab) = Self::two(self.run(pb, vec![(eb, format), (ea, format)])?)?;
+            (self.wrap(bb, &basis, format)?, self.wrap(ab, &basis, format)?)
+        };
+        Ok(BxtCiphertext { repr: Repr::Halves { b, a, meta } })
+    }
+
+    /// `ct + pt` (PADD): one kernel on `b`; `a` is untouched (a seed stays a seed).
+    pub fn add_plain(&self, ct: &BxtCiphertext<B>, pt: &Plaintext) -> Result<BxtCiphertext<B>> {
+        if self.variant == Variant::Baseline {
+            return self.compress(self.bgv.add_plain(self.plain(ct)?, pt)?);
+        }
+        let (b, a, meta) = self.halves(ct)?;
+        let noise = log2_add(meta.noise_log2, self.bgv.plain_norm_log2(pt, meta.correction));
+        self.check_noise(noise, meta.level)?;
+        let basis = self.basis(meta.level)?;
+        let m = self.bgv.lift(pt, meta.correction, meta.level)?;
+        let format = self.variant.format();
+        let mut pb = self.builder(&basis)?;
+        let e = Expr::add(pb.half(b)?, pb.poly(&m, Traffic::Plaintext));
+        let b = self.wrap(Self::one(self.run(pb, vec![(e, format)])?)?, &basis, format)?;
+        Ok(BxtCiphertext { repr: Repr::Halves { b, a: a.clone(), meta: Meta { noise_log2: noise, ..meta } } })
+    }
+
+    /// `ct * pt` (PMULT). `c`/`cs`: one kernel writing both halves; `cso`: one kernel for `b`,
+    /// the `a` half becomes lazy `pt * a`.
+    pub fn mul_plain(&self, ct: &BxtCiphertext<B>, pt: &Plaintext) -> Result<BxtCiphertext<B>> {
+        self.scale_by(ct, Weight::Plain(pt))
+    }
+
+    /// `k * ct` for an integer `k` (the same in every slot).
+    pub fn mul_int(&self, ct: &BxtCiphertext<B>, k: i64) -> Result<BxtCiphertext<B>> {
+        self.scale_by(ct, Weight::Int(k))
+    }
+
+    /// The noise of `w * ct` and the weight's factor (lifted with correction 1, as PMULT does).
+    fn weight_factor(&self, w: Weight<'_>, level: usize, noise: f64) -> Result<(Factor<B>, f64)> {
+        let model = self.bgv.noise_model();
+        Ok(match w {
+            Weight::Int(k) => (Factor::Int(k), model.mul_plain(noise, (k.unsigned_abs() as f64).max(1.0).log2())),
+            Weight::Plain(pt) => (
+                Factor::Plain(Arc::new(self.bgv.lift(pt, 1, level)?)),
+                model.mul_plain(noise, self.bgv.plain_norm_log2(pt, 1)),
+            ),
+        })
+    }
+
+    fn baseline_scale(&self, ct: &Ciphertext<B>, w: Weight<'_>) -> Result<Ciphertext<B>> {
+        match w {
+            Weight::Plain(pt) => self.bgv.mul_plain(ct, pt),
+            Weight::Int(k) => {
+                let polys = ct.polys().iter().map(|p| p.mul_int(self.be(), k)).collect::<Result<Vec<_>>>()?;
+                let noise =
+                    self.bgv.noise_model().mul_plain(ct.noise_estimate(), (k.unsigned_abs() as f64).max(1.0).log2());
+                self.check_noise(noise, ct.level())?;
+                Ok(Ciphertext {
+                    polys,
+                    correction: ct.correction_factor(),
+                    noise_log2: noise,
+                    seed: None,
+                    param_id: ct.param_id(),
+                })
+            }
+        }
+    }
+
+    fn scale_by(&self, ct: &BxtCiphertext<B>, w: Weight<'_>) -> Result<BxtCiphertext<B>> {
+        if self.variant == Variant::Baseline {
+            return self.compress(self.baseline_scale(self.plain(ct)?, w)?);
+        }
+        let (b, a, meta) = self.halves(ct)?;
+        let (factor, noise) = self.weight_factor(w, meta.level, meta.noise_log2)?;
+        self.check_noise(noise, meta.level)?;
+        let meta = Meta { noise_log2: noise, ..meta };
+        let basis = self.basis(meta.level)?;
+        let format = self.variant.format();
+        let mut pb = self.builder(&basis)?;
+        let ew = factor_expr(&mut pb, &factor);
+        let eb = Expr::mul(ew.clone(), pb.half(b)?);
+        let (b, a) = if self.variant.fuses() {
+            let b = self.wrap(Self::one(self.run(pb, vec![(eb, format)])?)?, &basis, format)?;
+            (b, self.bound_lazy(Half::Lazy(scaled_terms(a, &factor)), &basis)?)
+        } else {
+            let ea = Expr::mul(ew, pb.half(a)?);
+            let (bb, ab) = Self::two(self.run(pb, vec![(eb, format), (ea, format)])?)?;
+            (self.wrap(bb, &basis, format)?, self.wrap(ab, &basis, format)?)
+        };
+        Ok(BxtCiphertext { repr: Repr::Halves { b, a, meta } })
+    }
+
+    /// `sum_i w_i * x_i (+ bias)`: a dense or convolution layer. `cso` runs it as one kernel
+    /// writing only `b` (the `a` half stays lazy); the other variants run the chain of PMULT and
+    /// HADD (and a PADD for the bias) kernels.
+    pub fn weighted_sum(
+        &self,
+        terms: &[(Weight<'_>, &BxtCiphertext<B>)],
+        bias: Option<&Plaintext>,
+    ) -> Result<BxtCiphertext<B>> {
+        let first = terms.first().ok_or(Error::InvalidField { field: "weighted sum", reason: "no terms" })?;
+        let fused_ok = self.variant.fuses()
+            && terms.iter().all(|(_, c)| match (&c.repr, &first.1.repr) {
+                (Repr::Halves { meta: m, .. }, Repr::Halves { meta: m0, .. }) => {
+                    m.level == m0.level && m.correction == m0.correction
+                }
+                _ => false,
+            });
+        if !fused_ok {
+            let mut acc = self.scale_by(first.1, first.0)?;
+            for (w, c) in terms.iter().skip(1) {
+                acc = self.add(&acc, &self.scale_by(c, *w)?)?;
+            }
+            return match bias {
+                Some(pt) => self.add_plain(&acc, pt),
+                None => Ok(acc),
+            };
+        }
+        let (_, _, meta0) = self.halves(first.1)?;
+        let basis = self.basis(meta0.level)?;
+        let mut factors = Vec::with_capacity(terms.len());
+        let mut noise: Option<f64> = None;
+        for (w, c) in terms {
+            let (_, _, m) = self.halves(c)?;
+            let (f, n) = self.weight_factor(*w, m.level, m.noise_log2)?;
+            self.check_noise(n, m.level)?;
+            noise = Some(noise.map_or(n, |acc| log2_add(acc, n)));
+            factors.push(f);
+        }
+        let mut noise = noise.unwrap_or(meta0.noise_log2);
+        let m = match bias {
+            Some(pt) => {
+                noise = log2_add(noise, self.bgv.plain_norm_log2(pt, meta0.correction));
+                Some(self.bgv.lift(pt, meta0.correction, meta0.level)?)
+            }
+            None => None,
+        };
+        self.check_noise(noise, meta0.level)?;
+        let format = self.variant.format();
+        let mut pb = self.builder(&basis)?;
+        let mut sum = Vec::with_capacity(terms.len() + 1);
+        let mut lazy = Vec::new();
+        for ((_, c), f) in terms.iter().zip(&factors) {
+            let (b, a, _) = self.halves(c)?;
+            let ew = factor_expr(&mut pb, f);
+            sum.push(Expr::mul(ew, pb.half(b)?));
+            lazy.extend(scaled_terms(a, f));
+        }
+        if let Some(m) = &m {
+            sum.push(pb.poly(m, Traffic::Plaintext));
+        }
+        let b = self.wrap(Self::one(self.run(pb, vec![(Expr::Sum(sum), format)])?)?, &basis, format)?;
+        let a = self.bound_lazy(Half::Lazy(lazy), &basis)?;
+        Ok(BxtCiphertext { repr: Repr::Halves { b, a, meta: Meta { noise_log2: noise, ..meta0 } } })
+    }
+
+    // ---- multiplication and rotation ----------------------------------------------------------
+
+    /// HMULT with relinearisation, as [`Bgv::mul_relin`]. The tensor kernel regenerates seeded
+    /// and lazy `a` halves in registers; `cso` computes only `c_2` there and fuses `c_0`, `c_1`
+    /// into the kernel that adds the key-switching result.
+    pub fn mul_relin(
+        &self,
+        x: &BxtCiphertext<B>,
+        y: &BxtCiphertext<B>,
+        keys: &EvaluationKeys<B>,
+    ) -> Result<BxtCiphertext<B>> {
+        if self.variant == Variant::Baseline {
+            return self.compress(self.bgv.mul_relin(self.plain(x)?, self.plain(y)?, keys)?);
+        }
+        let rk = keys.relin.as_ref().ok_or(Error::MissingRelinKey)?;
+        let (xb, xa, xm) = self.halves(x)?;
+        let (yb, ya, ym) = self.halves(y)?;
+        let model = self.bgv.noise_model();
+        let needs_switch = model.primes_to_drop(xm.noise_log2, xm.level) > 0
+            || model.primes_to_drop(ym.noise_log2, ym.level) > 0
+            || xm.level != ym.level;
+        if needs_switch {
+            return self.fallback(&[x, y], |p| match p {
+                [a, b] => self.bgv.mul_relin(a, b, keys),
+                _ => Err(Error::CiphertextDegree { degree: 0, expected: 1 }),
+            });
+        }
+        let level = xm.level;
+        let noise = model.mul(xm.noise_log2, ym.noise_log2);
+        self.check_noise(noise, level)?;
+        let out_noise = log2_add(noise, model.key_switch(level));
+        let t = u64::from(self.t());
+        let correction = u32::try_from(u64::from(xm.correction) * u64::from(ym.correction) % t)
+            .map_err(|_| Error::SizeOverflow { what: "correction factor" })?;
+        let basis = self.basis(level)?;
+        let format = self.variant.format();
+        // Step 1: the tensor product (c2 only under cso).
+        let mut pb = self.builder(&basis)?;
+        let (eb1, ea1, eb2, ea2) = (pb.half(xb)?, pb.half(xa)?, pb.half(yb)?, pb.half(ya)?);
+        let c2 = Expr::mul(ea1.clone(), ea2.clone());
+        let e0 = Expr::mul(eb1.clone(), eb2.clone());
+        let e1 = Expr::add(Expr::mul(eb1, ea2), Expr::mul(ea1, eb2));
+        let fuse = self.variant.fuses();
+        let outputs = if fuse {
+            vec![(c2, Format::Words)]
+        } else {
+            vec![(e0.clone(), Format::Words), (e1.clone(), Format::Words), (c2, Format::Words)]
+        };
+        let mut bufs = self.run(pb, outputs)?;
+        let c2 = RnsPoly::from_buffer(
+            self.be(),
+            bufs.pop().ok_or(Error::Backend { backend: "fused", reason: "no output".into() })?,
+            basis.clone(),
+        )?;
+        // Step 2: key switching of c2 (seeded keys regenerate their `a` parts inside it).
+        let (d0, d1) = rlwe::key_switch(self.be(), &c2, &rk.0, Some(self.t()))?;
+        drop(c2);
+        // Step 3: c0 + d0, c1 + d1, in the variant's format.
+        let (b, a) = if fuse {
+            let mut pb = self.builder(&basis)?;
+            let (eb1, ea1, eb2, ea2) = (pb.half(xb)?, pb.half(xa)?, pb.half(yb)?, pb.half(ya)?);
+            let e0 = Expr::add(Expr::mul(eb1.clone(), eb2.clone()), pb.poly(&d0, Traffic::Ciphertext));
+            let e1 = Expr::add(Expr::add(Expr::mul(eb1, ea2), Expr::mul(ea1, eb2)), pb.poly(&d1, Traffic::Ciphertext));
+            Self::two(self.run(pb, vec![(e0, format), (e1, format)])?)?
+        } else {
+            let mut it = bufs.into_iter();
+            let (c0, c1) = match (it.next(), it.next()) {
+                (Some(c0), Some(c1)) => (
+                    RnsPoly::from_buffer(self.be(), c0, basis.clone())?,
+                    RnsPoly::from_buffer(self.be(), c1, basis.clone())?,
+                ),
+                _ => return Err(Error::Backend { backend: "fused", reason: "no output".into() }),
+            };
+            let mut pb = self.builder(&basis)?;
+            let e0 = Expr::add(pb.poly(&c0, Traffic::Ciphertext), pb.poly(&d0, Traffic::Ciphertext));
+            let e1 = Expr::add(pb.poly(&c1, Traffic::Ciphertext), pb.poly(&d1, Traffic::Ciphertext));
+            Self::two(self.run(pb, vec![(e0, format), (e1, format)])?)?
+        };
+        self.check_noise(out_noise, level)?;
+        let meta = Meta { level, correction, noise_log2: out_noise, param_id: xm.param_id };
+        Ok(BxtCiphertext {
+            repr: Repr::Halves { b: self.wrap(b, &basis, format)?, a: self.wrap(a, &basis, format)?, meta },
+        })
+    }
+
+    /// HROTATE: rotates both rows of the slot matrix left by `steps`, as
+    /// [`Bgv::rotate_columns`]. The automorphism of the `a` half (regenerated from its seed or
+    /// lazy terms) is the first kernel; the last kernel applies it to `b`, adds the key-switching
+    /// result and stores both halves in the variant's format.
+    pub fn rotate_columns(
+        &self,
+        ct: &BxtCiphertext<B>,
+        steps: i64,
+        keys: &EvaluationKeys<B>,
+    ) -> Result<BxtCiphertext<B>> {
+        if self.variant == Variant::Baseline {
+            return self.compress(self.bgv.rotate_columns(self.plain(ct)?, steps, keys)?);
+        }
+        let g = self.bgv.column_rotation_element(steps);
+        if g == 1 {
+            let (b, a, meta) = self.halves(ct)?;
+            return Ok(BxtCiphertext { repr: Repr::Halves { b: b.clone(), a: a.clone(), meta } });
+        }
+        let gk = keys.galois.get(&g).ok_or_else(|| Error::MissingGaloisKey {
+            galois_element: g as u64,
+            rotation: format!("columns by {steps}"),
+        })?;
+        if gk.galois_element != g {
+            return Err(Error::KeyDimensions { reason: "Galois key stored under another element" });
+        }
+        let (b, a, meta) = self.halves(ct)?;
+        let noise = log2_add(meta.noise_log2, self.bgv.noise_model().key_switch(meta.level));
+        self.check_noise(noise, meta.level)?;
+        let basis = self.basis(meta.level)?;
+        let format = self.variant.format();
+        let mut pb = self.builder(&basis)?;
+        let ea = Expr::galois(g, pb.half(a)?);
+        let ag = RnsPoly::from_buffer(self.be(), Self::one(self.run(pb, vec![(ea, Format::Words)])?)?, basis.clone())?;
+        let (d0, d1) = rlwe::key_switch(self.be(), &ag, &gk.key, Some(self.t()))?;
+        drop(ag);
+        let mut pb = self.builder(&basis)?;
+        let eb = Expr::add(Expr::galois(g, pb.half(b)?), pb.poly(&d0, Traffic::Ciphertext));
+        let (b, a) = if format == Format::Words {
+            let b = self.wrap(Self::one(self.run(pb, vec![(eb, format)])?)?, &basis, format)?;
+            (b, Half::Stored(Arc::new(d1)))
+        } else {
+            let ed1 = pb.poly(&d1, Traffic::Ciphertext);
+            let (bb, ab) = Self::two(self.run(pb, vec![(eb, format), (ed1, format)])?)?;
+            (self.wrap(bb, &basis, format)?, self.wrap(ab, &basis, format)?)
+        };
+        Ok(BxtCiphertext { repr: Repr::Halves { b, a, meta: Meta { noise_log2: noise, ..meta } } })
+    }
+}
+
+/// The expression of a weight factor.
+fn factor_expr<'b, B: Backend>(pb: &mut ProgramBuilder<'b, B>, f: &'b Factor<B>) -> Expr {
+    match f {
+        Factor::Int(k) => pb.int(*k),
+        Factor::Plain(p) => pb.poly(p, Traffic::Plaintext),
+    }
+}
+
+/// The terms of `w * half`.
+fn scaled_terms<B: Backend>(half: &Half<B>, w: &Factor<B>) -> Vec<Term<B>> {
+    half.terms()
+        .into_iter()
+        .map(|mut t| {
+            t.factors.push(w.clone());
+            t
+        })
+        .collect()
+}
