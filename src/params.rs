@@ -839,13 +839,57 @@ pub fn shipped() -> Vec<ParametersLiteral> {
         .collect()
 }
 
-/// The shipped set called `name`, validated ([`Error::UnknownParameterSet`] if none is).
+/// The shipped set called `name`, or [`BXT_PAPER_SET`], validated
+/// ([`Error::UnknownParameterSet`] if none is called `name`).
 pub fn by_name(name: &str) -> Result<Parameters> {
     let lit = shipped()
         .into_iter()
+        .chain([bxt_paper_literal()])
         .find(|l| l.name == name)
         .ok_or_else(|| Error::UnknownParameterSet { name: name.to_owned() })?;
     Parameters::new(lit)
+}
+
+/// Name of the BXT paper's parameter set re-expressed in `u32` primes (see
+/// [`bxt_paper_literal`]).
+pub const BXT_PAPER_SET: &str = "bgv-bxt-n16";
+
+/// Primes of [`BXT_PAPER_SET`], special primes first: the 15 largest 30-bit primes `= 1 mod
+/// 2^17`, the next two (the base), then the 46 primes `= 1 mod 2^17` closest to `2^26.87`
+/// (27 and 28 bits), descending.
+const BXT_PRIMES: [u64; 63] = [
+    1073479681, 1071513601, 1070727169, 1068236801, 1065484289, 1064697857, 1062862849, 1062469633,
+    1060765697, 1056440321, 1056178177, 1055260673, 1054212097, 1053818881, 1052508161, 1051721729,
+    1049100289, 151388161, 151257089, 150863873, 149815297, 147849217, 145489921, 144310273, 142344193,
+    141557761, 140771329, 138412033, 136314881, 135135233, 134348801, 132120577, 130809857, 127795201,
+    127664129, 126615553, 126222337, 125698049, 125042689, 123863041, 120586241, 120324097, 118751233,
+    117964801, 115998721, 115212289, 115081217, 114032641, 113246209, 113115137, 112066561, 111280129,
+    111149057, 107216897, 106037249, 104857601, 103284737, 102629377, 101711873, 100139009, 99483649,
+    98959361, 98697217,
+];
+
+/// The parameter set of the BXT paper (from GME: N = 2^16, log2 QP = 1728 as 24 + 8 limbs of
+/// 54 bits, dnum 3, 23 levels) re-expressed in `u32` primes: two ~30-bit base primes, 23 levels
+/// of two ~27-bit primes (a ~2^53.7 level, the paper's scale) and 15 special primes: 48 + 15 =
+/// 63 limbs, dnum 3, log2(QP) = 1745.57 <= 1747 (128-bit bound at N = 2^16), t = 786433. Used
+/// to compare our traffic with the paper's setting; resolved by [`by_name`] but not listed by
+/// [`shipped`].
+#[must_use]
+pub fn bxt_paper_literal() -> ParametersLiteral {
+    let (p, q) = BXT_PRIMES.split_at(15);
+    ParametersLiteral {
+        name: BXT_PAPER_SET.to_owned(),
+        scheme: Scheme::Bgv,
+        log_n: 16,
+        q: q.to_vec(),
+        p: p.to_vec(),
+        dnum: SHIPPED_DNUM,
+        plaintext_modulus: Some(786_433),
+        log_scale: None,
+        secret: SecretDistribution::Ternary,
+        security: SecurityLevel::Bits128,
+        sigma: SHIPPED_SIGMA,
+    }
 }
 
 /// The `count_p + count_q` largest 30-bit primes `= 1 mod 2N` in descending order, split into
@@ -1109,6 +1153,25 @@ mod tests {
             // by_name gives the same set.
             assert_eq!(by_name(name).unwrap(), params);
         }
+    }
+
+    #[test]
+    fn bxt_paper_set_is_secure_and_switchable() {
+        let lit = bxt_paper_literal();
+        let params = by_name(BXT_PAPER_SET).unwrap();
+        assert!(!params.is_insecure());
+        assert_eq!((params.q().len(), params.p().len(), params.dnum()), (48, 15, 3));
+        assert!((params.log_qp() - 1745.57).abs() < 0.01, "{}", params.log_qp());
+        assert_eq!(params.security_bound(), Some(1747));
+        let two_n = 2u64 << 16;
+        for &x in lit.q.iter().chain(&lit.p) {
+            assert!(slow_prime(x) && x % two_n == 1 && x < 1 << 30);
+        }
+        let big_p = product(&lit.p);
+        for j in 0..3 {
+            assert!(big_p >= product(&lit.q[params.digit_range(j)]));
+        }
+        assert!(params.batching());
     }
 
     #[test]
