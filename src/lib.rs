@@ -17,6 +17,7 @@
 //! * [`serial`]: the versioned binary wire format.
 
 pub mod backend;
+pub mod bench;
 pub mod bgv;
 pub mod ckks;
 pub mod compress;

@@ -41,6 +41,24 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Benchmark suites (the backend comes from WGFHE_BACKEND: auto, gpu or cpu).
+    Bench {
+        /// Suite to run.
+        #[arg(long, value_enum, default_value_t = Suite::Bxt)]
+        suite: Suite,
+        /// Parameter set (a shipped set, or bgv-bxt-n16, the BXT paper's set).
+        #[arg(long, default_value = "bgv-n14")]
+        params: String,
+        /// Timed rounds per operation and variant (the median is reported).
+        #[arg(long, default_value_t = 5)]
+        reps: usize,
+        /// Write the traffic ledger's records (JSON lines, labelled with op and variant) here.
+        #[arg(long)]
+        trace: Option<std::path::PathBuf>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Run every kernel and scheme operation on CPU and GPU with seeded random inputs and
     /// compare the results word for word (exit code 1 if any differs).
     Verify {
@@ -55,6 +73,13 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// Benchmark suites of `wgfhe bench`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum Suite {
+    /// BXT compression variants: bytes moved, PRNG words, modmuls and speedups per operation.
+    Bxt,
 }
 
 /// One row of `wgfhe params --json`.
@@ -293,12 +318,48 @@ fn cmd_verify(names: &[String], seed: u64, json: bool) -> wgfhe::Result<bool> {
     Ok(failed == 0)
 }
 
+fn cmd_bench(suite: Suite, name: &str, reps: usize, trace: Option<&std::path::Path>, json: bool) -> wgfhe::Result<()> {
+    let params = params::by_name(name)?;
+    if params.scheme() != Scheme::Bgv {
+        return Err(wgfhe::Error::InvalidField { field: "params", reason: "the bxt suite needs a BGV set" });
+    }
+    let mut file = match trace {
+        Some(path) => Some(std::io::BufWriter::new(std::fs::File::create(path).map_err(|e| {
+            wgfhe::Error::InvalidField { field: "trace", reason: if e.kind() == std::io::ErrorKind::NotFound { "directory not found" } else { "cannot create file" } }
+        })?)),
+        None => None,
+    };
+    let trace_out = file.as_mut().map(|f| f as &mut dyn std::io::Write);
+    let report = match (suite, BackendChoice::from_env()?) {
+        (Suite::Bxt, BackendChoice::Cpu) => {
+            let device = format!("CPU, {} threads", rayon::current_num_threads());
+            wgfhe::bench::bxt::run(CpuBackend::new(RingContext::new(&params)?), device, reps, trace_out)?
+        }
+        (Suite::Bxt, BackendChoice::Gpu(dev)) => {
+            let device = format!("{} ({})", dev.summary().name, dev.summary().backend);
+            wgfhe::bench::bxt::run(GpuBackend::new(RingContext::new(&params)?, dev), device, reps, trace_out)?
+        }
+    };
+    if let Some(mut f) = file {
+        std::io::Write::flush(&mut f).map_err(|_| wgfhe::Error::InvalidField { field: "trace", reason: "write failed" })?;
+    }
+    if json {
+        let text = serde_json::to_string_pretty(&report)
+            .map_err(|e| wgfhe::Error::InvalidParameters { reason: format!("JSON encoding failed: {e}") })?;
+        println!("{text}");
+    } else {
+        print!("{}", report.table());
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let res = match cli.command {
         Command::Params { json } => cmd_params(json),
         Command::Demo { params } => cmd_demo(&params),
         Command::Info { json } => cmd_info(json),
+        Command::Bench { suite, params, reps, trace, json } => cmd_bench(suite, &params, reps, trace.as_deref(), json),
         Command::Verify { params, seed, json } => match cmd_verify(&params, seed, json) {
             Ok(true) => Ok(()),
             Ok(false) => return ExitCode::FAILURE,

@@ -333,6 +333,9 @@ impl<B: Backend> Backend for Ledger<B> {
         });
         self.inner.uniform(seed, purpose, index, basis)
     }
+    fn synchronize(&self) -> Result<()> {
+        self.inner.synchronize()
+    }
     fn fused(&self, program: &super::fused::Program<'_, Self>) -> Result<Vec<Self::Buffer>> {
         let inner = program.rebind::<B>();
         let t = inner.traffic(self.inner.context())?;

@@ -108,6 +108,12 @@ pub trait Backend: Send + Sync + Sized + 'static {
     /// `fused`: evaluates a [`fused::Program`] in one dispatch (operands stored, bit-packed or
     /// regenerated from seeds; outputs stored or packed); one buffer per output, in order.
     fn fused(&self, program: &fused::Program<'_, Self>) -> Result<Vec<Self::Buffer>>;
+
+    /// Blocks until every dispatched kernel has finished (a no-op on synchronous backends);
+    /// benchmarks call it before reading the clock.
+    fn synchronize(&self) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Which backend to run on, from `WGFHE_BACKEND` (`auto`, `gpu` or `cpu`; default `auto`).

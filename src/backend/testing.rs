@@ -148,6 +148,9 @@ impl<B: Backend> Backend for FlipOneBit<B> {
         let out = self.inner.uniform(seed, purpose, index, basis)?;
         self.tamper("uniform", out)
     }
+    fn synchronize(&self) -> Result<()> {
+        self.inner.synchronize()
+    }
     fn fused(&self, program: &super::fused::Program<'_, Self>) -> Result<Vec<Self::Buffer>> {
         let mut outs = self.inner.fused(&program.rebind())?;
         if let Some(first) = outs.first_mut() {

@@ -264,6 +264,14 @@ impl GpuDevice {
         Ok(out)
     }
 
+    /// Blocks until every submitted command has finished (for timing).
+    pub fn wait(&self) -> Result<()> {
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| Error::DeviceLost { reason: e.to_string() })?;
+        self.take_uncaptured()
+    }
+
     /// Copies `words` words from `src` at word `src_off` to `dst` at word `dst_off`.
     pub fn copy(&self, src: &wgpu::Buffer, src_off: usize, dst: &wgpu::Buffer, dst_off: usize, words: usize) {
         self.copy_many(&[(src, src_off, dst, dst_off, words)]);

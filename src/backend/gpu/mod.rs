@@ -270,4 +270,8 @@ impl Backend for GpuBackend {
         program.validate(self)?;
         Err(Error::Backend { backend: "gpu", reason: "fused programs are not implemented yet".into() })
     }
+
+    fn synchronize(&self) -> Result<()> {
+        self.dev.wait()
+    }
 }
