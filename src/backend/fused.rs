@@ -349,10 +349,12 @@ impl<B: Backend> Program<'_, B> {
             }
             let mut bad = None;
             e.visit(&mut |node| match node {
-                Expr::Load(i) if *i >= self.operands.len() => bad = Some(Error::InvalidField {
-                    field: "fused expression",
-                    reason: "loads an operand that does not exist",
-                }),
+                Expr::Load(i) if *i >= self.operands.len() => {
+                    bad = Some(Error::InvalidField {
+                        field: "fused expression",
+                        reason: "loads an operand that does not exist",
+                    })
+                }
                 Expr::Galois { g, .. } if g % 2 == 0 || *g >= 2 * ctx.n() => {
                     bad = Some(Error::InvalidField { field: "fused expression", reason: "bad Galois element" });
                 }
@@ -472,10 +474,10 @@ fn load_limb(
     n: usize,
     i: usize,
 ) -> Result<Vec<u32>> {
-    let op = program.operands.get(i).ok_or(Error::InvalidField {
-        field: "fused expression",
-        reason: "loads an operand that does not exist",
-    })?;
+    let op = program
+        .operands
+        .get(i)
+        .ok_or(Error::InvalidField { field: "fused expression", reason: "loads an operand that does not exist" })?;
     match op {
         Operand::Buffer { buf, basis, format, .. } => {
             let pos = basis.iter().position(|&b| b == prime).ok_or(Error::DimensionMismatch {
@@ -484,10 +486,11 @@ fn load_limb(
                 found: basis.len(),
             })?;
             match format {
-                Format::Words => buf
-                    .get(pos * n..(pos + 1) * n)
-                    .map(<[u32]>::to_vec)
-                    .ok_or(Error::DimensionMismatch { what: "fused operand", expected: basis.len() * n, found: buf.len() }),
+                Format::Words => buf.get(pos * n..(pos + 1) * n).map(<[u32]>::to_vec).ok_or(Error::DimensionMismatch {
+                    what: "fused operand",
+                    expected: basis.len() * n,
+                    found: buf.len(),
+                }),
                 Format::Packed => {
                     let (layout, _) = packed_layout(ctx, basis)?;
                     let &(start, words) = layout.get(pos).ok_or(Error::SizeOverflow { what: "packed layout" })?;
