@@ -116,6 +116,7 @@ pub enum Expr {
     },
 }
 
+#[allow(clippy::should_implement_trait, reason = "constructors of expression nodes, not arithmetic on values")]
 impl Expr {
     /// `Load(i)`.
     #[must_use]
@@ -214,7 +215,7 @@ impl<'a, B: Backend> Program<'a, B> {
                 .iter()
                 .map(|op| match op {
                     Operand::Buffer { buf, basis, format, traffic } => {
-                        Operand::Buffer { buf: *buf, basis: *basis, format: *format, traffic: *traffic }
+                        Operand::Buffer { buf: *buf, basis, format: *format, traffic: *traffic }
                     }
                     Operand::Uniform { seed, purpose, index } => {
                         Operand::Uniform { seed: *seed, purpose: *purpose, index: *index }
@@ -383,11 +384,7 @@ impl<B: Backend> Program<'_, B> {
                         *u = true;
                     }
                 }
-                Expr::Galois { g, .. } => {
-                    if !galois.contains(g) {
-                        galois.push(*g);
-                    }
-                }
+                Expr::Galois { g, .. } if !galois.contains(g) => galois.push(*g),
                 _ => {}
             });
             t.modmuls += e.mul_count() * limbs * n;
