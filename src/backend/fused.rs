@@ -1,5 +1,5 @@
 //! Fused element-wise programs: the one kernel family the BXT compression layer
-//! ([`crate::compress`]) is built on.
+//! (`crate::compress`) is built on.
 //!
 //! A [`Program`] evaluates one or more expressions over the Eval-domain residues of an output
 //! basis, residue by residue, in a single dispatch with no intermediate stores. Each operand is
