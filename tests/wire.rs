@@ -89,9 +89,10 @@ fn keys_and_plaintexts_round_trip() {
     assert_eq!(pk2.b.to_host(be).unwrap(), pk.b.to_host(be).unwrap());
     let rk = s.bgv.gen_relin_key(&s.sk).unwrap();
     let rk2 = RelinKey::from_bytes(be, &rk.to_bytes(be).unwrap()).unwrap();
-    for ((b1, a1), (b2, a2)) in rk.0.digits.iter().zip(&rk2.0.digits) {
-        assert_eq!(b1.to_host(be).unwrap(), b2.to_host(be).unwrap());
-        assert_eq!(a1.to_host(be).unwrap(), a2.to_host(be).unwrap());
+    for (d1, d2) in rk.0.digits.iter().zip(&rk2.0.digits) {
+        assert_eq!(d1.index, d2.index);
+        assert_eq!(d1.b.to_host(be).unwrap(), d2.b.to_host(be).unwrap());
+        assert_eq!(d1.a.as_ref().unwrap().to_host(be).unwrap(), d2.a.as_ref().unwrap().to_host(be).unwrap());
     }
     let g = s.bgv.column_rotation_element(1);
     let gk = s.bgv.gen_galois_key(&s.sk, g).unwrap();

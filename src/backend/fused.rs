@@ -1,5 +1,5 @@
 //! Fused element-wise programs: the one kernel family the BXT compression layer
-//! ([`crate::compress`]) is built on.
+//! (`crate::compress`) is built on.
 //!
 //! A [`Program`] evaluates one or more expressions over the Eval-domain residues of an output
 //! basis, residue by residue, in a single dispatch with no intermediate stores. Each operand is
@@ -116,6 +116,7 @@ pub enum Expr {
     },
 }
 
+#[allow(clippy::should_implement_trait, reason = "constructors of expression nodes, not arithmetic on values")]
 impl Expr {
     /// `Load(i)`.
     #[must_use]
@@ -214,7 +215,7 @@ impl<'a, B: Backend> Program<'a, B> {
                 .iter()
                 .map(|op| match op {
                     Operand::Buffer { buf, basis, format, traffic } => {
-                        Operand::Buffer { buf: *buf, basis: *basis, format: *format, traffic: *traffic }
+                        Operand::Buffer { buf: *buf, basis, format: *format, traffic: *traffic }
                     }
                     Operand::Uniform { seed, purpose, index } => {
                         Operand::Uniform { seed: *seed, purpose: *purpose, index: *index }
@@ -383,11 +384,7 @@ impl<B: Backend> Program<'_, B> {
                         *u = true;
                     }
                 }
-                Expr::Galois { g, .. } => {
-                    if !galois.contains(g) {
-                        galois.push(*g);
-                    }
-                }
+                Expr::Galois { g, .. } if !galois.contains(g) => galois.push(*g),
                 _ => {}
             });
             t.modmuls += e.mul_count() * limbs * n;

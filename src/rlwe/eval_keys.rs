@@ -23,6 +23,39 @@ impl<B: Backend> Default for EvaluationKeys<B> {
     }
 }
 
+impl<B: Backend> EvaluationKeys<B> {
+    /// Whether every key is seeded ([`super::KeySwitchKey::is_seeded`]; true when there are
+    /// no keys).
+    #[must_use]
+    pub fn is_seeded(&self) -> bool {
+        self.relin.as_ref().is_none_or(RelinKey::is_seeded) && self.galois.values().all(GaloisKey::is_seeded)
+    }
+
+    /// The seeded form of every key: the stored `a` parts dropped, only the seeds kept.
+    #[must_use]
+    pub fn into_seeded(self) -> Self {
+        Self {
+            relin: self.relin.map(RelinKey::seeded),
+            galois: self.galois.into_iter().map(|(g, k)| (g, k.seeded())).collect(),
+        }
+    }
+
+    /// The expanded form of every key (a copy; `a` parts regenerated from the seeds).
+    pub fn expand(&self, backend: &B) -> Result<Self> {
+        Ok(Self {
+            relin: self.relin.as_ref().map(|k| k.expand(backend)).transpose()?,
+            galois: self.galois.iter().map(|(&g, k)| Ok((g, k.expand(backend)?))).collect::<Result<_>>()?,
+        })
+    }
+
+    /// Bytes the keys hold in backend buffers ([`super::KeySwitchKey::resident_bytes`]).
+    #[must_use]
+    pub fn resident_bytes(&self, backend: &B) -> u64 {
+        self.relin.as_ref().map_or(0, |k| k.resident_bytes(backend))
+            + self.galois.values().map(|k| k.resident_bytes(backend)).sum::<u64>()
+    }
+}
+
 /// The relinearisation key (`s^2 -> s`).
 pub fn gen_relin_key<B: Backend>(backend: &B, sk: &SecretKey<B>, scale: NoiseScale) -> Result<RelinKey<B>> {
     let s2 = sk.eval().mul(backend, sk.eval())?;

@@ -1,6 +1,6 @@
 //! Key generation: ternary secret, public key, hybrid key-switching keys.
 
-use super::{KeySwitchKey, NoiseScale, PublicKey, SecretKey};
+use super::{KeyDigit, KeySwitchKey, NoiseScale, PublicKey, SecretKey};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::math::sampling::{fresh_seed, Purpose, Sampler, Seed};
@@ -48,7 +48,8 @@ pub fn gen_public_key<B: Backend>(backend: &B, sk: &SecretKey<B>, scale: NoiseSc
     Ok(PublicKey { b, a, seed, param_id: ctx.params().id() })
 }
 
-/// Generates the hybrid key-switching key from `s_from` (Eval over the full `Q P`) to `sk`.
+/// Generates the hybrid key-switching key from `s_from` (Eval over the full `Q P`) to `sk`, in
+/// the expanded form (see [`KeySwitchKey::seeded`]).
 pub fn gen_key_switch_key<B: Backend>(
     backend: &B,
     s_from: &RnsPoly<B, Eval>,
@@ -86,7 +87,7 @@ pub fn gen_key_switch_key<B: Backend>(
         let gadget: Vec<u32> =
             basis.iter().map(|&i| if range.contains(&i) { p_mod_q.get(i).copied().unwrap_or(0) } else { 0 }).collect();
         let b = e.sub(backend, &a.mul(backend, &sk.eval)?)?.add(backend, &s_from.mul_scalar(backend, &gadget)?)?;
-        digits.push((b, a));
+        digits.push(KeyDigit { b, a: Some(a), index });
     }
     Ok(KeySwitchKey { digits, seed, param_id: params.id() })
 }

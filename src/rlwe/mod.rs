@@ -12,6 +12,10 @@
 //! `j` and `0 mod` every other prime. Switching `c` (level `l`): each digit of `c` (its residues in
 //! that digit's primes) is extended to `Q_l P` by fast base conversion (ModUp), multiplied with
 //! the key and summed, and the sum is divided by `P` (ModDown).
+//!
+//! Keys are held *expanded* (both halves of every digit in backend buffers) or *seeded* (only
+//! the `b_j`; the uniform `a_j` are regenerated from the key's seed inside the fused inner
+//! product): see [`KeySwitchKey`].
 
 mod encryption;
 mod eval_keys;
@@ -25,6 +29,7 @@ pub use eval_keys::{
 };
 pub use key_switch::key_switch;
 pub use keygen::{gen_key_switch_key, gen_public_key, gen_secret_key};
+pub use wire::KeyForm;
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -151,15 +156,80 @@ pub struct PublicKey<B: Backend> {
     pub param_id: u64,
 }
 
-/// A hybrid key-switching key from `s'` to `s`: one `(b_j, a_j)` pair per digit, over `Q P`.
+/// One digit of a [`KeySwitchKey`]: `b_j` is always held in a backend buffer, `a_j` either
+/// held too (the *expanded* form) or only implied by the key's seed (the *seeded* form).
+#[derive(Debug)]
+pub struct KeyDigit<B: Backend> {
+    /// `b_j = -a_j s + E e_j + P g_j s'` over `Q P`.
+    pub b: RnsPoly<B, Eval>,
+    /// `a_j` over `Q P` when stored; `None` when seeded: `a_j` is then the uniform stream
+    /// `(seed, Purpose::KeySwitchA, index)` of the key, regenerated where it is used.
+    pub a: Option<RnsPoly<B, Eval>>,
+    /// Stream index of `a_j`: the digit number `j` key generation drew it with.
+    pub index: u32,
+}
+
+/// A hybrid key-switching key from `s'` to `s`: one [`KeyDigit`] per digit, over `Q P`.
+///
+/// The uniform halves `a_j` are `uniform(seed, Purpose::KeySwitchA, j)` over the full `Q P`, so
+/// a key may drop them and keep only its seed ([`KeySwitchKey::seeded`]): half the resident
+/// memory, and half the key bytes key switching reads, since [`key_switch`] then regenerates
+/// the `a_j` inside one fused program ([`crate::backend::fused`]) instead of loading them. The
+/// result is bit for bit the same. [`KeySwitchKey::expand`] regenerates the stored form.
 #[derive(Debug)]
 pub struct KeySwitchKey<B: Backend> {
-    /// `(b_j, a_j)` per digit.
-    pub digits: Vec<(RnsPoly<B, Eval>, RnsPoly<B, Eval>)>,
-    /// Seed the `a_j` were expanded from (stream index = digit).
+    /// The digits, in digit order.
+    pub digits: Vec<KeyDigit<B>>,
+    /// Seed the `a_j` are expanded from (stream index [`KeyDigit::index`]).
     pub seed: Seed,
     /// Id of the parameters the key belongs to.
     pub param_id: u64,
+}
+
+impl<B: Backend> KeySwitchKey<B> {
+    /// Whether no digit holds its `a` part (every `a_j` is regenerated from the seed).
+    #[must_use]
+    pub fn is_seeded(&self) -> bool {
+        self.digits.iter().all(|d| d.a.is_none())
+    }
+
+    /// The seeded form: drops every stored `a_j` (the seed regenerates them).
+    #[must_use]
+    pub fn seeded(mut self) -> Self {
+        for d in &mut self.digits {
+            d.a = None;
+        }
+        self
+    }
+
+    /// The expanded form: a copy with every `a_j` held in a buffer (regenerated from the seed
+    /// where the key is seeded, copied where it is stored).
+    pub fn expand(&self, backend: &B) -> Result<Self> {
+        check_param_id(backend, self.param_id)?;
+        let ctx = backend.context();
+        let basis = ctx.qp_basis(ctx.q_count() - 1)?;
+        let digits = self
+            .digits
+            .iter()
+            .map(|d| {
+                let a = match &d.a {
+                    Some(a) => a.duplicate(backend)?,
+                    None => RnsPoly::uniform(backend, &self.seed, Purpose::KeySwitchA, d.index, basis.clone())?,
+                };
+                Ok(KeyDigit { b: d.b.duplicate(backend)?, a: Some(a), index: d.index })
+            })
+            .collect::<Result<_>>()?;
+        Ok(Self { digits, seed: self.seed, param_id: self.param_id })
+    }
+
+    /// Bytes the key holds in backend buffers: every `b_j` and every stored `a_j`, 4 bytes a
+    /// residue (the 32-byte seed lives on the host and is not counted). Expanded:
+    /// `digits * 2 * (#Q + #P) * N * 4`; seeded: half of that.
+    #[must_use]
+    pub fn resident_bytes(&self, backend: &B) -> u64 {
+        let bytes = |p: &RnsPoly<B, Eval>| 4 * backend.len(p.buffer()) as u64;
+        self.digits.iter().map(|d| bytes(&d.b) + d.a.as_ref().map_or(0, bytes)).sum()
+    }
 }
 
 /// A relinearisation key (`s^2 -> s`).
@@ -173,4 +243,54 @@ pub struct GaloisKey<B: Backend> {
     pub galois_element: usize,
     /// The switching key.
     pub key: KeySwitchKey<B>,
+}
+
+impl<B: Backend> RelinKey<B> {
+    /// Whether the key is seeded ([`KeySwitchKey::is_seeded`]).
+    #[must_use]
+    pub fn is_seeded(&self) -> bool {
+        self.0.is_seeded()
+    }
+
+    /// The seeded form ([`KeySwitchKey::seeded`]).
+    #[must_use]
+    pub fn seeded(self) -> Self {
+        Self(self.0.seeded())
+    }
+
+    /// The expanded form ([`KeySwitchKey::expand`]).
+    pub fn expand(&self, backend: &B) -> Result<Self> {
+        Ok(Self(self.0.expand(backend)?))
+    }
+
+    /// Bytes held in backend buffers ([`KeySwitchKey::resident_bytes`]).
+    #[must_use]
+    pub fn resident_bytes(&self, backend: &B) -> u64 {
+        self.0.resident_bytes(backend)
+    }
+}
+
+impl<B: Backend> GaloisKey<B> {
+    /// Whether the key is seeded ([`KeySwitchKey::is_seeded`]).
+    #[must_use]
+    pub fn is_seeded(&self) -> bool {
+        self.key.is_seeded()
+    }
+
+    /// The seeded form ([`KeySwitchKey::seeded`]).
+    #[must_use]
+    pub fn seeded(self) -> Self {
+        Self { galois_element: self.galois_element, key: self.key.seeded() }
+    }
+
+    /// The expanded form ([`KeySwitchKey::expand`]).
+    pub fn expand(&self, backend: &B) -> Result<Self> {
+        Ok(Self { galois_element: self.galois_element, key: self.key.expand(backend)? })
+    }
+
+    /// Bytes held in backend buffers ([`KeySwitchKey::resident_bytes`]).
+    #[must_use]
+    pub fn resident_bytes(&self, backend: &B) -> u64 {
+        self.key.resident_bytes(backend)
+    }
 }

@@ -6,15 +6,27 @@
 //! | `PublicKey` | seed of `a` (generator `u8` = 1, length `u8` = 32, bytes), residue block of `b` over `Q` |
 //! | `RelinKey`, `GaloisKey` | Galois element `u64` (0 for relinearisation), digit count `u32`, seed of the `a_j`, then one residue block of `b_j` over `Q P` per digit |
 //!
-//! The uniform halves of keys are always stored as seeds and regenerated on load. A loaded
-//! secret key draws its future seeds and errors from the operating system.
+//! The uniform halves of keys are always stored as seeds. On load they are regenerated into
+//! backend buffers ([`KeyForm::Expanded`], what `from_bytes` does), or key-switching keys keep
+//! only the seed ([`KeyForm::Seeded`], `from_bytes_as`). A loaded secret key draws its future
+//! seeds and errors from the operating system.
 
-use super::{GaloisKey, KeySwitchKey, PublicKey, RelinKey, SecretKey};
+use super::{GaloisKey, KeyDigit, KeySwitchKey, PublicKey, RelinKey, SecretKey};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::math::sampling::{fresh_seed, Purpose, Seed, SEED_BYTES};
 use crate::poly::{Coeff, Eval, RnsPoly};
 use crate::serial::{read_object, read_residues, write_object, write_residues, Header, ObjectType, Reader, Writer};
+
+/// The in-memory form a loaded key-switching key takes (see [`KeySwitchKey`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum KeyForm {
+    /// Every `a_j` regenerated into a backend buffer.
+    #[default]
+    Expanded,
+    /// Only the seed kept; the `a_j` are regenerated where key switching uses them.
+    Seeded,
+}
 
 /// Id of the ChaCha20 generator in seeded objects.
 pub const GENERATOR_CHACHA20: u8 = 1;
@@ -130,18 +142,20 @@ impl<B: Backend> KeySwitchKey<B> {
         w.put_u64(galois_element);
         w.put_u32(u32::try_from(self.digits.len()).map_err(|_| Error::SizeOverflow { what: "digit count" })?);
         write_seed(w, &self.seed);
-        for (b, _) in &self.digits {
-            write_residues(w, &b.to_host(backend)?);
+        for d in &self.digits {
+            write_residues(w, &d.b.to_host(backend)?);
         }
         Ok(())
     }
 
-    fn read(backend: &B, r: &mut Reader) -> Result<(Self, u64)> {
+    fn read(backend: &B, r: &mut Reader, form: KeyForm) -> Result<(Self, u64)> {
         let ctx = backend.context();
         let params = ctx.params();
         let galois_element = r.get_u64()?;
         let count = r.get_u32()? as usize;
-        let want = (0..params.dnum()).filter(|&j| !params.digit_range(j).is_empty()).count();
+        // The stream indices key generation used: the numbers of the non-empty digits.
+        let indices: Vec<usize> = (0..params.dnum()).filter(|&j| !params.digit_range(j).is_empty()).collect();
+        let want = indices.len();
         if count > want {
             return Err(Error::CountTooLarge { what: "key digits", found: count as u64, limit: want as u64 });
         }
@@ -152,12 +166,17 @@ impl<B: Backend> KeySwitchKey<B> {
         let basis = ctx.qp_basis(ctx.q_count() - 1)?;
         let moduli = ctx.moduli_of(&basis)?;
         let mut digits = Vec::with_capacity(count);
-        for j in 0..count {
+        for j in indices {
             let b = read_residues(r, &moduli, ctx.n())?;
             let b = RnsPoly::<B, Eval>::from_host(backend, &b, basis.clone())?;
             let index = u32::try_from(j).map_err(|_| Error::SizeOverflow { what: "digit index" })?;
-            let a = RnsPoly::<B, Eval>::uniform(backend, &seed, Purpose::KeySwitchA, index, basis.clone())?;
-            digits.push((b, a));
+            let a = match form {
+                KeyForm::Expanded => {
+                    Some(RnsPoly::<B, Eval>::uniform(backend, &seed, Purpose::KeySwitchA, index, basis.clone())?)
+                }
+                KeyForm::Seeded => None,
+            };
+            digits.push(KeyDigit { b, a, index });
         }
         Ok((Self { digits, seed, param_id: params.id() }, galois_element))
     }
@@ -171,12 +190,17 @@ impl<B: Backend> RelinKey<B> {
         Ok(object(backend, ObjectType::RelinKey, &w))
     }
 
-    /// Loads a relinearisation key.
+    /// Loads a relinearisation key in the expanded form.
     pub fn from_bytes(backend: &B, bytes: &[u8]) -> Result<Self> {
+        Self::from_bytes_as(backend, bytes, KeyForm::Expanded)
+    }
+
+    /// Loads a relinearisation key in the given form.
+    pub fn from_bytes_as(backend: &B, bytes: &[u8], form: KeyForm) -> Result<Self> {
         let (h, payload) = read_object(bytes, ObjectType::RelinKey)?;
         check_header(backend, &h)?;
         let mut r = Reader::new(payload);
-        let (key, g) = KeySwitchKey::read(backend, &mut r)?;
+        let (key, g) = KeySwitchKey::read(backend, &mut r, form)?;
         r.finish()?;
         if g != 0 {
             return Err(Error::InvalidField { field: "galois element", reason: "must be 0 in a relinearisation key" });
@@ -193,12 +217,17 @@ impl<B: Backend> GaloisKey<B> {
         Ok(object(backend, ObjectType::GaloisKey, &w))
     }
 
-    /// Loads a Galois key.
+    /// Loads a Galois key in the expanded form.
     pub fn from_bytes(backend: &B, bytes: &[u8]) -> Result<Self> {
+        Self::from_bytes_as(backend, bytes, KeyForm::Expanded)
+    }
+
+    /// Loads a Galois key in the given form.
+    pub fn from_bytes_as(backend: &B, bytes: &[u8], form: KeyForm) -> Result<Self> {
         let (h, payload) = read_object(bytes, ObjectType::GaloisKey)?;
         check_header(backend, &h)?;
         let mut r = Reader::new(payload);
-        let (key, g) = KeySwitchKey::read(backend, &mut r)?;
+        let (key, g) = KeySwitchKey::read(backend, &mut r, form)?;
         r.finish()?;
         let two_n = 2 * backend.context().n() as u64;
         if g % 2 == 0 || g >= two_n {
