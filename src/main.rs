@@ -324,9 +324,16 @@ fn cmd_bench(suite: Suite, name: &str, reps: usize, trace: Option<&std::path::Pa
         return Err(wgfhe::Error::InvalidField { field: "params", reason: "the bxt suite needs a BGV set" });
     }
     let mut file = match trace {
-        Some(path) => Some(std::io::BufWriter::new(std::fs::File::create(path).map_err(|e| {
-            wgfhe::Error::InvalidField { field: "trace", reason: if e.kind() == std::io::ErrorKind::NotFound { "directory not found" } else { "cannot create file" } }
-        })?)),
+        Some(path) => {
+            Some(std::io::BufWriter::new(std::fs::File::create(path).map_err(|e| wgfhe::Error::InvalidField {
+                field: "trace",
+                reason: if e.kind() == std::io::ErrorKind::NotFound {
+                    "directory not found"
+                } else {
+                    "cannot create file"
+                },
+            })?))
+        }
         None => None,
     };
     let trace_out = file.as_mut().map(|f| f as &mut dyn std::io::Write);
@@ -341,7 +348,8 @@ fn cmd_bench(suite: Suite, name: &str, reps: usize, trace: Option<&std::path::Pa
         }
     };
     if let Some(mut f) = file {
-        std::io::Write::flush(&mut f).map_err(|_| wgfhe::Error::InvalidField { field: "trace", reason: "write failed" })?;
+        std::io::Write::flush(&mut f)
+            .map_err(|_| wgfhe::Error::InvalidField { field: "trace", reason: "write failed" })?;
     }
     if json {
         let text = serde_json::to_string_pretty(&report)

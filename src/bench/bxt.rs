@@ -174,12 +174,7 @@ fn row(op: &'static str, variant: &'static str, records: &[Record]) -> Row {
 
 /// Runs the suite on `backend` (wrapped in a ledger), `reps` timed rounds, writing the labelled
 /// ledger records of the warm-up runs to `trace` if given.
-pub fn run<B: Backend>(
-    backend: B,
-    device: String,
-    reps: usize,
-    mut trace: Option<&mut dyn Write>,
-) -> Result<Report> {
+pub fn run<B: Backend>(backend: B, device: String, reps: usize, mut trace: Option<&mut dyn Write>) -> Result<Report> {
     let reps = reps.max(1);
     let bgv = Bgv::new(Ledger::new(backend))?;
     let ledger = bgv.backend();
@@ -237,7 +232,8 @@ pub fn run<B: Backend>(
                 for r in &records {
                     let line = serde_json::to_string(&TraceLine { op, variant: v.name(), record: r })
                         .map_err(|_| Error::InvalidField { field: "trace", reason: "record did not serialise" })?;
-                    writeln!(out, "{line}").map_err(|_| Error::InvalidField { field: "trace", reason: "write failed" })?;
+                    writeln!(out, "{line}")
+                        .map_err(|_| Error::InvalidField { field: "trace", reason: "write failed" })?;
                 }
             }
             rows.push(row(op, v.name(), &records));
@@ -261,7 +257,7 @@ pub fn run<B: Backend>(
         }
     }
     let mut out_rows = Vec::with_capacity(rows.len() + OPS.len());
-    for (oi, op) in OPS.into_iter().enumerate() {
+    for oi in 0..OPS.len() {
         let mut base_median = None;
         for vi in 0..Variant::ALL.len() {
             let Some(mut r) = rows.get(oi * Variant::ALL.len() + vi).cloned() else { continue };
@@ -360,7 +356,8 @@ impl Report {
             mb(m.galois_key_bytes),
             mb(m.galois_key_seeded_bytes)
         );
-        let fresh: Vec<String> = m.fresh_ciphertext_bytes.iter().map(|(v, b)| format!("{v} {:.2} MB", mb(*b))).collect();
+        let fresh: Vec<String> =
+            m.fresh_ciphertext_bytes.iter().map(|(v, b)| format!("{v} {:.2} MB", mb(*b))).collect();
         let _ = writeln!(s, "fresh ciphertext: {}", fresh.join(", "));
         s
     }

@@ -88,6 +88,19 @@ impl<B: Backend> Bgv<B> {
         op: impl Fn(&RnsPoly<B, Eval>, &RnsPoly<B, Eval>) -> Result<RnsPoly<B, Eval>>,
     ) -> Result<Ciphertext<B>> {
         self.same_level(a, b)?;
+        if a.correction == b.correction && a.polys.len() == b.polys.len() {
+            // The common case: no rescaling, no copies.
+            let noise = log2_add(a.noise_log2, b.noise_log2);
+            self.check_noise(noise, a.level())?;
+            let polys = a.polys.iter().zip(&b.polys).map(|(x, y)| op(x, y)).collect::<Result<_>>()?;
+            return Ok(Ciphertext {
+                polys,
+                correction: a.correction,
+                noise_log2: noise,
+                seed: None,
+                param_id: a.param_id,
+            });
+        }
         // Different correction factors: rescale the operand with less noise to the other's.
         let (correction, (ap, a_noise), (bp, b_noise)) = if a.noise_log2 >= b.noise_log2 {
             (a.correction, self.rescaled_polys(a, a.correction)?, self.rescaled_polys(b, a.correction)?)
@@ -230,12 +243,24 @@ impl<B: Backend> Bgv<B> {
         if keys.relin.is_none() {
             return Err(Error::MissingRelinKey);
         }
-        let a = self.mod_switch_auto(a)?;
-        let b = self.mod_switch_auto(b)?;
-        let level = a.level().min(b.level());
-        let a = self.mod_switch_to_level(&a, level)?;
-        let b = self.mod_switch_to_level(&b, level)?;
-        let prod = self.mul(&a, &b)?;
+        // The level after each operand's automatic switch, then the lower of the two; operands
+        // already there are used as they are (no copy).
+        let auto_level = |c: &Ciphertext<B>| c.level() - self.noise.primes_to_drop(c.noise_log2, c.level());
+        let level = auto_level(a).min(auto_level(b));
+        let (a_sw, b_sw);
+        let a = if a.level() == level {
+            a
+        } else {
+            a_sw = self.mod_switch_to_level(a, level)?;
+            &a_sw
+        };
+        let b = if b.level() == level {
+            b
+        } else {
+            b_sw = self.mod_switch_to_level(b, level)?;
+            &b_sw
+        };
+        let prod = self.mul(a, b)?;
         let out = self.relinearize(&prod, keys)?;
         self.check_noise(out.noise_log2, out.level())?;
         Ok(out)

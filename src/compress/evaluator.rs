@@ -202,8 +202,11 @@ impl<'a, B: Backend> Bxt<'a, B> {
     /// Evaluation keys in this variant's form: `cso+k` keeps only the seeds of the `a` parts.
     #[must_use]
     pub fn prepare_keys(&self, keys: EvaluationKeys<B>) -> EvaluationKeys<B> {
-        // Placeholder until seeded keys land: keys unchanged.
-        keys
+        if self.variant.seeded_keys() {
+            keys.into_seeded()
+        } else {
+            keys
+        }
     }
 
     fn halves<'c>(&self, ct: &'c BxtCiphertext<B>) -> Result<(&'c Half<B>, &'c Half<B>, Meta)> {
