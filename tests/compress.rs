@@ -319,3 +319,46 @@ fn malformed_compressed_input_is_a_typed_error() {
     // Unknown variant names are a typed error.
     assert!(matches!(Variant::parse("cso+x"), Err(Error::InvalidField { .. })));
 }
+
+#[test]
+fn bxt_report_has_every_row() {
+    let p = params();
+    let report = wgfhe::bench::bxt::run(CpuBackend::new(RingContext::new(&p).unwrap()), "cpu".into(), 1, None).unwrap();
+    let ops = wgfhe::bench::bxt::OPS;
+    assert_eq!(report.rows.len(), ops.len() * (Variant::ALL.len() + 1));
+    for op in ops {
+        let rows: Vec<_> = report.rows.iter().filter(|r| r.op == op).collect();
+        let names: Vec<_> = rows.iter().map(|r| r.variant).collect();
+        assert_eq!(names, ["baseline", "baseline64", "c", "cs", "cso", "cso+k"], "{op}");
+        let (base, b64) = (rows[0], rows[1]);
+        assert_eq!(base.speedup, Some(1.0));
+        assert_eq!(b64.bytes_read, 2 * base.bytes_read);
+        assert_eq!(b64.bytes_written, 2 * base.bytes_written);
+        assert!(b64.median_ms.is_none());
+        for r in &rows[2..] {
+            assert!(r.median_ms.is_some() && r.speedup.is_some(), "{op} {}", r.variant);
+            // Every technique moves no more ciphertext bytes than the baseline.
+            assert!(r.bytes_read <= base.bytes_read, "{op} {} reads more than the baseline", r.variant);
+        }
+    }
+    let m = &report.memory;
+    assert_eq!(2 * m.relin_key_seeded_bytes, m.relin_key_bytes);
+    assert_eq!(2 * m.galois_key_seeded_bytes, m.galois_key_bytes);
+    let json = serde_json::to_value(&report).unwrap();
+    for key in ["params", "backend", "rows"] {
+        assert!(json.get(key).is_some(), "{key}");
+    }
+    for key in [
+        "op",
+        "variant",
+        "bytes_read",
+        "bytes_written",
+        "prng_words",
+        "modmuls",
+        "arith_intensity",
+        "median_ms",
+        "speedup",
+    ] {
+        assert!(json["rows"][0].get(key).is_some(), "{key}");
+    }
+}

@@ -11,6 +11,10 @@
 //! `bytes_read - key_bytes - table_bytes - plaintext_bytes`. Bit-packed operands count their
 //! packed size.
 //!
+//! `wgfhe bench --trace FILE` writes these records with two more fields first, `op` (the
+//! operation being measured) and `variant` (the BXT variant), so a replay can group dispatches
+//! by operation.
+//!
 //! Counts assume 4-byte residues and one pass over each operand; constant tables are counted
 //! once per dispatch at their full size. Buffer copies (`gather_limbs`, `merge_limbs`,
 //! `duplicate`) count as kernels too; host transfers (`upload`, `download`) do not.
