@@ -1,5 +1,5 @@
 //! Fused element-wise programs: the one kernel family the BXT compression layer
-//! ([`crate::compress`]) is built on.
+//! (`crate::compress`) is built on.
 //!
 //! A [`Program`] evaluates one or more expressions over the Eval-domain residues of an output
 //! basis, residue by residue, in a single dispatch with no intermediate stores. Each operand is
@@ -116,6 +116,7 @@ pub enum Expr {
     },
 }
 
+#[allow(clippy::should_implement_trait, reason = "constructors of expression nodes, not arithmetic on values")]
 impl Expr {
     /// `Load(i)`.
     #[must_use]
@@ -214,7 +215,7 @@ impl<'a, B: Backend> Program<'a, B> {
                 .iter()
                 .map(|op| match op {
                     Operand::Buffer { buf, basis, format, traffic } => {
-                        Operand::Buffer { buf: *buf, basis: *basis, format: *format, traffic: *traffic }
+                        Operand::Buffer { buf: *buf, basis, format: *format, traffic: *traffic }
                     }
                     Operand::Uniform { seed, purpose, index } => {
                         Operand::Uniform { seed: *seed, purpose: *purpose, index: *index }
@@ -349,10 +350,12 @@ impl<B: Backend> Program<'_, B> {
             }
             let mut bad = None;
             e.visit(&mut |node| match node {
-                Expr::Load(i) if *i >= self.operands.len() => bad = Some(Error::InvalidField {
-                    field: "fused expression",
-                    reason: "loads an operand that does not exist",
-                }),
+                Expr::Load(i) if *i >= self.operands.len() => {
+                    bad = Some(Error::InvalidField {
+                        field: "fused expression",
+                        reason: "loads an operand that does not exist",
+                    })
+                }
                 Expr::Galois { g, .. } if g % 2 == 0 || *g >= 2 * ctx.n() => {
                     bad = Some(Error::InvalidField { field: "fused expression", reason: "bad Galois element" });
                 }
@@ -381,11 +384,7 @@ impl<B: Backend> Program<'_, B> {
                         *u = true;
                     }
                 }
-                Expr::Galois { g, .. } => {
-                    if !galois.contains(g) {
-                        galois.push(*g);
-                    }
-                }
+                Expr::Galois { g, .. } if !galois.contains(g) => galois.push(*g),
                 _ => {}
             });
             t.modmuls += e.mul_count() * limbs * n;
@@ -472,10 +471,10 @@ fn load_limb(
     n: usize,
     i: usize,
 ) -> Result<Vec<u32>> {
-    let op = program.operands.get(i).ok_or(Error::InvalidField {
-        field: "fused expression",
-        reason: "loads an operand that does not exist",
-    })?;
+    let op = program
+        .operands
+        .get(i)
+        .ok_or(Error::InvalidField { field: "fused expression", reason: "loads an operand that does not exist" })?;
     match op {
         Operand::Buffer { buf, basis, format, .. } => {
             let pos = basis.iter().position(|&b| b == prime).ok_or(Error::DimensionMismatch {
@@ -484,10 +483,11 @@ fn load_limb(
                 found: basis.len(),
             })?;
             match format {
-                Format::Words => buf
-                    .get(pos * n..(pos + 1) * n)
-                    .map(<[u32]>::to_vec)
-                    .ok_or(Error::DimensionMismatch { what: "fused operand", expected: basis.len() * n, found: buf.len() }),
+                Format::Words => buf.get(pos * n..(pos + 1) * n).map(<[u32]>::to_vec).ok_or(Error::DimensionMismatch {
+                    what: "fused operand",
+                    expected: basis.len() * n,
+                    found: buf.len(),
+                }),
                 Format::Packed => {
                     let (layout, _) = packed_layout(ctx, basis)?;
                     let &(start, words) = layout.get(pos).ok_or(Error::SizeOverflow { what: "packed layout" })?;
