@@ -1,5 +1,5 @@
-//! Every WGSL shader parses and validates with naga (with the shared arithmetic prepended, as
-//! the device does at pipeline build), on any machine, GPU or not.
+//! Every WGSL shader parses and validates with naga (with the shared arithmetic and ChaCha20
+//! prepended, as the host does at pipeline build), on any machine, GPU or not.
 
 #![allow(
     clippy::unwrap_used,
@@ -16,7 +16,11 @@ use std::path::Path;
 #[test]
 fn every_shader_validates() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("shaders");
-    let shared = fs::read_to_string(root.join("shared/zq.wgsl")).unwrap();
+    let shared = format!(
+        "{}\n{}",
+        fs::read_to_string(root.join("shared/zq.wgsl")).unwrap(),
+        fs::read_to_string(root.join("shared/chacha.wgsl")).unwrap()
+    );
     let mut count = 0;
     for entry in fs::read_dir(&root).unwrap() {
         let path = entry.unwrap().path();
