@@ -1,7 +1,8 @@
 //! The GPU backend against the CPU reference, bit for bit: every kernel on seeded random inputs
 //! (several N and limb counts, sizes that are not multiples of the workgroup size, each run
 //! twice), and whole seeded BGV and CKKS programs with every intermediate ciphertext compared.
-//! A backend that flips one bit of one kernel's output must make the comparison fail.
+//! A backend that flips one bit of one kernel's output must make the comparison fail. Fused
+//! programs (fixed shapes and random ones, mixed prime widths) are compared byte for byte too.
 //!
 //! Without an adapter the tests print `SKIPPED: <reason>`; `WGFHE_REQUIRE_GPU=1` (set in CI) turns
 //! that into a failure.
@@ -100,4 +101,428 @@ fn buffers_beyond_the_adapter_limit_are_typed_errors() {
     let gpu = wgfhe::backend::GpuBackend::new(RingContext::new(&p).unwrap(), dev);
     use wgfhe::backend::Backend;
     assert!(matches!(gpu.zeros(words), Err(wgfhe::Error::AdapterLimit { .. })));
+}
+
+// ---- fused programs -------------------------------------------------------------------------
+
+use wgfhe::backend::fused::{packed_layout, Expr, Format, Operand, Program, Traffic};
+use wgfhe::backend::{Backend, GpuBackend};
+use wgfhe::math::primes::ntt_primes;
+use wgfhe::math::sampling::Purpose;
+
+/// A CKKS set (insecure, for tests) whose primes have different sizes: q of 30, 26, 22 and 18
+/// bits, p of 29 and 20 bits.
+fn mixed_widths(log_n: u32) -> Parameters {
+    let n = 1u64 << log_n;
+    let mut primes: Vec<u64> = Vec::new();
+    for bits in [30, 26, 22, 18, 29, 20] {
+        let p = ntt_primes(bits, n, 1, &primes).unwrap();
+        primes.extend(p);
+    }
+    let mut lit = params::ckks_literal(&format!("mixed-widths-n{log_n}"), log_n, 4, 2, 4, 16).unwrap();
+    lit.p = primes.split_off(4);
+    lit.q = primes;
+    Parameters::new_insecure_for_tests(lit).unwrap()
+}
+
+/// One operand, host side.
+#[derive(Clone)]
+enum Spec {
+    Buffer { data: Vec<u32>, basis: Vec<usize>, format: Format },
+    Uniform { seed: [u8; 32], purpose: Purpose, index: u32 },
+    Scalar(Vec<u32>),
+}
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        // splitmix64
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// Random canonical residues over `basis`, stored in `format`.
+fn stored(ctx: &RingContext, rng: &mut Rng, basis: &[usize], format: Format) -> Spec {
+    let n = ctx.n();
+    let limbs: Vec<Vec<u32>> = basis
+        .iter()
+        .map(|&i| {
+            let q = ctx.modulus(i).unwrap().value();
+            (0..n).map(|_| (rng.next() % u64::from(q)) as u32).collect()
+        })
+        .collect();
+    let data = match format {
+        Format::Words => limbs.concat(),
+        Format::Packed => {
+            let (layout, total) = packed_layout(ctx, basis).unwrap();
+            let mut out = vec![0u32; total];
+            for ((limb, (start, words)), &i) in limbs.iter().zip(layout).zip(basis) {
+                let bits = ctx.modulus(i).unwrap().bits();
+                wgfhe::backend::fused::pack_limb(limb, bits, &mut out[start..start + words]);
+            }
+            out
+        }
+    };
+    Spec::Buffer { data, basis: basis.to_vec(), format }
+}
+
+fn scalars(ctx: &RingContext, rng: &mut Rng, basis: &[usize]) -> Spec {
+    Spec::Scalar(basis.iter().map(|&i| (rng.next() % u64::from(ctx.modulus(i).unwrap().value())) as u32).collect())
+}
+
+fn seeded(rng: &mut Rng, purpose: Purpose) -> Spec {
+    let mut seed = [0u8; 32];
+    for b in &mut seed {
+        *b = rng.next() as u8;
+    }
+    Spec::Uniform { seed, purpose, index: rng.below(1000) as u32 }
+}
+
+/// Runs the program on `be` and downloads its outputs.
+fn run_fused<B: Backend>(be: &B, basis: &[usize], specs: &[Spec], outputs: &[(Expr, Format)]) -> Vec<Vec<u32>> {
+    let bufs: Vec<Option<B::Buffer>> = specs
+        .iter()
+        .map(|s| match s {
+            Spec::Buffer { data, .. } => Some(be.upload(data).unwrap()),
+            _ => None,
+        })
+        .collect();
+    let operands = specs
+        .iter()
+        .zip(&bufs)
+        .map(|(s, b)| match s {
+            Spec::Buffer { basis, format, .. } => Operand::Buffer {
+                buf: b.as_ref().unwrap(),
+                basis: basis.as_slice(),
+                format: *format,
+                traffic: Traffic::Ciphertext,
+            },
+            Spec::Uniform { seed, purpose, index } => {
+                Operand::Uniform { seed: *seed, purpose: *purpose, index: *index }
+            }
+            Spec::Scalar(s) => Operand::Scalar(s.clone()),
+        })
+        .collect();
+    let program = Program { basis, operands, outputs: outputs.to_vec() };
+    be.fused(&program).unwrap().iter().map(|o| be.download(o).unwrap()).collect()
+}
+
+/// The program on both backends: identical bytes (and not all zero).
+fn check_fused(name: &str, gpu: &GpuBackend, basis: &[usize], specs: &[Spec], outputs: &[(Expr, Format)]) {
+    let want = compare_fused(name, gpu, basis, specs, outputs);
+    let nonzero = outputs.iter().zip(&want).any(|((e, _), w)| *e != Expr::Sum(vec![]) && w.iter().any(|&x| x != 0));
+    assert!(nonzero, "{name}: every output is zero");
+}
+
+/// The program on both backends: identical bytes. Returns the outputs.
+fn compare_fused(
+    name: &str,
+    gpu: &GpuBackend,
+    basis: &[usize],
+    specs: &[Spec],
+    outputs: &[(Expr, Format)],
+) -> Vec<Vec<u32>> {
+    let cpu = CpuBackend::new(Arc::clone(gpu.context()));
+    let want = run_fused(&cpu, basis, specs, outputs);
+    let got = run_fused(gpu, basis, specs, outputs);
+    assert_eq!(want.len(), got.len(), "{name}");
+    for (k, (w, g)) in want.iter().zip(&got).enumerate() {
+        assert_eq!(w.len(), g.len(), "{name}: output {k} length");
+        if let Some(j) = w.iter().zip(g).position(|(a, b)| a != b) {
+            panic!("{name}: output {k} ({:?}) differs from the CPU at word {j}: {} vs {}", outputs[k].1, w[j], g[j]);
+        }
+    }
+    want
+}
+
+fn gpu_for(p: &Parameters, dev: &Arc<GpuDevice>) -> GpuBackend {
+    GpuBackend::new(RingContext::new(p).unwrap(), Arc::clone(dev))
+}
+
+/// The fixed programs of the fused-kernel design on a ring: (1) HADD, (2) seeded operands,
+/// (3) packed in and out and both conversions, (5) Galois of a sum of a uniform and a stored
+/// operand, (6) a tensor product with three outputs, (7) an operand over a superset basis.
+fn fixed_programs(gpu: &GpuBackend, seed: u64) {
+    let ctx = Arc::clone(gpu.context());
+    let mut rng = Rng(seed);
+    let all: Vec<usize> = (0..ctx.q_count() + ctx.p_count()).collect();
+    let q: Vec<usize> = (0..ctx.q_count()).collect();
+    let l = Expr::load;
+    let two_n = 2 * ctx.n();
+
+    // (1) HADD-like.
+    let specs = vec![stored(&ctx, &mut rng, &q, Format::Words), stored(&ctx, &mut rng, &q, Format::Words)];
+    check_fused("hadd", gpu, &q, &specs, &[(Expr::add(l(0), l(1)), Format::Words)]);
+    check_fused("hsub neg", gpu, &q, &specs, &[(Expr::sub(l(0), Expr::neg(l(1))), Format::Words)]);
+
+    // (2) Seeded: uniform + stored, uniform * scalar.
+    let specs = vec![
+        seeded(&mut rng, Purpose::CiphertextA),
+        stored(&ctx, &mut rng, &q, Format::Words),
+        scalars(&ctx, &mut rng, &q),
+    ];
+    check_fused(
+        "seeded",
+        gpu,
+        &q,
+        &specs,
+        &[(Expr::add(l(0), l(1)), Format::Words), (Expr::mul(l(0), l(2)), Format::Words)],
+    );
+    check_fused("uniform alone", gpu, &q, &specs, &[(l(0), Format::Words)]);
+
+    // (3) Packed in, packed out, and the conversions.
+    let specs = vec![stored(&ctx, &mut rng, &q, Format::Packed), stored(&ctx, &mut rng, &q, Format::Words)];
+    check_fused("unpack", gpu, &q, &specs, &[(l(0), Format::Words)]);
+    check_fused("pack", gpu, &q, &specs, &[(l(1), Format::Packed)]);
+    check_fused("packed to packed", gpu, &q, &specs, &[(l(0), Format::Packed)]);
+    check_fused(
+        "packed arithmetic",
+        gpu,
+        &q,
+        &specs,
+        &[(Expr::mul(l(0), l(1)), Format::Packed), (Expr::add(l(0), l(1)), Format::Words)],
+    );
+    if let Spec::Buffer { data, .. } = &specs[0] {
+        // Packing the unpacked residues again gives the input bytes.
+        let out = run_fused(gpu, &q, &specs, &[(l(0), Format::Packed)]);
+        assert_eq!(&out[0], data);
+    }
+
+    // (5) Galois of a sum of a uniform and a stored operand (and nested, and a plain term).
+    let specs = vec![
+        seeded(&mut rng, Purpose::KeySwitchA),
+        stored(&ctx, &mut rng, &q, Format::Words),
+        stored(&ctx, &mut rng, &q, Format::Packed),
+    ];
+    for g in [3, 5, two_n - 1] {
+        check_fused(
+            &format!("galois {g}"),
+            gpu,
+            &q,
+            &specs,
+            &[
+                (Expr::galois(g, Expr::add(l(0), l(1))), Format::Words),
+                (Expr::add(Expr::galois(g, Expr::mul(l(0), l(2))), l(0)), Format::Packed),
+            ],
+        );
+    }
+    check_fused(
+        "nested galois",
+        gpu,
+        &q,
+        &specs,
+        &[(Expr::galois(3, Expr::sub(Expr::galois(5, l(0)), l(2))), Format::Words)],
+    );
+
+    // (6) Tensor-like: (b0 + a0 s)(b1 + a1 s) with seeded a halves, three outputs.
+    let specs = vec![
+        stored(&ctx, &mut rng, &q, Format::Words),
+        seeded(&mut rng, Purpose::CiphertextA),
+        stored(&ctx, &mut rng, &q, Format::Packed),
+        seeded(&mut rng, Purpose::CiphertextA),
+    ];
+    let tensor = [
+        (Expr::mul(l(0), l(2)), Format::Words),
+        (Expr::add(Expr::mul(l(0), l(3)), Expr::mul(l(1), l(2))), Format::Words),
+        (Expr::mul(l(1), l(3)), Format::Packed),
+    ];
+    check_fused("tensor", gpu, &q, &specs, &tensor);
+
+    // (7) Operands over Q P (in another order) with the output over a subset.
+    let mut shuffled = all.clone();
+    shuffled.reverse();
+    let key_b = stored(&ctx, &mut rng, &shuffled, Format::Words);
+    let key_packed = stored(&ctx, &mut rng, &all, Format::Packed);
+    let specs =
+        vec![key_b, key_packed, stored(&ctx, &mut rng, &[1, 3], Format::Words), seeded(&mut rng, Purpose::KeySwitchA)];
+    let sub = [3usize, 1];
+    check_fused(
+        "superset basis",
+        gpu,
+        &sub,
+        &specs,
+        &[
+            (Expr::add(Expr::mul(l(0), l(2)), Expr::mul(l(1), l(3))), Format::Words),
+            (Expr::sub(l(1), l(0)), Format::Packed),
+        ],
+    );
+    let specials: Vec<usize> = (ctx.q_count()..all.len()).collect();
+    check_fused("special primes", gpu, &specials, &specs[..2], &[(Expr::add(l(0), l(1)), Format::Packed)]);
+
+    // An empty sum is zero; no outputs, no dispatch.
+    let out = run_fused(gpu, &q, &specs[..1], &[(Expr::Sum(vec![]), Format::Packed), (l(0), Format::Words)]);
+    assert!(out[0].iter().all(|&x| x == 0));
+    assert!(run_fused(gpu, &q, &specs[..1], &[]).is_empty());
+}
+
+#[test]
+fn fused_fixed_programs_match_cpu() {
+    let Some(dev) = device() else { return };
+    fixed_programs(&gpu_for(&mixed_widths(10), &dev), 11);
+    fixed_programs(&gpu_for(&mixed_widths(12), &dev), 12);
+    // N below the 32 residues of a packed group: one thread per limb.
+    fixed_programs(&gpu_for(&mixed_widths(4), &dev), 13);
+    fixed_programs(&gpu_for(&params::insecure_test_bgv(10, 3, 1, 3, 65537).unwrap(), &dev), 14);
+}
+
+/// A random expression over `ops` operands of depth at most `depth`.
+fn random_expr(rng: &mut Rng, ops: usize, depth: usize, two_n: usize) -> Expr {
+    if depth <= 1 || rng.below(4) == 0 {
+        return Expr::load(rng.below(ops));
+    }
+    let rec = |rng: &mut Rng| Box::new(random_expr(rng, ops, depth - 1, two_n));
+    match rng.below(7) {
+        0 => Expr::Add(rec(rng), rec(rng)),
+        1 => Expr::Sub(rec(rng), rec(rng)),
+        2 => Expr::Neg(rec(rng)),
+        3 => Expr::Mul(rec(rng), rec(rng)),
+        4 => Expr::Sum((0..rng.below(4)).map(|_| *rec(rng)).collect()),
+        5 => Expr::Galois { g: 2 * rng.below(two_n / 2) + 1, expr: rec(rng) },
+        _ => Expr::Mul(rec(rng), Box::new(Expr::load(rng.below(ops)))),
+    }
+}
+
+#[test]
+fn fused_random_programs_match_cpu() {
+    let Some(dev) = device() else { return };
+    for (p, seed, count) in [(mixed_widths(10), 21, 24), (mixed_widths(12), 22, 4)] {
+        let gpu = gpu_for(&p, &dev);
+        let ctx = Arc::clone(gpu.context());
+        let mut rng = Rng(seed);
+        let all: Vec<usize> = (0..ctx.q_count() + ctx.p_count()).collect();
+        for case in 0..count {
+            // An output basis: a random non-empty subset of Q P, in random order.
+            let mut basis: Vec<usize> = all.iter().copied().filter(|_| rng.below(2) == 0).collect();
+            if basis.is_empty() {
+                basis.push(rng.below(all.len()));
+            }
+            let turn = rng.below(basis.len());
+            basis.rotate_left(turn);
+            let mut specs = Vec::new();
+            for _ in 0..1 + rng.below(6) {
+                specs.push(match rng.below(5) {
+                    0 => seeded(&mut rng, Purpose::CiphertextA),
+                    1 => scalars(&ctx, &mut rng, &basis),
+                    2 => stored(&ctx, &mut rng, &basis, Format::Packed),
+                    3 => stored(&ctx, &mut rng, &all, Format::Words),
+                    _ => stored(&ctx, &mut rng, &basis, Format::Words),
+                });
+            }
+            let outputs: Vec<(Expr, Format)> = (0..1 + rng.below(3))
+                .map(|_| {
+                    let e = random_expr(&mut rng, specs.len(), 5, 2 * ctx.n());
+                    (e, if rng.below(2) == 0 { Format::Words } else { Format::Packed })
+                })
+                .collect();
+            compare_fused(&format!("random {seed}/{case}: {outputs:?}"), &gpu, &basis, &specs, &outputs);
+        }
+    }
+}
+
+/// The 16 inputs of `sum_i w_i x_i + b` (x_i stored, w_i scalars, b stored), and the program.
+fn weighted_sum(ctx: &RingContext, rng: &mut Rng, q: &[usize], inputs: usize) -> (Vec<Spec>, Vec<(Expr, Format)>) {
+    let mut specs = Vec::new();
+    let mut terms = Vec::new();
+    for i in 0..inputs {
+        specs.push(stored(ctx, rng, q, if i % 3 == 2 { Format::Packed } else { Format::Words }));
+        specs.push(scalars(ctx, rng, q));
+        terms.push(Expr::mul(Expr::load(2 * i + 1), Expr::load(2 * i)));
+    }
+    specs.push(stored(ctx, rng, q, Format::Words));
+    terms.push(Expr::load(2 * inputs));
+    (specs, vec![(Expr::Sum(terms), Format::Words)])
+}
+
+#[test]
+fn fused_sixteen_input_sum_is_one_dispatch() {
+    let Some(_) = device() else { return };
+    // A device of its own: the dispatch counter is not shared with tests running alongside.
+    let dev = Arc::new(GpuDevice::new().unwrap());
+    eprintln!("storage buffers per kernel: {}", dev.max_storage_buffers());
+    let p = mixed_widths(10);
+    let gpu = gpu_for(&p, &dev);
+    let ctx = Arc::clone(gpu.context());
+    let q: Vec<usize> = (0..ctx.q_count()).collect();
+    let mut rng = Rng(31);
+    let (specs, outputs) = weighted_sum(&ctx, &mut rng, &q, 16);
+    let cpu = run_fused(&CpuBackend::new(Arc::clone(&ctx)), &q, &specs, &outputs);
+    let bufs: Vec<_> = specs
+        .iter()
+        .map(|s| match s {
+            Spec::Buffer { data, .. } => Some(gpu.upload(data).unwrap()),
+            _ => None,
+        })
+        .collect();
+    let make = || Program {
+        basis: &q,
+        operands: specs
+            .iter()
+            .zip(&bufs)
+            .map(|(s, b)| match s {
+                Spec::Buffer { basis, format, .. } => {
+                    Operand::Buffer { buf: b.as_ref().unwrap(), basis, format: *format, traffic: Traffic::Ciphertext }
+                }
+                Spec::Scalar(s) => Operand::Scalar(s.clone()),
+                Spec::Uniform { .. } => unreachable!(),
+            })
+            .collect(),
+        outputs: outputs.clone(),
+    };
+    let (before, pipelines) = (dev.dispatch_count(), dev.pipeline_count());
+    let out = gpu.fused(&make()).unwrap();
+    assert_eq!(dev.dispatch_count() - before, 1, "the 16-input sum took more than one dispatch");
+    assert_eq!(dev.pipeline_count() - pipelines, 1);
+    assert_eq!(gpu.download(&out[0]).unwrap(), cpu[0]);
+    // The same shape again: one more dispatch, no new pipeline.
+    let again = gpu.fused(&make()).unwrap();
+    assert_eq!(dev.dispatch_count() - before, 2);
+    assert_eq!(dev.pipeline_count() - pipelines, 1);
+    assert_eq!(gpu.download(&again[0]).unwrap(), cpu[0]);
+}
+
+#[test]
+fn fused_programs_beyond_the_binding_limit() {
+    let Some(dev) = device() else { return };
+    let p = mixed_widths(10);
+    let gpu = gpu_for(&p, &dev);
+    let ctx = Arc::clone(gpu.context());
+    let q: Vec<usize> = (0..ctx.q_count()).collect();
+    let max = dev.max_storage_buffers() as usize;
+    let mut rng = Rng(41);
+    // One output over more buffers than a kernel may bind: a typed error.
+    let (specs, outputs) = weighted_sum(&ctx, &mut rng, &q, max);
+    let bufs: Vec<_> = specs
+        .iter()
+        .map(|s| match s {
+            Spec::Buffer { data, .. } => Some(gpu.upload(data).unwrap()),
+            _ => None,
+        })
+        .collect();
+    let operands = specs
+        .iter()
+        .zip(&bufs)
+        .map(|(s, b)| match s {
+            Spec::Buffer { basis, format, .. } => {
+                Operand::Buffer { buf: b.as_ref().unwrap(), basis, format: *format, traffic: Traffic::Ciphertext }
+            }
+            Spec::Scalar(s) => Operand::Scalar(s.clone()),
+            Spec::Uniform { .. } => unreachable!(),
+        })
+        .collect();
+    let program = Program { basis: &q, operands, outputs };
+    assert!(matches!(gpu.fused(&program), Err(wgfhe::Error::AdapterLimit { .. })));
+    // Three outputs that each fit but together do not: split, and still equal to the CPU.
+    let per = (max - 2) / 2;
+    let specs: Vec<Spec> = (0..3 * per).map(|_| stored(&ctx, &mut rng, &q, Format::Words)).collect();
+    let outputs: Vec<(Expr, Format)> =
+        (0..3).map(|o| (Expr::Sum((o * per..(o + 1) * per).map(Expr::load).collect()), Format::Packed)).collect();
+    check_fused("split", &gpu, &q, &specs, &outputs);
 }

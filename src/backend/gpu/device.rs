@@ -1,6 +1,7 @@
 //! The wgpu device: adapter selection, limits, pipeline cache, buffers, dispatch, readback.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::error::{Error, Result};
@@ -11,6 +12,8 @@ pub const WORKGROUP_SIZE: u64 = 256;
 const MAX_GROUPS_PER_DIM: u64 = 65_535;
 /// The shared arithmetic every kernel includes.
 const ZQ_WGSL: &str = include_str!("../../../shaders/shared/zq.wgsl");
+/// Most storage buffers per shader stage the device asks for (the adapter may allow fewer).
+pub const MAX_STORAGE_BUFFERS: u32 = 32;
 
 fn backend_err(reason: impl Into<String>) -> Error {
     Error::Backend { backend: "gpu", reason: reason.into() }
@@ -63,7 +66,10 @@ pub struct GpuDevice {
     queue: wgpu::Queue,
     summary: AdapterSummary,
     limits: wgpu::Limits,
-    pipelines: Mutex<HashMap<&'static str, Arc<wgpu::ComputePipeline>>>,
+    /// Pipelines by kernel key: a shader's name, or a generated kernel's shape key.
+    pipelines: Mutex<HashMap<String, Arc<wgpu::ComputePipeline>>>,
+    /// Compute dispatches submitted so far (tests check that a fused program is one dispatch).
+    dispatches: AtomicU64,
     pool: Arc<BufferPool>,
     /// The first device error no error scope caught (wgpu's default handler would panic);
     /// reported by the next dispatch or readback.
@@ -95,7 +101,9 @@ impl GpuDevice {
         let limits = wgpu::Limits {
             max_storage_buffer_binding_size: supported.max_storage_buffer_binding_size,
             max_buffer_size: supported.max_buffer_size,
-            max_storage_buffers_per_shader_stage: supported.max_storage_buffers_per_shader_stage.min(16),
+            max_storage_buffers_per_shader_stage: supported
+                .max_storage_buffers_per_shader_stage
+                .min(MAX_STORAGE_BUFFERS),
             ..wgpu::Limits::default()
         };
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
@@ -130,6 +138,7 @@ impl GpuDevice {
             summary,
             limits,
             pipelines: Mutex::new(HashMap::new()),
+            dispatches: AtomicU64::new(0),
             pool: Arc::default(),
             uncaptured,
         })
@@ -145,6 +154,24 @@ impl GpuDevice {
     #[must_use]
     pub fn limits(&self) -> &wgpu::Limits {
         &self.limits
+    }
+
+    /// Compute dispatches submitted on this device so far.
+    #[must_use]
+    pub fn dispatch_count(&self) -> u64 {
+        self.dispatches.load(Ordering::Relaxed)
+    }
+
+    /// Pipelines built (and cached) on this device so far.
+    #[must_use]
+    pub fn pipeline_count(&self) -> usize {
+        self.pipelines.lock().unwrap_or_else(PoisonError::into_inner).len()
+    }
+
+    /// Storage buffers one kernel may bind (binding 0, the parameters, included).
+    #[must_use]
+    pub fn max_storage_buffers(&self) -> u32 {
+        self.limits.max_storage_buffers_per_shader_stage
     }
 
     /// Largest buffer, in 32-bit words, one storage binding can hold.
@@ -289,19 +316,21 @@ impl GpuDevice {
         self.queue.submit([enc.finish()]);
     }
 
-    fn pipeline(&self, kernel: &'static str, source: &str, entry: &str) -> Result<Arc<wgpu::ComputePipeline>> {
+    /// The cached pipeline `key`, built on first use from `source()` (the shared arithmetic is
+    /// prepended).
+    fn pipeline(&self, key: &str, source: impl FnOnce() -> String, entry: &str) -> Result<Arc<wgpu::ComputePipeline>> {
         let mut cache = self.pipelines.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(p) = cache.get(kernel) {
+        if let Some(p) = cache.get(key) {
             return Ok(Arc::clone(p));
         }
-        let full = format!("{ZQ_WGSL}\n{source}");
+        let full = format!("{ZQ_WGSL}\n{}", source());
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some(kernel),
+            label: Some(key),
             source: wgpu::ShaderSource::Wgsl(full.into()),
         });
         let pipeline = self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some(kernel),
+            label: Some(key),
             layout: None,
             module: &module,
             entry_point: Some(entry),
@@ -309,10 +338,10 @@ impl GpuDevice {
             cache: None,
         });
         if let Some(e) = pollster::block_on(scope.pop()) {
-            return Err(backend_err(format!("kernel {kernel} failed to build: {e}")));
+            return Err(backend_err(format!("kernel {key} failed to build: {e}")));
         }
         let p = Arc::new(pipeline);
-        cache.insert(kernel, Arc::clone(&p));
+        cache.insert(key.to_owned(), Arc::clone(&p));
         Ok(p)
     }
 
@@ -321,8 +350,22 @@ impl GpuDevice {
     /// read-only `array<u32>` holding `params`; bindings `1..` are `buffers` in order.
     pub fn dispatch(
         &self,
-        kernel: &'static str,
+        kernel: &str,
         source: &str,
+        entry: &str,
+        params: &[u32],
+        buffers: &[&wgpu::Buffer],
+        threads: u64,
+    ) -> Result<()> {
+        self.dispatch_generated(kernel, || source.to_owned(), entry, params, buffers, threads)
+    }
+
+    /// [`Self::dispatch`] for a generated kernel: `key` names its shape (the pipeline cache
+    /// key), and `source` is called only when no pipeline for `key` is cached yet.
+    pub fn dispatch_generated(
+        &self,
+        kernel: &str,
+        source: impl FnOnce() -> String,
         entry: &str,
         params: &[u32],
         buffers: &[&wgpu::Buffer],
@@ -359,6 +402,7 @@ impl GpuDevice {
             pass.dispatch_workgroups(x as u32, y as u32, 1);
         }
         self.queue.submit([enc.finish()]);
+        self.dispatches.fetch_add(1, Ordering::Relaxed);
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(backend_err(format!("kernel {kernel} failed: {e}")));
         }

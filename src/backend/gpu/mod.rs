@@ -6,10 +6,12 @@
 //! constants each dispatch reads).
 
 mod device;
+mod fused;
 mod kernels;
 mod rns_kernels;
 
-pub use device::{AdapterSummary, GpuDevice};
+pub use device::{AdapterSummary, GpuDevice, MAX_STORAGE_BUFFERS};
+pub use fused::kernel_sources as fused_kernel_sources;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -266,9 +268,9 @@ impl Backend for GpuBackend {
     fn uniform(&self, seed: &Seed, purpose: Purpose, index: u32, basis: &[usize]) -> Result<GpuBuffer> {
         rns_kernels::uniform(self, seed, purpose, index, basis)
     }
+
     fn fused(&self, program: &crate::backend::fused::Program<'_, Self>) -> Result<Vec<GpuBuffer>> {
-        program.validate(self)?;
-        Err(Error::Backend { backend: "gpu", reason: "fused programs are not implemented yet".into() })
+        fused::fused(self, program)
     }
 
     fn synchronize(&self) -> Result<()> {

@@ -7,8 +7,11 @@ use super::{GpuBackend, GpuBuffer};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::math::sampling::{stream_id, Purpose, Seed, SEED_BYTES};
+use crate::math::zq::Modulus;
 
-const UNIFORM: &str = include_str!("../../../shaders/uniform.wgsl");
+/// `uniform.wgsl` after the shared ChaCha20 block and reduction it calls.
+const UNIFORM: &str =
+    concat!(include_str!("../../../shaders/shared/chacha.wgsl"), "\n", include_str!("../../../shaders/uniform.wgsl"));
 const BASE_CONVERT: &str = include_str!("../../../shaders/base_convert.wgsl");
 const SCALE_DOWN: &str = include_str!("../../../shaders/scale_down.wgsl");
 
@@ -24,6 +27,18 @@ fn table_len(what: &'static str, expected: usize, found: usize) -> Result<()> {
     }
 }
 
+/// `2^32 mod q` and its Shoup companion: the radix of `uniform_reduce` (`shared/chacha.wgsl`).
+pub(super) fn word_radix(m: &Modulus) -> (u32, u32) {
+    // 2^32 mod q = ((2^32 - 1) mod q + 1) mod q, as the CPU's word reducer builds it.
+    let radix = m.add(m.reduce_u32(u32::MAX), 1);
+    (radix, m.shoup(radix))
+}
+
+/// The ChaCha20 key words of a seed: word i = `u32::from_le_bytes(seed[4i..4i+4])`.
+pub(super) fn key_words(seed: &Seed) -> impl Iterator<Item = u32> + '_ {
+    seed.chunks_exact(4).map(|b| b.iter().rev().fold(0u32, |w, &x| w << 8 | u32::from(x)))
+}
+
 /// `uniform.wgsl`: per limb `[q, k, mu, 2^32 mod q, Shoup, stream lo, stream hi, 0]`.
 pub(super) fn uniform(
     be: &GpuBackend,
@@ -37,14 +52,13 @@ pub(super) fn uniform(
     let mut table = Vec::with_capacity(basis.len() * 8);
     for m in &moduli {
         let id = stream_id(purpose, index, m.value())?;
-        // 2^32 mod q = ((2^32 - 1) mod q + 1) mod q, as the CPU's word reducer builds it.
-        let radix = m.add(m.reduce_u32(u32::MAX), 1);
+        let (radix, radix_shoup) = word_radix(m);
         table.extend_from_slice(&[
             m.value(),
             m.bits(),
             m.barrett_mu(),
             radix,
-            m.shoup(radix),
+            radix_shoup,
             id as u32,
             (id >> 32) as u32,
             0,
@@ -53,8 +67,7 @@ pub(super) fn uniform(
     let words = basis.len() * be.n();
     let mut params = Vec::with_capacity(2 + SEED_BYTES / 4);
     params.extend_from_slice(&[be.log_n(), be.total(words)?]);
-    // Key word i = u32::from_le_bytes(seed[4i..4i+4]).
-    params.extend(seed.chunks_exact(4).map(|b| b.iter().rev().fold(0u32, |w, &x| w << 8 | u32::from(x))));
+    params.extend(key_words(seed));
     let out = be.zeros(words)?;
     if words == 0 {
         return Ok(out);
