@@ -166,8 +166,9 @@ fn expected(s: &Setup<impl Backend>) -> Vec<(&'static str, Vec<u64>)> {
     ]
 }
 
-/// Every variant against the baseline, byte for byte, and every decryption against plaintext.
-fn check_variants<B: Backend>(make: &dyn Fn() -> B) {
+/// Every variant against the baseline, byte for byte, and every decryption against plaintext;
+/// returns the baseline's outcomes.
+fn check_variants<B: Backend>(make: &dyn Fn() -> B) -> Vec<Outcome> {
     let (base, s) = run_variant(make, Variant::Baseline);
     let want = expected(&s);
     for (o, (op, slots)) in base.iter().zip(&want) {
@@ -183,6 +184,7 @@ fn check_variants<B: Backend>(make: &dyn Fn() -> B) {
             assert!(o.words == b.words, "{variant} {} differs from the baseline bytes", o.op);
         }
     }
+    base
 }
 
 #[test]
@@ -197,7 +199,12 @@ fn every_variant_equals_the_baseline_on_the_gpu() {
     let Some(dev) = device() else { return };
     let p = params();
     let ctx = RingContext::new(&p).unwrap();
-    check_variants(&|| GpuBackend::new(Arc::clone(&ctx), Arc::clone(&dev)));
+    let gpu = check_variants(&|| GpuBackend::new(Arc::clone(&ctx), Arc::clone(&dev)));
+    // And the GPU's results are the CPU's.
+    let (cpu, _) = run_variant(&|| CpuBackend::new(Arc::clone(&ctx)), Variant::Baseline);
+    for (g, c) in gpu.iter().zip(&cpu) {
+        assert!(g.words == c.words, "{}: GPU and CPU differ", g.op);
+    }
 }
 
 /// Records of one operation through the ledger.
