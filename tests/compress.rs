@@ -122,6 +122,13 @@ fn run_ops<B: Backend>(s: &Setup<B>, variant: Variant) -> Vec<Outcome> {
     push("hadd_of_lazy", &bxt.add(&pmult, &hadd).unwrap());
     push("padd_of_lazy", &bxt.add_plain(&pmult, &bias).unwrap());
     push("pmult_of_lazy", &bxt.mul_int(&fsum, -5).unwrap());
+    // Five plaintext weights: the lazy `a` half passes MAX_LAZY_BUFFERS and is materialised.
+    let five: Vec<_> = xs[6..11].iter().map(|x| (Weight::Plain(&s.weight), x)).collect();
+    let big = bxt.weighted_sum(&five, None).unwrap();
+    if variant.fuses() {
+        assert_ne!(big.forms().1, "lazy", "a lazy half over five plaintexts should have been materialised");
+    }
+    push("fused_sum_plain5", &big);
     out
 }
 
@@ -163,6 +170,13 @@ fn expected(s: &Setup<impl Backend>) -> Vec<(&'static str, Vec<u64>)> {
         ("hadd_of_lazy", zip(&pmult, &hadd, &|a, b| a + b)),
         ("padd_of_lazy", zip(&pmult, &v[2], &|a, b| a + b)),
         ("pmult_of_lazy", scale(&fsum, -5)),
+        ("fused_sum_plain5", {
+            let mut acc = vec![0; w.len()];
+            for x in &v[6..11] {
+                acc = zip(&acc, &zip(x, w, &|a, b| a * b), &|a, b| a + b);
+            }
+            acc
+        }),
     ]
 }
 

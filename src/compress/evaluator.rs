@@ -17,9 +17,11 @@ use crate::error::{Error, Result};
 use crate::poly::{Basis, Eval, RnsPoly};
 use crate::rlwe::{self, SecretKey};
 
-/// Most buffers a lazy half may reference before it is materialised (bounds the bindings of
-/// the kernel that eventually generates it).
-pub const MAX_LAZY_BUFFERS: usize = 8;
+/// Most buffers a lazy half may reference before it is materialised. It bounds the bindings of
+/// the kernel that eventually generates it: an HMULT's last kernel reads two `b` halves, two
+/// lazy `a` halves and one key-switching output for one output, `2 + 2 * 4 + 1 = 11` buffers,
+/// within the 16 storage bindings most adapters give.
+pub const MAX_LAZY_BUFFERS: usize = 4;
 
 /// A weight of [`Bxt::weighted_sum`].
 #[derive(Debug, Clone, Copy)]

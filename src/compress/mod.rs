@@ -336,7 +336,7 @@ impl<B: Backend> BxtCiphertext<B> {
     #[must_use]
     pub fn forms(&self) -> (&'static str, &'static str) {
         match &self.repr {
-            Repr::Plain(ct) => ("stored", if ct.is_seeded() { "stored (seed known)" } else { "stored" }),
+            Repr::Plain(_) => ("stored", "stored"),
             Repr::Halves { b, a, .. } => (b.form(), a.form()),
         }
     }
