@@ -20,6 +20,7 @@ pub mod backend;
 pub mod bench;
 pub mod bgv;
 pub mod ckks;
+pub mod compare;
 pub mod compress;
 pub mod error;
 pub mod math;

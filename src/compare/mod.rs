@@ -1,0 +1,3 @@
+//! Exact non-linear functions on BGV: word-wise comparison of digit vectors with pruning.
+
+pub mod digits;
