@@ -1,0 +1,19 @@
+//! Comparisons and other non-linear functions on BGV ciphertexts through range-restricted lookup
+//! tables.
+//!
+//! After a linear layer with plaintext weights the server knows an exact bound `|x| <= B` on
+//! every slot. Any integer function `f` on `[-B', B']` (`B' >= B`) is then the Lagrange
+//! interpolant over `F_t` of degree `<= 2B'`, evaluated on the ciphertext: ReLU, ReLU fused with
+//! requantisation, the sign and comparisons with a constant all cost the same. An input outside
+//! the domain gives garbage, so bounds are worst-case ([`lut::Bounded`]) and a bound
+//! `>= (t-1)/2` is refused.
+//!
+//! * [`lut`]: [`lut::Lut`] (compiled tables and the built-in ones), [`lut::Bounded`] (ciphertexts
+//!   with exact bounds and the linear operations that propagate them) and [`lut::eval_lut`].
+//! * [`poly_eval`]: Paterson–Stockmeyer evaluation, its cost formula and the planner.
+
+pub mod lut;
+pub mod poly_eval;
+
+pub use lut::{eval_lut, eval_lut_bounded, eval_lut_with_plan, Bounded, Lut, Parity};
+pub use poly_eval::{EvalPlan, EvalStats, Objective, Strategy};
