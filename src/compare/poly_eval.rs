@@ -36,7 +36,7 @@
 //! level ([`Objective`]). An even polynomial of degree `2B'` costs `1 + dense(B')` with
 //! [`Strategy::EvenOdd`] (`p_o = 0`), at depth `1 + depth(B')`; an odd one
 //! `2 + dense(B' - 1)`. Sparse polynomials cost less: the planner does not use the formula but
-//! runs the evaluation itself symbolically ([`simulate`]), counting exactly what the
+//! runs the evaluation itself symbolically ([`super::lut::Lut::cost`]), counting exactly what the
 //! homomorphic evaluation will do.
 //!
 //! # Levels and correction factors
