@@ -255,6 +255,26 @@ pub enum Error {
         limit_log2: f64,
     },
 
+    // ---- lookup tables ---------------------------------------------------------------------
+    /// An input's worst-case bound exceeds the domain a lookup table was compiled for: the
+    /// table would return garbage for values outside `[-domain, domain]`.
+    #[error("input bound {bound} exceeds the table domain [-{domain}, {domain}]")]
+    LutDomain {
+        /// Bound of the input (largest possible `|x|`).
+        bound: u64,
+        /// Domain of the table (`B'`).
+        domain: u64,
+    },
+    /// A bound on `|x|` is not below `(t-1)/2`: values could wrap mod `t`, so neither the bound
+    /// nor a table over it means anything.
+    #[error("bound {bound} is not below (t-1)/2 = {limit}")]
+    BoundTooLarge {
+        /// The bound (saturated at `u64::MAX` if it overflowed).
+        bound: u64,
+        /// `(t-1)/2`: every bound must be strictly below it.
+        limit: u64,
+    },
+
     // ---- wire format -----------------------------------------------------------------------
     /// The bytes do not start with the wgfhe magic.
     #[error("bad magic: not a wgfhe object")]

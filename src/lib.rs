@@ -13,6 +13,7 @@
 //! * [`rlwe`]: keys, encryption, decryption, hybrid key switching, Galois automorphisms.
 //! * [`bgv`]: the BGV scheme (batch and coefficient encoding, modulus switching).
 //! * [`ckks`]: the CKKS scheme (canonical-embedding encoder, rescaling, conjugation).
+//! * [`compare`]: range-restricted lookup tables (ReLU, sign, comparisons) on BGV ciphertexts.
 //! * [`params`]: validated parameter sets, checked against the 2024 security guidelines.
 //! * [`serial`]: the versioned binary wire format.
 

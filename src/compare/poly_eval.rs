@@ -1,0 +1,617 @@
+//! Evaluating a polynomial over `F_t` on a BGV ciphertext: Paterson–Stockmeyer, its cost model
+//! and the planner that picks the number of baby steps.
+//!
+//! # Algorithm
+//!
+//! [`Strategy::Direct`] with `k` baby steps on `p` of degree `d` (`n = d + 1` coefficients):
+//!
+//! 1. baby steps `x^2, ..., x^k` (each `x^i = x^a x^(i-a)` with `a` the largest power of two
+//!    below `i`, so `x^i` has depth `ceil(log2 i)`); only `x^2 .. x^d` when `n <= k`;
+//! 2. giant steps `G_0 = x^k`, `G_j = G_(j-1)^2 = x^(k 2^j)` for `j < m`, where `m` is the
+//!    smallest integer with `n <= k 2^m`;
+//! 3. recursively `p = q G_(j-1) + r` with `r` the `k 2^(j-1)` low coefficients, down to blocks
+//!    of at most `k` coefficients, which are linear combinations of `1, x, ..., x^(k-1)` with
+//!    the coefficients as scalars (multiplications by an integer, no key switching). A quotient
+//!    that is a constant multiplies its giant step as a scalar, not as an HMULT.
+//!
+//! [`Strategy::EvenOdd`] writes `p(x) = p_e(x^2) + x p_o(x^2)`: one squaring `y = x^2`, then the
+//! steps above in `y` for `p_e` and `p_o` sharing the baby and giant steps of `y`, and one HMULT
+//! `x * p_o(y)` unless `p_o` is a constant. It halves the work for even or odd tables (and for
+//! ReLU, whose odd part is `x / 2`).
+//!
+//! # Cost formula (dense polynomials)
+//!
+//! For [`Strategy::Direct`] with `k >= 2` on a polynomial whose coefficients are all non-zero,
+//! with `L = ceil(n / k)` blocks and `m = ceil(log2 L)` ([`dense_cost`]):
+//!
+//! * `L = 1`: `hmults = d - 1`, `depth = ceil(log2 d)` (`d >= 2`; nothing for `d <= 1`);
+//! * `L >= 2`: `hmults = (k - 1) + (m - 1) + (L - 1) - [n mod k = 1]` (baby steps, giant
+//!   squarings, one product per merge of two non-empty halves; a top block that is a single
+//!   constant is a scalar multiplication), and
+//!   `depth = ceil(log2 k) + m - [n mod k = 1 and L - 1 = 2^(m-1)]`.
+//!
+//! Example: degree 30, `k = 8`: `L = 4`, `m = 2`, `hmults = 7 + 1 + 3 = 11`, `depth = 3 + 2 = 5`
+//! (the minimum over `k`). With `k` a power of two and `k 2^m` the smallest power of two above
+//! `d`, the depth is the optimum `ceil(log2(d + 1))`; other `k` can save HMULTs at the price of a
+//! level ([`Objective`]). An even polynomial of degree `2B'` costs `1 + dense(B')` with
+//! [`Strategy::EvenOdd`] (`p_o = 0`), at depth `1 + depth(B')`; an odd one
+//! `2 + dense(B' - 1)`. Sparse polynomials cost less: the planner does not use the formula but
+//! runs the evaluation itself symbolically ([`super::lut::Lut::cost`]), counting exactly what the
+//! homomorphic evaluation will do.
+//!
+//! # Levels and correction factors
+//!
+//! HMULTs go through [`Bgv::mul_relin`] (which switches its operands down as far as their noise
+//! allows). A block's linear combination is formed at one level (its powers switched down once
+//! and cached per level), and the correction factors are folded into the integer scalars: a
+//! power `x^i` that encrypts `c_i * x^i` with factor `f_i` is multiplied by
+//! `a_i * T / f_i mod t` (centred), so every term carries the same factor `T` and the sum needs
+//! no realignment; the noise grows by `|a_i T / f_i| <= (t-1)/2`, the same worst case as the
+//! bare coefficient. The low part `r` of `q G + r`, when it is a block, is formed directly at the
+//! product's level with the product's factor, so the addition is free; deeper sums are aligned by
+//! [`Bgv::add`] (which rescales the operand with less noise).
+
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
+
+use crate::backend::Backend;
+use crate::bgv::noise::log2_add;
+use crate::bgv::{Bgv, Ciphertext, EvaluationKeys, Plaintext};
+use crate::error::{Error, Result};
+use crate::math::zq::Modulus;
+use crate::poly::{Eval, RnsPoly};
+
+/// How a polynomial is evaluated (see the [module documentation](self)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Strategy {
+    /// Paterson–Stockmeyer in `x`.
+    Direct,
+    /// `p(x) = p_e(y) + x p_o(y)` with `y = x^2`, Paterson–Stockmeyer in `y` for both parts.
+    EvenOdd,
+}
+
+/// What the planner minimises first (the other quantity breaks ties).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Objective {
+    /// Fewest HMULTs (then the smallest depth).
+    #[default]
+    Hmults,
+    /// Smallest multiplicative depth (then the fewest HMULTs).
+    Depth,
+}
+
+/// Counts of an evaluation: predicted by the planner or measured by [`super::lut::eval_lut`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct EvalStats {
+    /// Non-scalar multiplications (tensor product and relinearisation).
+    pub hmults: usize,
+    /// Multiplicative depth of the result (HMULTs on the longest path from the input).
+    pub depth: usize,
+}
+
+/// How to evaluate one table: the strategy, the number `k` of baby steps and what it costs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct EvalPlan {
+    /// Direct or even/odd split.
+    pub strategy: Strategy,
+    /// Number `k` of baby steps (powers `1..=k` of `x`, or of `y = x^2` for
+    /// [`Strategy::EvenOdd`]); at least 1.
+    pub baby_steps: usize,
+    /// HMULTs and depth of the evaluation.
+    pub cost: EvalStats,
+}
+
+/// `ceil(log2 n)` (0 for `n <= 1`).
+#[must_use]
+pub fn ceil_log2(n: usize) -> usize {
+    if n <= 1 {
+        0
+    } else {
+        (usize::BITS - (n - 1).leading_zeros()) as usize
+    }
+}
+
+/// The closed-form cost of [`Strategy::Direct`] with `k >= 2` baby steps on a polynomial of
+/// `degree` whose coefficients are all non-zero (see the [module documentation](self)); `None`
+/// for `k < 2`.
+#[must_use]
+pub fn dense_cost(degree: usize, k: usize) -> Option<EvalStats> {
+    if k < 2 {
+        return None;
+    }
+    if degree <= 1 {
+        return Some(EvalStats::default());
+    }
+    let n = degree + 1;
+    let blocks = n.div_ceil(k);
+    if blocks == 1 {
+        return Some(EvalStats { hmults: degree - 1, depth: ceil_log2(degree) });
+    }
+    let m = ceil_log2(blocks);
+    let const_top = n % k == 1;
+    let hmults = (k - 1) + (m - 1) + (blocks - 1) - usize::from(const_top);
+    let top_scalar = const_top && blocks - 1 == 1 << (m - 1);
+    Some(EvalStats { hmults, depth: ceil_log2(k) + m - usize::from(top_scalar) })
+}
+
+/// The best `k` for a dense polynomial of `degree` under `objective` (closed form, `k >= 2`):
+/// `(k, cost)`.
+#[must_use]
+pub fn best_dense(degree: usize, objective: Objective) -> (usize, EvalStats) {
+    let n = degree + 1;
+    let mut best = (2, dense_cost(degree, 2).unwrap_or_default());
+    for k in 3..=n.max(2) {
+        if let Some(c) = dense_cost(degree, k) {
+            if key(objective, c) < key(objective, best.1) {
+                best = (k, c);
+            }
+        }
+    }
+    best
+}
+
+fn key(objective: Objective, c: EvalStats) -> (usize, usize) {
+    match objective {
+        Objective::Hmults => (c.hmults, c.depth),
+        Objective::Depth => (c.depth, c.hmults),
+    }
+}
+
+// ---- the generic evaluator ------------------------------------------------------------------
+
+/// A value during the evaluation: a known constant of `F_t` or an encrypted one.
+pub(crate) enum Val<V> {
+    Const(u32),
+    Enc(V),
+}
+
+/// The operations the evaluator needs; implemented symbolically (counting) and on BGV.
+pub(crate) trait Ops {
+    type V;
+    /// Non-scalar product.
+    fn mul(&mut self, a: &Self::V, b: &Self::V) -> Result<Self::V>;
+    /// `sum_i c_i v_i + constant` for non-zero `c_i` (at least one term). `hint`: the value
+    /// the result will be added to (formed at its level with its correction factor if possible).
+    fn lin(&mut self, terms: &[(u32, &Self::V)], constant: u32, hint: Option<&Self::V>) -> Result<Self::V>;
+    /// `a + b`.
+    fn add(&mut self, a: Self::V, b: Self::V) -> Result<Self::V>;
+    /// `a + c` for a non-zero constant.
+    fn add_const(&mut self, a: Self::V, c: u32) -> Result<Self::V>;
+}
+
+/// The polynomial of a table: monomial coefficients and the even/odd parts (all trimmed).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Parts<'a> {
+    pub coeffs: &'a [u32],
+    pub even: &'a [u32],
+    pub odd: &'a [u32],
+}
+
+fn internal(reason: &'static str) -> Error {
+    Error::InvalidField { field: "lookup table evaluation", reason }
+}
+
+/// Baby steps `base^1..base^count` and giant steps `base^(k 2^j)`, `1 <= j < m`.
+struct Powers<V> {
+    k: usize,
+    baby: Vec<V>,
+    giants: Vec<V>,
+}
+
+impl<V> Powers<V> {
+    fn giant(&self, j: usize) -> Result<&V> {
+        let g = if j == 0 { self.k.checked_sub(1).and_then(|i| self.baby.get(i)) } else { self.giants.get(j - 1) };
+        g.ok_or(internal("missing giant step"))
+    }
+}
+
+/// The smallest `m` with `len <= k 2^m`.
+fn levels(len: usize, k: usize) -> usize {
+    let mut m = 0;
+    while len > k.saturating_mul(1 << m) {
+        m += 1;
+    }
+    m
+}
+
+fn trim(c: &[u32]) -> &[u32] {
+    let end = c.iter().rposition(|&v| v != 0).map_or(0, |i| i + 1);
+    c.get(..end).unwrap_or(&[])
+}
+
+fn powers<O: Ops>(ops: &mut O, base: O::V, k: usize, max_len: usize) -> Result<Powers<O::V>> {
+    let m = levels(max_len, k);
+    let count = if m >= 1 { k } else { max_len.saturating_sub(1).max(1) };
+    let mut baby = Vec::with_capacity(count);
+    baby.push(base);
+    for i in 2..=count {
+        // a = largest power of two below i: x^i = x^a x^(i-a) at depth ceil(log2 i).
+        let a = 1usize << (usize::BITS - 1 - (i - 1).leading_zeros());
+        let v = {
+            let lhs = baby.get(a - 1).ok_or(internal("missing baby step"))?;
+            let rhs = baby.get(i - a - 1).ok_or(internal("missing baby step"))?;
+            ops.mul(lhs, rhs)?
+        };
+        baby.push(v);
+    }
+    let mut pw = Powers { k, baby, giants: Vec::with_capacity(m.saturating_sub(1)) };
+    for j in 1..m {
+        let sq = {
+            let prev = pw.giant(j - 1)?;
+            ops.mul(prev, prev)?
+        };
+        pw.giants.push(sq);
+    }
+    Ok(pw)
+}
+
+fn leaf<O: Ops>(ops: &mut O, pw: &Powers<O::V>, c: &[u32], hint: Option<&O::V>) -> Result<Val<O::V>> {
+    let Some((&c0, rest)) = c.split_first() else { return Ok(Val::Const(0)) };
+    if rest.len() > pw.baby.len() {
+        return Err(internal("block longer than the baby steps"));
+    }
+    let terms: Vec<(u32, &O::V)> =
+        rest.iter().zip(&pw.baby).filter(|(&ci, _)| ci != 0).map(|(&ci, v)| (ci, v)).collect();
+    if terms.is_empty() {
+        return Ok(Val::Const(c0));
+    }
+    Ok(Val::Enc(ops.lin(&terms, c0, hint)?))
+}
+
+fn add_vals<O: Ops>(ops: &mut O, t: Modulus, a: Val<O::V>, b: Val<O::V>) -> Result<Val<O::V>> {
+    Ok(match (a, b) {
+        (Val::Const(x), Val::Const(y)) => Val::Const(t.add(x, y)),
+        (Val::Enc(v), Val::Const(0)) | (Val::Const(0), Val::Enc(v)) => Val::Enc(v),
+        (Val::Enc(v), Val::Const(c)) | (Val::Const(c), Val::Enc(v)) => Val::Enc(ops.add_const(v, c)?),
+        (Val::Enc(x), Val::Enc(y)) => Val::Enc(ops.add(x, y)?),
+    })
+}
+
+/// `c(base)` where `c` has at most `k 2^j` coefficients.
+fn rec<O: Ops>(
+    ops: &mut O,
+    t: Modulus,
+    pw: &Powers<O::V>,
+    c: &[u32],
+    j: usize,
+    hint: Option<&O::V>,
+) -> Result<Val<O::V>> {
+    let c = trim(c);
+    if c.len() <= pw.k || j == 0 {
+        return leaf(ops, pw, c, hint);
+    }
+    let h = pw.k << (j - 1);
+    if c.len() <= h {
+        return rec(ops, t, pw, c, j - 1, hint);
+    }
+    let (low, high) = c.split_at(h);
+    let g = pw.giant(j - 1)?;
+    let product = match rec(ops, t, pw, high, j - 1, None)? {
+        Val::Const(0) => return rec(ops, t, pw, low, j - 1, hint),
+        Val::Const(q) => ops.lin(&[(q, g)], 0, None)?,
+        Val::Enc(q) => ops.mul(&q, g)?,
+    };
+    let r = rec(ops, t, pw, low, j - 1, Some(&product))?;
+    add_vals(ops, t, Val::Enc(product), r)
+}
+
+/// Evaluates the table's polynomial at `x` with `strategy` and `k` baby steps.
+pub(crate) fn evaluate<O: Ops>(
+    ops: &mut O,
+    t: Modulus,
+    x: O::V,
+    parts: Parts<'_>,
+    strategy: Strategy,
+    k: usize,
+) -> Result<Val<O::V>> {
+    if k == 0 {
+        return Err(Error::InvalidField { field: "baby_steps", reason: "must be at least 1" });
+    }
+    match strategy {
+        Strategy::Direct => {
+            let c = trim(parts.coeffs);
+            let pw = powers(ops, x, k, c.len())?;
+            rec(ops, t, &pw, c, levels(c.len(), k), None)
+        }
+        Strategy::EvenOdd => {
+            let (even, odd) = (trim(parts.even), trim(parts.odd));
+            let max_len = even.len().max(odd.len());
+            if max_len <= 1 {
+                // p = c_0 + c_1 x: no power of y needed.
+                let c0 = even.first().copied().unwrap_or(0);
+                let odd_val = match odd.first() {
+                    Some(&c1) if c1 != 0 => Val::Enc(ops.lin(&[(c1, &x)], 0, None)?),
+                    _ => Val::Const(0),
+                };
+                return add_vals(ops, t, odd_val, Val::Const(c0));
+            }
+            let y = ops.mul(&x, &x)?;
+            let pw = powers(ops, y, k, max_len)?;
+            match rec(ops, t, &pw, odd, levels(odd.len(), k), None)? {
+                Val::Enc(po) => {
+                    // x p_o(y) first, so that a block p_e is formed at its level and factor.
+                    let odd_val = ops.mul(&x, &po)?;
+                    let even_val = rec(ops, t, &pw, even, levels(even.len(), k), Some(&odd_val))?;
+                    add_vals(ops, t, Val::Enc(odd_val), even_val)
+                }
+                Val::Const(c) => {
+                    // p_e(y) + c x (ReLU: c = 1/2): c x formed at p_e's level and factor.
+                    let even_val = rec(ops, t, &pw, even, levels(even.len(), k), None)?;
+                    let odd_val = match (&even_val, c) {
+                        (_, 0) => Val::Const(0),
+                        (Val::Enc(h), _) => Val::Enc(ops.lin(&[(c, &x)], 0, Some(h))?),
+                        (Val::Const(_), _) => Val::Enc(ops.lin(&[(c, &x)], 0, None)?),
+                    };
+                    add_vals(ops, t, even_val, odd_val)
+                }
+            }
+        }
+    }
+}
+
+// ---- symbolic evaluation and planning -------------------------------------------------------
+
+/// Counts HMULTs; values are depths.
+struct Count {
+    hmults: usize,
+}
+
+impl Ops for Count {
+    type V = usize;
+    fn mul(&mut self, a: &usize, b: &usize) -> Result<usize> {
+        self.hmults += 1;
+        Ok(*a.max(b) + 1)
+    }
+    fn lin(&mut self, terms: &[(u32, &usize)], _: u32, _: Option<&usize>) -> Result<usize> {
+        Ok(terms.iter().map(|(_, &d)| d).max().unwrap_or(0))
+    }
+    fn add(&mut self, a: usize, b: usize) -> Result<usize> {
+        Ok(a.max(b))
+    }
+    fn add_const(&mut self, a: usize, _: u32) -> Result<usize> {
+        Ok(a)
+    }
+}
+
+/// The exact cost of evaluating `parts` with `strategy` and `k` baby steps: the evaluation run
+/// symbolically (the same code as the homomorphic one, counting HMULTs and depths).
+pub(crate) fn simulate(t: Modulus, parts: Parts<'_>, strategy: Strategy, k: usize) -> Result<EvalStats> {
+    let mut ops = Count { hmults: 0 };
+    let depth = match evaluate(&mut ops, t, 0, parts, strategy, k)? {
+        Val::Const(_) => 0,
+        Val::Enc(d) => d,
+    };
+    Ok(EvalStats { hmults: ops.hmults, depth })
+}
+
+/// The cheapest plan under `objective`: both strategies, `k` from 1 to `4 sqrt(n) + 4`.
+pub(crate) fn best_plan(t: Modulus, parts: Parts<'_>, objective: Objective) -> Result<EvalPlan> {
+    let mut best: Option<EvalPlan> = None;
+    for strategy in [Strategy::Direct, Strategy::EvenOdd] {
+        let len = match strategy {
+            Strategy::Direct => trim(parts.coeffs).len(),
+            Strategy::EvenOdd => trim(parts.even).len().max(trim(parts.odd).len()),
+        };
+        let k_max = len.min(4 * len.isqrt() + 4).max(1);
+        for k in 1..=k_max {
+            let cost = simulate(t, parts, strategy, k)?;
+            if best.is_none_or(|b| key(objective, cost) < key(objective, b.cost)) {
+                best = Some(EvalPlan { strategy, baby_steps: k, cost });
+            }
+        }
+    }
+    best.ok_or(internal("no plan"))
+}
+
+// ---- BGV ------------------------------------------------------------------------------------
+
+/// A ciphertext during the evaluation, with its depth and an id for the level cache.
+pub(crate) struct Node<B: Backend> {
+    pub ct: Ciphertext<B>,
+    pub depth: usize,
+    id: usize,
+}
+
+/// The evaluator's operations on BGV ciphertexts.
+pub(crate) struct BgvOps<'a, B: Backend> {
+    bgv: &'a Bgv<B>,
+    keys: &'a EvaluationKeys<B>,
+    t: Modulus,
+    next_id: usize,
+    /// HMULTs done so far.
+    pub hmults: usize,
+    /// Powers switched down to a lower level, by (node id, level).
+    switched: HashMap<(usize, usize), Ciphertext<B>>,
+    /// Constant plaintexts by value.
+    constants: HashMap<u32, Plaintext>,
+}
+
+impl<'a, B: Backend> BgvOps<'a, B> {
+    pub(crate) fn new(bgv: &'a Bgv<B>, keys: &'a EvaluationKeys<B>) -> Result<Self> {
+        let t = Modulus::new(u64::from(bgv.plaintext_modulus()))?;
+        Ok(Self { bgv, keys, t, next_id: 0, hmults: 0, switched: HashMap::new(), constants: HashMap::new() })
+    }
+
+    pub(crate) fn node(&mut self, ct: Ciphertext<B>, depth: usize) -> Node<B> {
+        self.next_id += 1;
+        Node { ct, depth, id: self.next_id }
+    }
+
+    /// The constant plaintext `c` in every slot (cached).
+    pub(crate) fn constant(&mut self, c: u32) -> Result<&Plaintext> {
+        Ok(match self.constants.entry(c) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => {
+                let slots = self.bgv.encoder().slots();
+                e.insert(self.bgv.encoder().encode(&vec![u64::from(c); slots])?)
+            }
+        })
+    }
+
+    /// `node` at `level` (switched once per level and cached).
+    fn at_level<'s>(&'s mut self, node: &'s Node<B>, level: usize) -> Result<&'s Ciphertext<B>> {
+        if node.ct.level() == level {
+            return Ok(&node.ct);
+        }
+        Ok(match self.switched.entry((node.id, level)) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => e.insert(self.bgv.mod_switch_to_level(&node.ct, level)?),
+        })
+    }
+
+    /// `prod_{level < i <= from} q_i^-1 mod t`: what switching from `from` down to `level`
+    /// multiplies into the correction factor.
+    fn switch_factor(&self, from: usize, level: usize) -> Result<u32> {
+        let low = self.bgv.level_correction(level)?;
+        let high = self.bgv.level_correction(from)?;
+        let inv = self.inv(high)?;
+        Ok(self.t.mul(low, inv))
+    }
+
+    fn inv(&self, a: u32) -> Result<u32> {
+        self.t.inv(a).ok_or(Error::InvalidCorrectionFactor { factor: u64::from(a), t: u64::from(self.t.value()) })
+    }
+
+    fn check_noise(&self, noise: f64, level: usize) -> Result<()> {
+        let model = self.bgv.noise_model();
+        if !model.decryptable(noise, level) {
+            return Err(Error::NoiseBudgetExhausted { noise_log2: noise, modulus_log2: model.log_q_at(level) });
+        }
+        Ok(())
+    }
+}
+
+/// `k * ct` for an integer `k` (every polynomial times `k`; the noise grows by `|k|`).
+pub(crate) fn mul_int<B: Backend>(bgv: &Bgv<B>, ct: &Ciphertext<B>, k: i64) -> Result<Ciphertext<B>> {
+    let polys = ct.polys.iter().map(|p| p.mul_int(bgv.backend(), k)).collect::<Result<Vec<_>>>()?;
+    let noise = bgv.noise_model().mul_plain(ct.noise_log2, (k.unsigned_abs() as f64).max(1.0).log2());
+    let model = bgv.noise_model();
+    if !model.decryptable(noise, ct.level()) {
+        return Err(Error::NoiseBudgetExhausted { noise_log2: noise, modulus_log2: model.log_q_at(ct.level()) });
+    }
+    Ok(Ciphertext { polys, correction: ct.correction, noise_log2: noise, seed: None, param_id: ct.param_id })
+}
+
+impl<B: Backend> Ops for BgvOps<'_, B> {
+    type V = Node<B>;
+
+    fn mul(&mut self, a: &Node<B>, b: &Node<B>) -> Result<Node<B>> {
+        let ct = self.bgv.mul_relin(&a.ct, &b.ct, self.keys)?;
+        self.hmults += 1;
+        Ok(self.node(ct, a.depth.max(b.depth) + 1))
+    }
+
+    fn lin(&mut self, terms: &[(u32, &Node<B>)], constant: u32, hint: Option<&Node<B>>) -> Result<Node<B>> {
+        let min_level = terms.iter().map(|(_, n)| n.ct.level()).min().ok_or(internal("empty combination"))?;
+        let depth = terms.iter().map(|(_, n)| n.depth).max().unwrap_or(0);
+        // The level and correction factor of the result: the hint's (switched down to the
+        // terms' level if they are lower), else the first term's at the terms' level.
+        let (level, target) = match (hint, terms.first()) {
+            (Some(h), _) => {
+                let level = min_level.min(h.ct.level());
+                (level, self.t.mul(h.ct.correction, self.switch_factor(h.ct.level(), level)?))
+            }
+            (None, Some((_, n))) => {
+                (min_level, self.t.mul(n.ct.correction, self.switch_factor(n.ct.level(), min_level)?))
+            }
+            (None, None) => return Err(internal("empty combination")),
+        };
+        let bgv = self.bgv;
+        let t = self.t;
+        let mut acc: Option<(Vec<RnsPoly<B, Eval>>, f64)> = None;
+        let mut param_id = 0;
+        for &(c, node) in terms {
+            let ct = self.at_level(node, level)?;
+            let inv = t
+                .inv(ct.correction)
+                .ok_or(Error::InvalidCorrectionFactor { factor: u64::from(ct.correction), t: u64::from(t.value()) })?;
+            // c * x^i with factor f_i -> c * T / f_i times it carries factor T.
+            let k = t.center(t.mul(t.mul(c, target), inv));
+            let noise = ct.noise_log2 + (k.unsigned_abs() as f64).max(1.0).log2();
+            param_id = ct.param_id;
+            let scaled = ct.polys.iter().map(|p| p.mul_int(bgv.backend(), k)).collect::<Result<Vec<_>>>()?;
+            acc = Some(match acc {
+                None => (scaled, noise),
+                Some((sum, n)) => {
+                    if sum.len() != scaled.len() {
+                        return Err(internal("ciphertext degrees differ"));
+                    }
+                    let sum =
+                        sum.iter().zip(&scaled).map(|(a, b)| a.add(bgv.backend(), b)).collect::<Result<Vec<_>>>()?;
+                    (sum, log2_add(n, noise))
+                }
+            });
+        }
+        let (polys, noise) = acc.ok_or(internal("empty combination"))?;
+        self.check_noise(noise, level)?;
+        let mut ct = Ciphertext { polys, correction: target, noise_log2: noise, seed: None, param_id };
+        if constant != 0 {
+            let pt = self.constant(constant)?;
+            ct = bgv.add_plain(&ct, pt)?;
+        }
+        Ok(self.node(ct, depth))
+    }
+
+    fn add(&mut self, a: Node<B>, b: Node<B>) -> Result<Node<B>> {
+        let level = a.ct.level().min(b.ct.level());
+        let a_ct = if a.ct.level() == level { a.ct } else { self.bgv.mod_switch_to_level(&a.ct, level)? };
+        let b_ct = if b.ct.level() == level { b.ct } else { self.bgv.mod_switch_to_level(&b.ct, level)? };
+        let ct = self.bgv.add(&a_ct, &b_ct)?;
+        Ok(self.node(ct, a.depth.max(b.depth)))
+    }
+
+    fn add_const(&mut self, a: Node<B>, c: u32) -> Result<Node<B>> {
+        let bgv = self.bgv;
+        let pt = self.constant(c)?;
+        let ct = bgv.add_plain(&a.ct, pt)?;
+        Ok(self.node(ct, a.depth))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic, reason = "tests")]
+
+    use super::*;
+
+    fn dense(n: usize, seed: u64) -> Vec<u32> {
+        let mut s = seed;
+        (0..n)
+            .map(|_| {
+                s = s.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                1 + ((s >> 33) % 65536) as u32
+            })
+            .collect()
+    }
+
+    #[test]
+    fn formula_matches_the_symbolic_evaluation() {
+        let t = Modulus::new(65537).unwrap();
+        for d in 0..=140 {
+            let c = dense(d + 1, d as u64);
+            let parts = Parts { coeffs: &c, even: &[], odd: &[] };
+            for k in 2..=d + 2 {
+                let sim = simulate(t, parts, Strategy::Direct, k).unwrap();
+                assert_eq!(Some(sim), dense_cost(d, k), "degree {d}, k = {k}");
+            }
+        }
+    }
+
+    #[test]
+    fn degree_30_costs_11_hmults_at_depth_5() {
+        assert_eq!(best_dense(30, Objective::Hmults), (8, EvalStats { hmults: 11, depth: 5 }));
+        assert_eq!(best_dense(30, Objective::Depth), (8, EvalStats { hmults: 11, depth: 5 }));
+        // Depth-optimal plans for the large domains: k 2^m = 2^ceil(log2(2B' + 1)).
+        assert_eq!(best_dense(8190, Objective::Depth).1, EvalStats { hmults: 195, depth: 13 });
+        assert_eq!(best_dense(32766, Objective::Depth).1, EvalStats { hmults: 388, depth: 15 });
+        assert_eq!(best_dense(65534, Objective::Depth).1, EvalStats { hmults: 517, depth: 16 });
+    }
+
+    #[test]
+    fn ceil_log2_small_values() {
+        let want = [0, 0, 1, 2, 2, 3, 3, 3, 3, 4];
+        for (n, &w) in want.iter().enumerate() {
+            assert_eq!(ceil_log2(n), w, "n = {n}");
+        }
+    }
+}
