@@ -52,9 +52,13 @@ enum Command {
         /// Timed rounds per operation and variant (the median is reported).
         #[arg(long, default_value_t = 5)]
         reps: usize,
-        /// Write the traffic ledger's records (JSON lines, labelled with op and variant) here.
+        /// Write the traffic ledger's records (JSON lines, labelled with op and variant) here
+        /// (bxt suite).
         #[arg(long)]
         trace: Option<std::path::PathBuf>,
+        /// Width of the lookup tables' domain, sign included (compare suite).
+        #[arg(long, default_value_t = 8)]
+        lut_bits: u32,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -80,6 +84,8 @@ enum Command {
 enum Suite {
     /// BXT compression variants: bytes moved, PRNG words, modmuls and speedups per operation.
     Bxt,
+    /// Word-wise EQ/LT/MAX with digit pruning, and ReLU/sign lookup tables.
+    Compare,
 }
 
 /// One row of `wgfhe params --json`.
@@ -318,10 +324,42 @@ fn cmd_verify(names: &[String], seed: u64, json: bool) -> wgfhe::Result<bool> {
     Ok(failed == 0)
 }
 
-fn cmd_bench(suite: Suite, name: &str, reps: usize, trace: Option<&std::path::Path>, json: bool) -> wgfhe::Result<()> {
+fn print_report(report: &impl Serialize, table: String, json: bool) -> wgfhe::Result<()> {
+    if json {
+        let text = serde_json::to_string_pretty(report)
+            .map_err(|e| wgfhe::Error::InvalidParameters { reason: format!("JSON encoding failed: {e}") })?;
+        println!("{text}");
+    } else {
+        print!("{table}");
+    }
+    Ok(())
+}
+
+fn cmd_bench(
+    suite: Suite,
+    name: &str,
+    reps: usize,
+    trace: Option<&std::path::Path>,
+    lut_bits: u32,
+    json: bool,
+) -> wgfhe::Result<()> {
     let params = params::by_name(name)?;
     if params.scheme() != Scheme::Bgv {
-        return Err(wgfhe::Error::InvalidField { field: "params", reason: "the bxt suite needs a BGV set" });
+        return Err(wgfhe::Error::InvalidField { field: "params", reason: "the bench suites need a BGV set" });
+    }
+    if let Suite::Compare = suite {
+        let report = match BackendChoice::from_env()? {
+            BackendChoice::Cpu => {
+                let device = format!("CPU, {} threads", rayon::current_num_threads());
+                wgfhe::bench::compare::run(CpuBackend::new(RingContext::new(&params)?), device, reps, lut_bits)?
+            }
+            BackendChoice::Gpu(dev) => {
+                let device = format!("{} ({})", dev.summary().name, dev.summary().backend);
+                wgfhe::bench::compare::run(GpuBackend::new(RingContext::new(&params)?, dev), device, reps, lut_bits)?
+            }
+        };
+        let table = report.table();
+        return print_report(&report, table, json);
     }
     let mut file = match trace {
         Some(path) => {
@@ -337,12 +375,12 @@ fn cmd_bench(suite: Suite, name: &str, reps: usize, trace: Option<&std::path::Pa
         None => None,
     };
     let trace_out = file.as_mut().map(|f| f as &mut dyn std::io::Write);
-    let report = match (suite, BackendChoice::from_env()?) {
-        (Suite::Bxt, BackendChoice::Cpu) => {
+    let report = match BackendChoice::from_env()? {
+        BackendChoice::Cpu => {
             let device = format!("CPU, {} threads", rayon::current_num_threads());
             wgfhe::bench::bxt::run(CpuBackend::new(RingContext::new(&params)?), device, reps, trace_out)?
         }
-        (Suite::Bxt, BackendChoice::Gpu(dev)) => {
+        BackendChoice::Gpu(dev) => {
             let device = format!("{} ({})", dev.summary().name, dev.summary().backend);
             wgfhe::bench::bxt::run(GpuBackend::new(RingContext::new(&params)?, dev), device, reps, trace_out)?
         }
@@ -351,14 +389,8 @@ fn cmd_bench(suite: Suite, name: &str, reps: usize, trace: Option<&std::path::Pa
         std::io::Write::flush(&mut f)
             .map_err(|_| wgfhe::Error::InvalidField { field: "trace", reason: "write failed" })?;
     }
-    if json {
-        let text = serde_json::to_string_pretty(&report)
-            .map_err(|e| wgfhe::Error::InvalidParameters { reason: format!("JSON encoding failed: {e}") })?;
-        println!("{text}");
-    } else {
-        print!("{}", report.table());
-    }
-    Ok(())
+    let table = report.table();
+    print_report(&report, table, json)
 }
 
 fn main() -> ExitCode {
@@ -367,7 +399,9 @@ fn main() -> ExitCode {
         Command::Params { json } => cmd_params(json),
         Command::Demo { params } => cmd_demo(&params),
         Command::Info { json } => cmd_info(json),
-        Command::Bench { suite, params, reps, trace, json } => cmd_bench(suite, &params, reps, trace.as_deref(), json),
+        Command::Bench { suite, params, reps, trace, lut_bits, json } => {
+            cmd_bench(suite, &params, reps, trace.as_deref(), lut_bits, json)
+        }
         Command::Verify { params, seed, json } => match cmd_verify(&params, seed, json) {
             Ok(true) => Ok(()),
             Ok(false) => return ExitCode::FAILURE,

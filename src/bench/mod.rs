@@ -3,3 +3,4 @@
 //! multiplications and medians of interleaved timings, as rows that serialise to JSON.
 
 pub mod bxt;
+pub mod compare;

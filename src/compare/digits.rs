@@ -48,7 +48,7 @@ impl Digits {
     /// `base^count` must fit in 62 bits.
     pub fn new(base: u32, count: usize, convention: Convention) -> Result<Self> {
         let ok_base = match convention {
-            Convention::Floor => base >= 2 && base % 2 == 0,
+            Convention::Floor => base >= 2 && base.is_multiple_of(2),
             Convention::Balanced => base >= 3 && base % 2 == 1,
         };
         if !ok_base {

@@ -18,6 +18,7 @@
 pub mod digits;
 pub mod lut;
 pub mod poly_eval;
+pub mod wordwise;
 
 pub use lut::{eval_lut, eval_lut_bounded, eval_lut_with_plan, Bounded, Lut, Parity};
 pub use poly_eval::{EvalPlan, EvalStats, Objective, Strategy};

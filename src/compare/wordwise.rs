@@ -1,0 +1,280 @@
+//! Word-wise comparison of encrypted integers held as digit vectors (Iliashenko-Zucca, PoPETs
+//! 2021), with digit pruning (BXT).
+//!
+//! Each integer is `l` digits ([`Digits`]), each digit its own ciphertext with one value per
+//! slot. For every kept digit the difference `d_i = x_i - y_i` lies in `[-(b-1), b-1]`, so its
+//! univariate `LT(d_i, 0)` and `EQ(d_i, 0)` are range-restricted lookup tables of degree
+//! `2(b-1)` ([`Lut::less_than`], [`Lut::equals`]) evaluated on the same input. Then
+//!
+//! ```text
+//! LT(x, y) = sum_i LT_i prod_{j > i} EQ_j,     EQ(x, y) = prod_j EQ_j
+//! ```
+//!
+//! with the suffix products computed by a log-depth scan (`ceil(log2 k)` rounds for `k` kept
+//! digits). `MAX(x, y) = x + LT(x, y) (y - x)` with `x`, `y` recomposed from their digits (so
+//! it needs `b^l` below `(t-1)/2`). Pruning keeps the top `k` digits: the least significant
+//! digits' tables and `log2(l/k)` aggregation rounds are saved, and the comparison is that of
+//! the truncated values (see [`super::digits`] for the errors per convention).
+
+use super::digits::{Convention, Digits};
+use super::lut::{eval_lut, Bounded, Lut};
+use super::poly_eval::EvalStats;
+use crate::backend::Backend;
+use crate::bgv::{Bgv, Ciphertext, EvaluationKeys};
+use crate::error::{Error, Result};
+use crate::math::zq::Modulus;
+use crate::rlwe::SecretKey;
+
+/// Integers as encrypted digits: `digits[i]` holds digit `i` (least significant first) of the
+/// value in each slot.
+#[derive(Debug)]
+pub struct EncryptedDigits<B: Backend> {
+    layout: Digits,
+    digits: Vec<Ciphertext<B>>,
+}
+
+impl<B: Backend> EncryptedDigits<B> {
+    /// Encrypts `values` (at most one per slot; the rest are 0) digit by digit with the secret
+    /// key. [`Error::InvalidField`] for a value outside the layout's range or too many values.
+    pub fn encrypt(bgv: &Bgv<B>, sk: &SecretKey<B>, layout: Digits, values: &[i64]) -> Result<Self> {
+        let slots = bgv.encoder().slots();
+        if values.len() > slots {
+            return Err(Error::InvalidField { field: "values", reason: "more values than slots" });
+        }
+        let t = Modulus::new(u64::from(bgv.plaintext_modulus()))?;
+        let mut columns = vec![vec![0u64; slots]; layout.count()];
+        for (s, &v) in values.iter().enumerate() {
+            for (i, d) in layout.decompose(v)?.into_iter().enumerate() {
+                if let Some(slot) = columns.get_mut(i).and_then(|c| c.get_mut(s)) {
+                    *slot = u64::from(t.reduce_i64(d));
+                }
+            }
+        }
+        let digits =
+            columns.iter().map(|c| bgv.encrypt_symmetric(sk, &bgv.encoder().encode(c)?)).collect::<Result<Vec<_>>>()?;
+        Ok(Self { layout, digits })
+    }
+
+    /// Wraps digit ciphertexts (least significant first) the caller knows to hold digits of
+    /// `layout` (for instance from a digit extraction).
+    pub fn from_digits(layout: Digits, digits: Vec<Ciphertext<B>>) -> Result<Self> {
+        if digits.len() != layout.count() {
+            return Err(Error::DimensionMismatch {
+                what: "digit ciphertexts",
+                expected: layout.count(),
+                found: digits.len(),
+            });
+        }
+        Ok(Self { layout, digits })
+    }
+
+    /// The layout.
+    #[must_use]
+    pub fn layout(&self) -> Digits {
+        self.layout
+    }
+
+    /// The digit ciphertexts, least significant first.
+    #[must_use]
+    pub fn digits(&self) -> &[Ciphertext<B>] {
+        &self.digits
+    }
+}
+
+/// The outcome of a word-wise comparison.
+#[derive(Debug)]
+pub struct Comparison<B: Backend> {
+    /// 1 where `x < y` (on the kept digits), else 0.
+    pub lt: Ciphertext<B>,
+    /// 1 where the kept digits are equal, else 0.
+    pub eq: Ciphertext<B>,
+    /// Non-scalar multiplications and depth of the whole comparison.
+    pub stats: EvalStats,
+}
+
+/// Both at the lower of their levels.
+fn aligned<B: Backend>(bgv: &Bgv<B>, a: &Ciphertext<B>, b: &Ciphertext<B>) -> Result<(Ciphertext<B>, Ciphertext<B>)> {
+    let level = a.level().min(b.level());
+    Ok((bgv.mod_switch_to_level(a, level)?, bgv.mod_switch_to_level(b, level)?))
+}
+
+fn add<B: Backend>(bgv: &Bgv<B>, a: &Ciphertext<B>, b: &Ciphertext<B>) -> Result<Ciphertext<B>> {
+    let (a, b) = aligned(bgv, a, b)?;
+    bgv.add(&a, &b)
+}
+
+/// `x < y` and `x == y` on the top `kept` digits of two digit vectors of the same layout.
+pub fn compare<B: Backend>(
+    bgv: &Bgv<B>,
+    keys: &EvaluationKeys<B>,
+    x: &EncryptedDigits<B>,
+    y: &EncryptedDigits<B>,
+    kept: usize,
+) -> Result<Comparison<B>> {
+    if x.layout != y.layout {
+        return Err(Error::InvalidField { field: "digit layout", reason: "the operands have different layouts" });
+    }
+    let l = x.layout.count();
+    if kept == 0 || kept > l {
+        return Err(Error::InvalidField { field: "kept digits", reason: "must be in 1..=digit count" });
+    }
+    let t = bgv.plaintext_modulus();
+    let bound = x.layout.difference_bound();
+    let lt_table = Lut::less_than(t, bound, 0)?;
+    let eq_table = Lut::equals(t, bound, 0)?;
+    // Per kept digit, from the most significant down: LT_i and EQ_i of the difference.
+    let mut lts = Vec::with_capacity(kept);
+    let mut eqs = Vec::with_capacity(kept);
+    let mut hmults = 0;
+    let mut table_depth = 0;
+    for i in (l - kept..l).rev() {
+        let (xi, yi) = match (x.digits.get(i), y.digits.get(i)) {
+            (Some(a), Some(b)) => aligned(bgv, a, b)?,
+            _ => return Err(Error::DimensionMismatch { what: "digit ciphertexts", expected: l, found: i }),
+        };
+        let d = Bounded::fresh(bgv, bgv.sub(&xi, &yi)?, bound)?;
+        let (lt, s1) = eval_lut(bgv, keys, &d, &lt_table)?;
+        let (eq, s2) = eval_lut(bgv, keys, &d, &eq_table)?;
+        hmults += s1.hmults + s2.hmults;
+        table_depth = table_depth.max(s1.depth).max(s2.depth);
+        lts.push(lt);
+        eqs.push(eq);
+    }
+    // Prefix products of EQ from the top: pre[i] = prod_{j < i} eqs[j] (digits above i), by a
+    // Hillis-Steele scan: after round r, scan[i] = prod of eqs[i - 2^r + 1 ..= i].
+    let mut scan: Vec<Ciphertext<B>> = eqs.iter().map(|c| c.duplicate(bgv.backend())).collect::<Result<_>>()?;
+    let mut step = 1;
+    let mut rounds = 0;
+    while step < kept {
+        let mut next = Vec::with_capacity(kept);
+        for i in 0..kept {
+            let cur = scan.get(i).ok_or(Error::InvalidField { field: "scan", reason: "index" })?;
+            next.push(match i.checked_sub(step).and_then(|j| scan.get(j)) {
+                Some(prev) => {
+                    hmults += 1;
+                    bgv.mul_relin(cur, prev, keys)?
+                }
+                None => cur.duplicate(bgv.backend())?,
+            });
+        }
+        scan = next;
+        step *= 2;
+        rounds += 1;
+    }
+    // LT = lts[0] + sum_{i >= 1} lts[i] * scan[i - 1].
+    let mut lt =
+        lts.first().ok_or(Error::InvalidField { field: "kept digits", reason: "none" })?.duplicate(bgv.backend())?;
+    for (i, lti) in lts.iter().enumerate().skip(1) {
+        let prefix = scan.get(i - 1).ok_or(Error::InvalidField { field: "scan", reason: "index" })?;
+        hmults += 1;
+        lt = add(bgv, &lt, &bgv.mul_relin(lti, prefix, keys)?)?;
+    }
+    let eq = scan.pop().ok_or(Error::InvalidField { field: "scan", reason: "empty" })?;
+    let depth = table_depth + rounds + usize::from(kept > 1);
+    Ok(Comparison { lt, eq, stats: EvalStats { hmults, depth } })
+}
+
+/// `x == y` on the top `kept` digits alone: the `EQ` tables and a product tree (cheaper than
+/// [`compare`], which also evaluates the `LT` tables).
+pub fn equal<B: Backend>(
+    bgv: &Bgv<B>,
+    keys: &EvaluationKeys<B>,
+    x: &EncryptedDigits<B>,
+    y: &EncryptedDigits<B>,
+    kept: usize,
+) -> Result<(Ciphertext<B>, EvalStats)> {
+    if x.layout != y.layout {
+        return Err(Error::InvalidField { field: "digit layout", reason: "the operands have different layouts" });
+    }
+    let l = x.layout.count();
+    if kept == 0 || kept > l {
+        return Err(Error::InvalidField { field: "kept digits", reason: "must be in 1..=digit count" });
+    }
+    let bound = x.layout.difference_bound();
+    let eq_table = Lut::equals(bgv.plaintext_modulus(), bound, 0)?;
+    let mut level: Vec<Ciphertext<B>> = Vec::with_capacity(kept);
+    let (mut hmults, mut depth) = (0, 0);
+    for i in l - kept..l {
+        let (xi, yi) = match (x.digits.get(i), y.digits.get(i)) {
+            (Some(a), Some(b)) => aligned(bgv, a, b)?,
+            _ => return Err(Error::DimensionMismatch { what: "digit ciphertexts", expected: l, found: i }),
+        };
+        let d = Bounded::fresh(bgv, bgv.sub(&xi, &yi)?, bound)?;
+        let (eq, s) = eval_lut(bgv, keys, &d, &eq_table)?;
+        hmults += s.hmults;
+        depth = depth.max(s.depth);
+        level.push(eq);
+    }
+    // Balanced product tree.
+    while level.len() > 1 {
+        let mut next = Vec::with_capacity(level.len().div_ceil(2));
+        let mut it = level.into_iter();
+        while let Some(a) = it.next() {
+            match it.next() {
+                Some(b) => {
+                    hmults += 1;
+                    next.push(bgv.mul_relin(&a, &b, keys)?);
+                }
+                None => next.push(a),
+            }
+        }
+        level = next;
+        depth += 1;
+    }
+    let eq = level.pop().ok_or(Error::InvalidField { field: "kept digits", reason: "none" })?;
+    Ok((eq, EvalStats { hmults, depth }))
+}
+
+/// `max(x, y)` slot-wise: `x + LT(x, y) (y - x)` on the top `kept` digits, as one ciphertext of
+/// the values (not digits). Needs `b^l <= (t-1)/2` so the values fit the plaintext space.
+pub fn max<B: Backend>(
+    bgv: &Bgv<B>,
+    keys: &EvaluationKeys<B>,
+    x: &EncryptedDigits<B>,
+    y: &EncryptedDigits<B>,
+    kept: usize,
+) -> Result<(Ciphertext<B>, EvalStats)> {
+    let layout = x.layout;
+    let (lo, hi) = layout.range();
+    let t = u64::from(bgv.plaintext_modulus());
+    if (hi.max(-lo) as u64).saturating_mul(2) >= (t - 1) / 2 {
+        return Err(Error::BoundTooLarge { bound: hi.max(-lo) as u64 * 2, limit: (t - 1) / 2 });
+    }
+    let cmp = compare(bgv, keys, x, y, kept)?;
+    let xv = recompose(bgv, x)?;
+    let yv = recompose(bgv, y)?;
+    let (yv, xv2) = aligned(bgv, &yv, &xv)?;
+    let diff = bgv.sub(&yv, &xv2)?;
+    let prod = bgv.mul_relin(&cmp.lt, &diff, keys)?;
+    let out = add(bgv, &xv, &prod)?;
+    Ok((out, EvalStats { hmults: cmp.stats.hmults + 1, depth: cmp.stats.depth + 1 }))
+}
+
+/// The value `sum_i x_i b^i` (minus the floor offset) as one ciphertext.
+pub fn recompose<B: Backend>(bgv: &Bgv<B>, x: &EncryptedDigits<B>) -> Result<Ciphertext<B>> {
+    let b = i64::from(x.layout.base());
+    let level =
+        x.digits.iter().map(Ciphertext::level).min().ok_or(Error::InvalidField { field: "digits", reason: "none" })?;
+    let mut acc: Option<Ciphertext<B>> = None;
+    let mut weight = 1i64;
+    for d in &x.digits {
+        let d = bgv.mod_switch_to_level(d, level)?;
+        let term = super::poly_eval::mul_int(bgv, &d, weight)?;
+        acc = Some(match acc {
+            None => term,
+            Some(a) => bgv.add(&a, &term)?,
+        });
+        weight = weight.saturating_mul(b);
+    }
+    let acc = acc.ok_or(Error::InvalidField { field: "digits", reason: "none" })?;
+    match x.layout.convention() {
+        Convention::Balanced => Ok(acc),
+        Convention::Floor => {
+            let (lo, _) = x.layout.range();
+            let tm = Modulus::new(u64::from(bgv.plaintext_modulus()))?;
+            let slots = bgv.encoder().slots();
+            let offset = bgv.encoder().encode(&vec![u64::from(tm.reduce_i64(lo)); slots])?;
+            bgv.add_plain(&acc, &offset)
+        }
+    }
+}
