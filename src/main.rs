@@ -141,6 +141,7 @@ fn row(p: &Parameters) -> ParamRow {
 fn cmd_params(json: bool) -> wgfhe::Result<()> {
     let rows = params::shipped()
         .into_iter()
+        .chain(params::application_literals())
         .map(|lit| Parameters::new(lit).map(|p| row(&p)))
         .collect::<wgfhe::Result<Vec<_>>>()?;
     if json {

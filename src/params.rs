@@ -839,15 +839,37 @@ pub fn shipped() -> Vec<ParametersLiteral> {
         .collect()
 }
 
-/// The shipped set called `name`, or [`BXT_PAPER_SET`], validated
+/// The shipped set or application set ([`application_literals`]) called `name`, validated
 /// ([`Error::UnknownParameterSet`] if none is called `name`).
 pub fn by_name(name: &str) -> Result<Parameters> {
     let lit = shipped()
         .into_iter()
-        .chain([bxt_paper_literal()])
+        .chain(application_literals())
         .find(|l| l.name == name)
         .ok_or_else(|| Error::UnknownParameterSet { name: name.to_owned() })?;
     Parameters::new(lit)
+}
+
+/// Name of the lookup-table set ([`application_literals`]).
+pub const LUT_SET: &str = "bgv-lut-n16";
+
+/// Sets made for one application, 128-bit secure like the shipped ones, resolved by
+/// [`by_name`] and listed by `wgfhe params`:
+///
+/// | name | N | t | len(q) + len(p) | dnum | log2(QP) | for |
+/// |---|---|---|---|---|---|---|
+/// | `bgv-lut-n16` | 2^16 | 786433 | 45 + 12 | 4 | 1706.7 | range-restricted lookup tables (ReLU, sign) up to depth ~15 with linear layers around them |
+/// | `bgv-bxt-n16` | 2^16 | 786433 | 48 + 15 | 3 | 1745.6 | the BXT paper's set in u32 primes ([`bxt_paper_literal`]) |
+///
+/// The primes of `bgv-lut-n16` are those of [`bgv_literal`] (the 57 largest 30-bit primes
+/// `= 1 mod 2^17`, the 12 largest special).
+pub fn application_literals() -> Vec<ParametersLiteral> {
+    let mut out = Vec::with_capacity(2);
+    if let Ok(l) = bgv_literal(LUT_SET, 16, 45, 12, 4, 786_433) {
+        out.push(l);
+    }
+    out.push(bxt_paper_literal());
+    out
 }
 
 /// Name of the BXT paper's parameter set re-expressed in `u32` primes (see
@@ -1151,6 +1173,20 @@ mod tests {
             assert_eq!(bgv_literal(name, log_n, lq, lp, 3, t).unwrap(), lit);
             // by_name gives the same set.
             assert_eq!(by_name(name).unwrap(), params);
+        }
+    }
+
+    #[test]
+    fn lut_set_is_secure_and_switchable() {
+        let params = by_name(LUT_SET).unwrap();
+        assert!(!params.is_insecure());
+        assert_eq!((params.q().len(), params.p().len(), params.dnum()), (45, 12, 4));
+        assert!(params.log_qp() <= 1747.0, "{}", params.log_qp());
+        assert!(params.batching());
+        let lit = application_literals().into_iter().find(|l| l.name == LUT_SET).unwrap();
+        let big_p = product(&lit.p);
+        for j in 0..4 {
+            assert!(big_p >= product(&lit.q[params.digit_range(j)]));
         }
     }
 
