@@ -383,3 +383,41 @@ fn bxt_report_has_every_row() {
         assert!(json["rows"][0].get(key).is_some(), "{key}");
     }
 }
+
+/// A 40-input weighted sum: the `b` side runs in chunks that accumulate a partial sum and the
+/// lazy `a` half (40 seeds) is generated in chunks; every variant still gives the baseline's
+/// bytes, on the CPU and on the GPU.
+fn long_sum_words<B: Backend>(make: &dyn Fn() -> B, variant: Variant) -> Vec<Vec<u32>> {
+    let bgv = Bgv::new(make()).unwrap();
+    let sk = bgv.gen_secret_key_from_seed(&[5; 32]).unwrap();
+    let bxt = Bxt::new(&bgv, variant);
+    let slots = bgv.encoder().slots();
+    let xs: Vec<_> = (0..40u64)
+        .map(|i| bxt.encrypt(&sk, &bgv.encoder().encode(&vec![i * 17 % 101; slots]).unwrap()).unwrap())
+        .collect();
+    let terms: Vec<_> = xs.iter().enumerate().map(|(i, x)| (Weight::Int(i as i64 % 7 - 3), x)).collect();
+    let sum = bxt.weighted_sum(&terms, None).unwrap();
+    if variant.fuses() {
+        assert_ne!(sum.forms().1, "lazy", "40 seeds exceed MAX_LAZY_TERMS");
+    }
+    let want: i64 = (0..40i64).map(|i| (i * 17 % 101) * (i % 7 - 3)).sum();
+    let got = bgv.encoder().decode_signed(&bxt.decrypt(&sk, &sum).unwrap()).unwrap();
+    assert!(got.iter().all(|&v| v == want), "{variant}: {} != {want}", got[0]);
+    let plain = bxt.materialize(&sum).unwrap();
+    plain.polys().iter().map(|p| bgv.backend().download(p.buffer()).unwrap()).collect()
+}
+
+#[test]
+fn long_weighted_sums_run_in_chunks() {
+    let p = params();
+    let ctx = RingContext::new(&p).unwrap();
+    let cpu = || CpuBackend::new(Arc::clone(&ctx));
+    let base = long_sum_words(&cpu, Variant::Baseline);
+    for v in Variant::ALL.into_iter().skip(1) {
+        assert!(long_sum_words(&cpu, v) == base, "{v} differs on the CPU");
+    }
+    if let Some(dev) = device() {
+        let gpu = || GpuBackend::new(Arc::clone(&ctx), Arc::clone(&dev));
+        assert!(long_sum_words(&gpu, Variant::Cso) == base, "cso differs on the GPU");
+    }
+}

@@ -340,6 +340,9 @@ impl<B: Backend> Backend for Ledger<B> {
     fn synchronize(&self) -> Result<()> {
         self.inner.synchronize()
     }
+    fn max_fused_buffers(&self) -> usize {
+        self.inner.max_fused_buffers()
+    }
     fn fused(&self, program: &super::fused::Program<'_, Self>) -> Result<Vec<Self::Buffer>> {
         let inner = program.rebind::<B>();
         let t = inner.traffic(self.inner.context())?;

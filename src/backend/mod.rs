@@ -109,6 +109,12 @@ pub trait Backend: Send + Sync + Sized + 'static {
     /// regenerated from seeds; outputs stored or packed); one buffer per output, in order.
     fn fused(&self, program: &fused::Program<'_, Self>) -> Result<Vec<Self::Buffer>>;
 
+    /// Most buffers (operands and outputs) one fused dispatch can bind; callers chunk larger
+    /// sums. Unbounded on the CPU.
+    fn max_fused_buffers(&self) -> usize {
+        usize::MAX
+    }
+
     /// Blocks until every dispatched kernel has finished (a no-op on synchronous backends);
     /// benchmarks call it before reading the clock.
     fn synchronize(&self) -> Result<()> {

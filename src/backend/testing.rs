@@ -151,6 +151,9 @@ impl<B: Backend> Backend for FlipOneBit<B> {
     fn synchronize(&self) -> Result<()> {
         self.inner.synchronize()
     }
+    fn max_fused_buffers(&self) -> usize {
+        self.inner.max_fused_buffers()
+    }
     fn fused(&self, program: &super::fused::Program<'_, Self>) -> Result<Vec<Self::Buffer>> {
         let mut outs = self.inner.fused(&program.rebind())?;
         if let Some(first) = outs.first_mut() {

@@ -23,6 +23,14 @@ use crate::rlwe::{self, SecretKey};
 /// within the 16 storage bindings most adapters give.
 pub const MAX_LAZY_BUFFERS: usize = 4;
 
+/// Most terms a lazy half may have before it is materialised (bounds the size of the kernels
+/// that generate it; a longer sum is generated in chunks of this many terms).
+pub const MAX_LAZY_TERMS: usize = 32;
+
+/// Most ciphertext inputs one fused weighted-sum kernel reads (fewer if the backend binds
+/// fewer buffers); longer sums run in chunks that accumulate into a partial sum.
+pub const MAX_SUM_INPUTS: usize = 16;
+
 /// A weight of [`Bxt::weighted_sum`].
 #[derive(Debug, Clone, Copy)]
 pub enum Weight<'p> {
@@ -248,13 +256,49 @@ impl<'a, B: Backend> Bxt<'a, B> {
 
     /// Materialises a lazy `a` half that references too many buffers.
     fn bound_lazy(&self, a: Half<B>, basis: &Basis) -> Result<Half<B>> {
-        if !matches!(a, Half::Lazy(_)) || a.buffer_count() <= MAX_LAZY_BUFFERS {
+        let Half::Lazy(terms) = &a else { return Ok(a) };
+        if a.buffer_count() <= MAX_LAZY_BUFFERS && terms.len() <= MAX_LAZY_TERMS {
             return Ok(a);
         }
-        let mut pb = self.builder(basis)?;
-        let e = pb.half(&a)?;
         let format = self.variant.format();
-        self.wrap(Self::one(self.run(pb, vec![(e, format)])?)?, basis, format)
+        self.wrap(self.generate_terms(terms, basis, format)?, basis, format)
+    }
+
+    /// The sum of `terms` in `format`, generated in chunks of at most [`MAX_LAZY_TERMS`] terms
+    /// and [`MAX_LAZY_BUFFERS`] buffers, each chunk adding the previous partial sum (plain
+    /// words) to its own.
+    fn generate_terms(&self, terms: &[Term<B>], basis: &Basis, format: Format) -> Result<B::Buffer> {
+        let mut chunks: Vec<Vec<Term<B>>> = Vec::new();
+        let mut cur: Vec<Term<B>> = Vec::new();
+        for t in terms {
+            let mut probe = cur.clone();
+            probe.push(t.clone());
+            if !cur.is_empty() && (probe.len() > MAX_LAZY_TERMS || Half::Lazy(probe).buffer_count() > MAX_LAZY_BUFFERS)
+            {
+                chunks.push(std::mem::take(&mut cur));
+            }
+            cur.push(t.clone());
+        }
+        if !cur.is_empty() {
+            chunks.push(cur);
+        }
+        let last = chunks.len().saturating_sub(1);
+        let mut partial: Option<RnsPoly<B, Eval>> = None;
+        for (i, chunk) in chunks.into_iter().enumerate() {
+            let half = Half::Lazy(chunk);
+            let mut pb = self.builder(basis)?;
+            let mut e = pb.half(&half)?;
+            if let Some(p) = &partial {
+                e = Expr::add(pb.poly(p, Traffic::Ciphertext), e);
+            }
+            let out_format = if i == last { format } else { Format::Words };
+            let buf = Self::one(self.run(pb, vec![(e, out_format)])?)?;
+            if i == last {
+                return Ok(buf);
+            }
+            partial = Some(RnsPoly::from_buffer(self.be(), buf, basis.clone())?);
+        }
+        Err(Error::InvalidField { field: "lazy half", reason: "no terms" })
     }
 
     // ---- linear operations -------------------------------------------------------------------
@@ -423,19 +467,46 @@ impl<'a, B: Backend> Bxt<'a, B> {
         };
         self.check_noise(noise, meta0.level)?;
         let format = self.variant.format();
-        let mut pb = self.builder(&basis)?;
-        let mut sum = Vec::with_capacity(terms.len() + 1);
         let mut lazy = Vec::new();
         for ((_, c), f) in terms.iter().zip(&factors) {
-            let (b, a, _) = self.halves(c)?;
-            let ew = factor_expr(&mut pb, f);
-            sum.push(Expr::mul(ew, pb.half(b)?));
+            let (_, a, _) = self.halves(c)?;
             lazy.extend(scaled_terms(a, f));
         }
-        if let Some(m) = &m {
-            sum.push(pb.poly(m, Traffic::Plaintext));
+        // The `b` side: one kernel per chunk of inputs (bias, partial sum and output take the
+        // other bindings; plaintext weights take one each).
+        let per_input = 1 + usize::from(factors.iter().any(|f| matches!(f, Factor::Plain(_))));
+        let chunk = (self.be().max_fused_buffers().saturating_sub(3) / per_input).clamp(1, MAX_SUM_INPUTS);
+        let pairs: Vec<_> = terms.iter().zip(&factors).collect();
+        let chunks: Vec<_> = pairs.chunks(chunk).collect();
+        let last = chunks.len().saturating_sub(1);
+        let mut partial: Option<RnsPoly<B, Eval>> = None;
+        let mut b_buf = None;
+        for (i, part) in chunks.into_iter().enumerate() {
+            let mut pb = self.builder(&basis)?;
+            let mut sum = Vec::with_capacity(part.len() + 2);
+            if let Some(p) = &partial {
+                sum.push(pb.poly(p, Traffic::Ciphertext));
+            }
+            for ((_, c), f) in part {
+                let (b, _, _) = self.halves(c)?;
+                let ew = factor_expr(&mut pb, f);
+                sum.push(Expr::mul(ew, pb.half(b)?));
+            }
+            if i == last {
+                if let Some(m) = &m {
+                    sum.push(pb.poly(m, Traffic::Plaintext));
+                }
+            }
+            let out_format = if i == last { format } else { Format::Words };
+            let buf = Self::one(self.run(pb, vec![(Expr::Sum(sum), out_format)])?)?;
+            if i == last {
+                b_buf = Some(buf);
+            } else {
+                partial = Some(RnsPoly::from_buffer(self.be(), buf, basis.clone())?);
+            }
         }
-        let b = self.wrap(Self::one(self.run(pb, vec![(Expr::Sum(sum), format)])?)?, &basis, format)?;
+        let b_buf = b_buf.ok_or(Error::InvalidField { field: "weighted sum", reason: "no terms" })?;
+        let b = self.wrap(b_buf, &basis, format)?;
         let a = self.bound_lazy(Half::Lazy(lazy), &basis)?;
         Ok(BxtCiphertext { repr: Repr::Halves { b, a, meta: Meta { noise_log2: noise, ..meta0 } } })
     }

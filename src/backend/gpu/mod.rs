@@ -276,4 +276,9 @@ impl Backend for GpuBackend {
     fn synchronize(&self) -> Result<()> {
         self.dev.wait()
     }
+
+    fn max_fused_buffers(&self) -> usize {
+        // Binding 0 holds the parameters.
+        (self.dev.max_storage_buffers() as usize).saturating_sub(1)
+    }
 }
