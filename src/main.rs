@@ -122,7 +122,7 @@ fn row(p: &Parameters) -> ParamRow {
         },
         n: p.n(),
         log_q: round2(p.log_q()),
-        log_p: round2(p.log_p()),
+        log_p: round2(p.log_p()) + 0.0,
         log_qp: round2(p.log_qp()),
         limbs: p.q().len(),
         special_limbs: p.p().len(),

@@ -853,18 +853,25 @@ pub fn by_name(name: &str) -> Result<Parameters> {
 /// Name of the lookup-table set ([`application_literals`]).
 pub const LUT_SET: &str = "bgv-lut-n16";
 
+/// Name of the MNIST logistic-regression set ([`application_literals`]).
+pub const LR_SET: &str = "bgv-lr-n13";
+
 /// Sets made for one application, 128-bit secure like the shipped ones, resolved by
 /// [`by_name`] and listed by `wgfhe params`:
 ///
 /// | name | N | t | len(q) + len(p) | dnum | log2(QP) | for |
 /// |---|---|---|---|---|---|---|
+/// | `bgv-lr-n13` | 2^13 | 786433 | 3 + 0 | 1 | 90.0 | one linear layer (MNIST logistic regression: 784 inputs, 8192 images per batch); no key switching |
 /// | `bgv-lut-n16` | 2^16 | 786433 | 45 + 12 | 4 | 1706.7 | range-restricted lookup tables (ReLU, sign) up to depth ~15 with linear layers around them |
 /// | `bgv-bxt-n16` | 2^16 | 786433 | 48 + 15 | 3 | 1745.6 | the BXT paper's set in u32 primes ([`bxt_paper_literal`]) |
 ///
-/// The primes of `bgv-lut-n16` are those of [`bgv_literal`] (the 57 largest 30-bit primes
-/// `= 1 mod 2^17`, the 12 largest special).
+/// The primes of `bgv-lr-n13` and `bgv-lut-n16` are those of [`bgv_literal`] (the largest
+/// 30-bit primes `= 1 mod 2N`, the special primes the largest).
 pub fn application_literals() -> Vec<ParametersLiteral> {
-    let mut out = Vec::with_capacity(2);
+    let mut out = Vec::with_capacity(3);
+    if let Ok(l) = bgv_literal(LR_SET, 13, 3, 0, 1, 786_433) {
+        out.push(l);
+    }
     if let Ok(l) = bgv_literal(LUT_SET, 16, 45, 12, 4, 786_433) {
         out.push(l);
     }

@@ -136,8 +136,12 @@ impl BackendChoice {
     /// opens one, `auto` (or unset) takes the GPU if an adapter exists and otherwise falls back
     /// to the CPU with a one-line notice on stderr. Any other value is an error.
     pub fn from_env() -> crate::Result<Self> {
-        let want = std::env::var("WGFHE_BACKEND").unwrap_or_else(|_| "auto".to_string());
-        match want.as_str() {
+        Self::from_name(&std::env::var("WGFHE_BACKEND").unwrap_or_else(|_| "auto".to_string()))
+    }
+
+    /// As [`BackendChoice::from_env`] for an explicit choice (`auto`, `gpu` or `cpu`).
+    pub fn from_name(want: &str) -> crate::Result<Self> {
+        match want {
             "cpu" => Ok(Self::Cpu),
             "gpu" => Ok(Self::Gpu(Arc::new(gpu::GpuDevice::new()?))),
             "auto" => match gpu::GpuDevice::new() {
@@ -147,7 +151,7 @@ impl BackendChoice {
                     Ok(Self::Cpu)
                 }
             },
-            _ => Err(crate::Error::InvalidField { field: "WGFHE_BACKEND", reason: "must be auto, gpu or cpu" }),
+            _ => Err(crate::Error::InvalidField { field: "backend", reason: "must be auto, gpu or cpu" }),
         }
     }
 }
