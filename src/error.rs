@@ -389,6 +389,35 @@ pub enum Error {
         reason: &'static str,
     },
 
+    // ---- data sets and models ---------------------------------------------------------------
+    /// A data set could not be fetched, read or verified, or a model file could not be read or
+    /// written. The text names the file and says how to fetch the data by hand.
+    #[error("data: {reason}")]
+    Data {
+        /// What failed, and what to do about it.
+        reason: String,
+    },
+    /// An IDX file does not start with the magic number of the kind asked for.
+    #[error("IDX magic {found:#010x}, expected {expected:#010x}")]
+    IdxMagic {
+        /// The magic number found.
+        found: u32,
+        /// The magic number expected (`0x00000803` images, `0x00000801` labels).
+        expected: u32,
+    },
+    /// IDX images do not have the expected dimensions.
+    #[error("IDX images are {rows}x{cols}, {expected_rows}x{expected_cols} expected")]
+    IdxDimensions {
+        /// Rows declared.
+        rows: u32,
+        /// Columns declared.
+        cols: u32,
+        /// Rows expected.
+        expected_rows: u32,
+        /// Columns expected.
+        expected_cols: u32,
+    },
+
     // ---- backend ---------------------------------------------------------------------------
     /// No GPU adapter could be opened.
     #[error("no GPU adapter: {reason}")]

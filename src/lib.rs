@@ -14,6 +14,8 @@
 //! * [`bgv`]: the BGV scheme (batch and coefficient encoding, modulus switching).
 //! * [`ckks`]: the CKKS scheme (canonical-embedding encoder, rescaling, conjugation).
 //! * [`compare`]: range-restricted lookup tables (ReLU, sign, comparisons) on BGV ciphertexts.
+//! * [`ml`]: MNIST data and plaintext integer models (logistic regression) for encrypted
+//!   inference.
 //! * [`params`]: validated parameter sets, checked against the 2024 security guidelines.
 //! * [`serial`]: the versioned binary wire format.
 
@@ -25,6 +27,7 @@ pub mod compare;
 pub mod compress;
 pub mod error;
 pub mod math;
+pub mod ml;
 pub mod params;
 pub mod poly;
 pub mod rlwe;
