@@ -41,6 +41,41 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Encrypted MNIST inference (the main job): fetches the data if absent, trains the model,
+    /// encrypts the test images, evaluates the model under encryption and checks every
+    /// prediction against the quantised plaintext model.
+    Mnist {
+        /// Model: `lr` (logistic regression, 3 vs 8). `cnn` is not implemented yet.
+        #[arg(long, value_enum, default_value_t = Model::Lr)]
+        model: Model,
+        /// Number of test images (default: all 1,984 3-vs-8 test images).
+        #[arg(long)]
+        images: Option<usize>,
+        /// ReLU path of the CNN (`lut` or `digits`); the LR has no ReLU.
+        #[arg(long, default_value = "lut")]
+        relu: String,
+        /// BXT variant: baseline, c, cs, cso or cso+k.
+        #[arg(long, default_value = "cso")]
+        variant: String,
+        /// Fraction of comparison digits kept (CNN `--relu digits` only).
+        #[arg(long, default_value_t = 1.0)]
+        keep: f64,
+        /// Backend: auto, gpu or cpu (default: WGFHE_BACKEND, else auto).
+        #[arg(long)]
+        backend: Option<String>,
+        /// Parameter set.
+        #[arg(long, default_value = params::LR_SET)]
+        params: String,
+        /// Directory of the MNIST files.
+        #[arg(long, default_value = wgfhe::ml::mnist::DEFAULT_DIR)]
+        data: std::path::PathBuf,
+        /// Write the server's traffic-ledger records (JSON lines) here.
+        #[arg(long)]
+        trace: Option<std::path::PathBuf>,
+        /// Print one JSON object instead of the summary.
+        #[arg(long)]
+        json: bool,
+    },
     /// Benchmark suites (the backend comes from WGFHE_BACKEND: auto, gpu or cpu).
     Bench {
         /// Suite to run.
@@ -77,6 +112,15 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// Models of `wgfhe mnist`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Model {
+    /// Logistic regression, digits 3 vs 8.
+    Lr,
+    /// The CryptoDL-style CNN (not implemented yet).
+    Cnn,
 }
 
 /// Benchmark suites of `wgfhe bench`.
@@ -394,12 +438,181 @@ fn cmd_bench(
     print_report(&report, table, json)
 }
 
+/// Options of `wgfhe mnist`.
+struct MnistArgs {
+    model: Model,
+    images: Option<usize>,
+    relu: String,
+    variant: String,
+    keep: f64,
+    backend: Option<String>,
+    params: String,
+    data: std::path::PathBuf,
+    trace: Option<std::path::PathBuf>,
+    json: bool,
+}
+
+fn cmd_mnist(a: &MnistArgs) -> wgfhe::Result<()> {
+    use wgfhe::ml::{infer, lr, mnist};
+    if a.model == Model::Cnn {
+        return Err(wgfhe::Error::InvalidField {
+            field: "model",
+            reason: "the CNN is not implemented yet; use --model lr",
+        });
+    }
+    if a.relu != "lut" && a.relu != "digits" {
+        return Err(wgfhe::Error::InvalidField { field: "relu", reason: "must be lut or digits" });
+    }
+    if ![1.0, 0.75, 0.5, 0.25].contains(&a.keep) {
+        return Err(wgfhe::Error::InvalidField { field: "keep", reason: "must be 1, 0.75, 0.5 or 0.25" });
+    }
+    let variant = wgfhe::compress::Variant::parse(&a.variant)?;
+    let params = params::by_name(&a.params)?;
+    let choice = match &a.backend {
+        Some(name) => BackendChoice::from_name(name)?,
+        None => BackendChoice::from_env()?,
+    };
+    let say = |msg: String| {
+        if !a.json {
+            println!("{msg}");
+        }
+    };
+    let start = Instant::now();
+    mnist::fetch(&a.data)?;
+    let data = mnist::load(&a.data)?;
+    let train = lr::Dataset::from_binary(&data.train.three_vs_eight());
+    let test = lr::Dataset::from_binary(&data.test.three_vs_eight());
+    say(format!(
+        "MNIST 3 vs 8 from {}: {} training and {} test images ({:.1?})",
+        a.data.display(),
+        train.len(),
+        test.len(),
+        start.elapsed()
+    ));
+    let start = Instant::now();
+    let float = lr::train(&train, &lr::TrainConfig::default())?;
+    let model = float.quantise(7)?;
+    let plain_accuracy = float.accuracy(&test)?;
+    let quant_accuracy = model.accuracy(&test)?;
+    say(format!(
+        "logistic regression trained in {:.1?}: float test accuracy {:.2}%, 4-bit integer model {:.2}% \
+         (weights in [-7, 7], worst-case |score| {})",
+        start.elapsed(),
+        100.0 * plain_accuracy,
+        100.0 * quant_accuracy,
+        model.bound()
+    ));
+    let total = a.images.unwrap_or(test.len()).min(test.len());
+    let bar = if a.json { indicatif::ProgressBar::hidden() } else { indicatif::ProgressBar::new(total as u64) };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("encrypted inference {bar:30} {pos}/{len} images [{elapsed}]")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let mut file = match &a.trace {
+        Some(path) => Some(std::io::BufWriter::new(
+            std::fs::File::create(path)
+                .map_err(|_| wgfhe::Error::InvalidField { field: "trace", reason: "cannot create file" })?,
+        )),
+        None => None,
+    };
+    let trace = file.as_mut().map(|f| f as &mut dyn std::io::Write);
+    let progress = |done: usize, _| bar.set_position(done as u64);
+    let (backend_name, run) = match choice {
+        BackendChoice::Cpu => (
+            "cpu",
+            infer::run_lr(
+                CpuBackend::new(RingContext::new(&params)?),
+                &model,
+                &test,
+                Some(total),
+                variant,
+                progress,
+                trace,
+            )?,
+        ),
+        BackendChoice::Gpu(dev) => (
+            "gpu",
+            infer::run_lr(
+                GpuBackend::new(RingContext::new(&params)?, dev),
+                &model,
+                &test,
+                Some(total),
+                variant,
+                progress,
+                trace,
+            )?,
+        ),
+    };
+    bar.finish_and_clear();
+    if let Some(mut f) = file {
+        std::io::Write::flush(&mut f)
+            .map_err(|_| wgfhe::Error::InvalidField { field: "trace", reason: "write failed" })?;
+    }
+    if a.json {
+        let value = serde_json::json!({
+            "model": "lr",
+            "images": run.images,
+            "relu": serde_json::Value::Null,
+            "variant": variant.name(),
+            "keep": a.keep,
+            "backend": backend_name,
+            "params": params.name(),
+            "accuracy": run.accuracy,
+            "agreement": run.agreement,
+            "plain_accuracy": plain_accuracy,
+            "quantised_accuracy": quant_accuracy,
+            "batch_ms": run.batch_ms,
+            "per_image_ms": run.per_image_ms,
+            "encrypt_ms": run.encrypt_ms,
+            "decrypt_ms": run.decrypt_ms,
+            "peak_device_bytes": run.peak_device_bytes,
+            "bytes_moved": run.bytes_moved,
+            "dispatches": run.dispatches,
+            "score_mismatches": run.score_mismatches,
+        });
+        println!("{value:#}");
+    } else {
+        println!(
+            "encrypted ({}, {}, variant {}): {} images in {} batch(es), accuracy {:.2}%, agreement with the \
+             quantised model {:.2}% ({} score mismatches)",
+            params.name(),
+            backend_name,
+            variant.name(),
+            run.images,
+            run.batches,
+            100.0 * run.accuracy,
+            100.0 * run.agreement,
+            run.score_mismatches
+        );
+        println!(
+            "client encryption {:.0} ms, server {:.1} ms per batch ({:.4} ms per image), client decryption {:.0} ms; \
+             {:.1} MB resident per batch, {:.1} MB moved by {} kernel dispatches",
+            run.encrypt_ms,
+            run.batch_ms,
+            run.per_image_ms,
+            run.decrypt_ms,
+            run.peak_device_bytes as f64 / 1e6,
+            run.bytes_moved as f64 / 1e6,
+            run.dispatches
+        );
+    }
+    if run.agreement < 1.0 || run.score_mismatches > 0 {
+        return Err(wgfhe::Error::InvalidParameters {
+            reason: "encrypted predictions differ from the quantised plaintext model".into(),
+        });
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let res = match cli.command {
         Command::Params { json } => cmd_params(json),
         Command::Demo { params } => cmd_demo(&params),
         Command::Info { json } => cmd_info(json),
+        Command::Mnist { model, images, relu, variant, keep, backend, params, data, trace, json } => {
+            cmd_mnist(&MnistArgs { model, images, relu, variant, keep, backend, params, data, trace, json })
+        }
         Command::Bench { suite, params, reps, trace, lut_bits, json } => {
             cmd_bench(suite, &params, reps, trace.as_deref(), lut_bits, json)
         }

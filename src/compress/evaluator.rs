@@ -25,7 +25,7 @@ pub const MAX_LAZY_BUFFERS: usize = 4;
 
 /// Most terms a lazy half may have before it is materialised (bounds the size of the kernels
 /// that generate it; a longer sum is generated in chunks of this many terms).
-pub const MAX_LAZY_TERMS: usize = 32;
+pub const MAX_LAZY_TERMS: usize = 16;
 
 /// Most ciphertext inputs one fused weighted-sum kernel reads (fewer if the backend binds
 /// fewer buffers); longer sums run in chunks that accumulate into a partial sum.

@@ -5,6 +5,9 @@
 //!   IDX files, and the 3-vs-8 binary task.
 //! * [`lr`]: logistic regression on 4-bit pixels, trained in `f64` with a fixed seed and
 //!   quantised to small integer weights, with the exact worst-case bound of its score.
+//! * [`infer`]: the encrypted inference of the logistic regression (one ciphertext per pixel,
+//!   images across slots) under any BXT variant and backend.
 
+pub mod infer;
 pub mod lr;
 pub mod mnist;
