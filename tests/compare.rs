@@ -18,11 +18,12 @@
     reason = "tests"
 )]
 
-use std::sync::{Arc, OnceLock};
+mod common;
+
+use common::device;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use wgfhe::backend::gpu::GpuDevice;
 use wgfhe::backend::{Backend, CpuBackend, GpuBackend};
 use wgfhe::bgv::{Bgv, Ciphertext, EvaluationKeys};
 use wgfhe::compare::poly_eval::{best_dense, dense_cost};
@@ -372,25 +373,6 @@ fn bounds_at_or_above_half_t_are_typed_errors() {
 }
 
 // ---- GPU -----------------------------------------------------------------------------------
-
-/// The shared device, or why there is none.
-fn device() -> Option<Arc<GpuDevice>> {
-    static DEV: OnceLock<Result<Arc<GpuDevice>, String>> = OnceLock::new();
-    match DEV.get_or_init(|| GpuDevice::new().map(Arc::new).map_err(|e| e.to_string())) {
-        Ok(d) => {
-            eprintln!("GPU adapter: {:?}", d.summary());
-            Some(Arc::clone(d))
-        }
-        Err(reason) => {
-            assert!(
-                std::env::var("WGFHE_REQUIRE_GPU").as_deref() != Ok("1"),
-                "WGFHE_REQUIRE_GPU=1 but no GPU: {reason}"
-            );
-            println!("SKIPPED: {reason}");
-            None
-        }
-    }
-}
 
 fn words<B: Backend>(bgv: &Bgv<B>, ct: &Ciphertext<B>) -> Vec<Vec<u32>> {
     ct.polys().iter().map(|p| bgv.backend().download(p.buffer()).unwrap()).collect()

@@ -14,11 +14,14 @@
     reason = "tests"
 )]
 
-use std::sync::{Arc, OnceLock};
+mod common;
+
+use common::device;
+
+use std::sync::Arc;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use wgfhe::backend::gpu::GpuDevice;
 use wgfhe::backend::ledger::{Ledger, Record};
 use wgfhe::backend::{Backend, CpuBackend, GpuBackend};
 use wgfhe::bgv::{Bgv, Ciphertext, EvaluationKeys, Plaintext};
@@ -32,21 +35,6 @@ const INPUTS: usize = 16;
 
 fn params() -> Parameters {
     params::insecure_test_bgv(10, 4, 2, 2, 65537).unwrap()
-}
-
-fn device() -> Option<Arc<GpuDevice>> {
-    static DEV: OnceLock<Result<Arc<GpuDevice>, String>> = OnceLock::new();
-    match DEV.get_or_init(|| GpuDevice::new().map(Arc::new).map_err(|e| e.to_string())) {
-        Ok(d) => Some(Arc::clone(d)),
-        Err(reason) => {
-            assert!(
-                std::env::var("WGFHE_REQUIRE_GPU").as_deref() != Ok("1"),
-                "WGFHE_REQUIRE_GPU=1 but no GPU: {reason}"
-            );
-            println!("SKIPPED: {reason}");
-            None
-        }
-    }
 }
 
 /// Everything one run needs, made from fixed seeds so every variant sees the same ciphertexts.

@@ -16,7 +16,11 @@
     reason = "tests"
 )]
 
-use std::sync::{Arc, OnceLock};
+mod common;
+
+use common::device;
+
+use std::sync::Arc;
 
 use wgfhe::backend::gpu::GpuDevice;
 use wgfhe::backend::testing::FlipOneBit;
@@ -24,25 +28,6 @@ use wgfhe::backend::CpuBackend;
 use wgfhe::params::{self, Parameters};
 use wgfhe::poly::RingContext;
 use wgfhe::verify;
-
-/// The shared device, or why there is none.
-fn device() -> Option<Arc<GpuDevice>> {
-    static DEV: OnceLock<Result<Arc<GpuDevice>, String>> = OnceLock::new();
-    match DEV.get_or_init(|| GpuDevice::new().map(Arc::new).map_err(|e| e.to_string())) {
-        Ok(d) => {
-            eprintln!("GPU adapter: {:?}", d.summary());
-            Some(Arc::clone(d))
-        }
-        Err(reason) => {
-            assert!(
-                std::env::var("WGFHE_REQUIRE_GPU").as_deref() != Ok("1"),
-                "WGFHE_REQUIRE_GPU=1 but no GPU: {reason}"
-            );
-            println!("SKIPPED: {reason}");
-            None
-        }
-    }
-}
 
 fn check_kernels(params: &Parameters, seed: u64) {
     let Some(dev) = device() else { return };

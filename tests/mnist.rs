@@ -12,9 +12,10 @@
     reason = "tests"
 )]
 
+mod common;
+
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use wgfhe::backend::gpu::GpuDevice;
 use wgfhe::backend::{CpuBackend, GpuBackend};
 use wgfhe::compress::Variant;
 use wgfhe::ml::infer::run_lr;
@@ -51,17 +52,9 @@ fn encrypted_lr_agrees_with_the_quantised_model() {
         assert!(run.bytes_moved > 0 && run.dispatches > 0);
     }
     assert_eq!(calls, 2 * Variant::ALL.len());
-    match GpuDevice::new() {
-        Ok(dev) => {
-            let dev = std::sync::Arc::new(dev);
-            let run =
-                run_lr(GpuBackend::new(ctx, dev), &model, &data, Some(300), Variant::Cso, |_, _| {}, None).unwrap();
-            assert_eq!((run.images, run.score_mismatches), (300, 0));
-        }
-        Err(e) => {
-            assert!(std::env::var("WGFHE_REQUIRE_GPU").as_deref() != Ok("1"), "WGFHE_REQUIRE_GPU=1 but no GPU: {e}");
-            println!("SKIPPED: {e}");
-        }
+    if let Some(dev) = common::device() {
+        let run = run_lr(GpuBackend::new(ctx, dev), &model, &data, Some(300), Variant::Cso, |_, _| {}, None).unwrap();
+        assert_eq!((run.images, run.score_mismatches), (300, 0));
     }
 }
 

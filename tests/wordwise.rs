@@ -15,11 +15,12 @@
     reason = "tests"
 )]
 
+mod common;
+
 use std::sync::Arc;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use wgfhe::backend::gpu::GpuDevice;
 use wgfhe::backend::{Backend, CpuBackend, GpuBackend};
 use wgfhe::bgv::{Bgv, Ciphertext, EvaluationKeys};
 use wgfhe::compare::digits::{eq_pruned, lt_pruned, Convention, Digits};
@@ -184,14 +185,7 @@ fn bad_inputs_are_typed_errors() {
 
 #[test]
 fn gpu_comparison_is_bit_identical_to_cpu() {
-    let dev = match GpuDevice::new() {
-        Ok(d) => Arc::new(d),
-        Err(e) => {
-            assert!(std::env::var("WGFHE_REQUIRE_GPU").as_deref() != Ok("1"), "WGFHE_REQUIRE_GPU=1 but no GPU: {e}");
-            println!("SKIPPED: {e}");
-            return;
-        }
-    };
+    let Some(dev) = common::device() else { return };
     let ctx = RingContext::new(&test_params()).unwrap();
     let layout = Digits::new(4, 4, Convention::Floor).unwrap();
     let values: Vec<i64> = (0..64).map(|i| i * 3 - 100).collect();

@@ -1,0 +1,27 @@
+//! Shared by the integration tests: the GPU device, opened once per test binary.
+
+#![allow(clippy::panic, reason = "tests")]
+
+use std::sync::{Arc, OnceLock};
+
+use wgfhe::backend::gpu::GpuDevice;
+
+/// The shared device, or `None` (after printing `SKIPPED: <reason>`) when there is no adapter.
+/// With `WGFHE_REQUIRE_GPU=1` (set in CI) a missing adapter is a failure, never a skip.
+pub fn device() -> Option<Arc<GpuDevice>> {
+    static DEV: OnceLock<Result<Arc<GpuDevice>, String>> = OnceLock::new();
+    match DEV.get_or_init(|| GpuDevice::new().map(Arc::new).map_err(|e| e.to_string())) {
+        Ok(d) => {
+            eprintln!("GPU adapter: {:?}", d.summary());
+            Some(Arc::clone(d))
+        }
+        Err(reason) => {
+            assert!(
+                std::env::var("WGFHE_REQUIRE_GPU").as_deref() != Ok("1"),
+                "WGFHE_REQUIRE_GPU=1 but no GPU: {reason}"
+            );
+            println!("SKIPPED: {reason}");
+            None
+        }
+    }
+}
