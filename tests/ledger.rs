@@ -10,7 +10,7 @@
     reason = "tests"
 )]
 
-use wgfhe::backend::ledger::{Ledger, Record};
+use wgfhe::backend::ledger::{write_trace, Ledger, Record, Totals};
 use wgfhe::backend::CpuBackend;
 use wgfhe::bgv::Bgv;
 use wgfhe::params;
@@ -53,11 +53,11 @@ fn key_switching_reads_the_key_and_the_trace_is_json_lines() {
     assert_eq!(ks.len(), 1);
     // Two digits (dnum 2 over 4 primes), each (b, a) over the 6 limbs of Q P, 4 bytes a residue.
     assert_eq!(ks[0].key_bytes, 2 * 2 * 6 * 1024 * 4);
-    let totals = Ledger::<CpuBackend>::totals(&records);
+    let totals = Totals::of(&records);
     assert!(totals.arithmetic_intensity() > 0.0);
     assert!(totals.key_bytes <= totals.bytes_read);
     let mut trace = Vec::new();
-    Ledger::<CpuBackend>::write_trace(&records, &mut trace).unwrap();
+    write_trace(&records, &mut trace).unwrap();
     let text = String::from_utf8(trace).unwrap();
     assert_eq!(text.lines().count(), records.len());
     for line in text.lines() {

@@ -88,6 +88,22 @@ pub struct Totals {
 }
 
 impl Totals {
+    /// Totals over `records`.
+    #[must_use]
+    pub fn of(records: &[Record]) -> Self {
+        records.iter().fold(Self::default(), |mut t, r| {
+            t.dispatches += 1;
+            t.bytes_read += r.bytes_read;
+            t.bytes_written += r.bytes_written;
+            t.key_bytes += r.key_bytes;
+            t.table_bytes += r.table_bytes;
+            t.plaintext_bytes += r.plaintext_bytes;
+            t.prng_words += r.prng_words;
+            t.modmuls += r.modmuls;
+            t
+        })
+    }
+
     /// Modular multiplications per byte moved.
     #[must_use]
     pub fn arithmetic_intensity(&self) -> f64 {
@@ -131,32 +147,6 @@ impl<B: Backend> Ledger<B> {
         std::mem::take(&mut *self.records.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
-    /// Totals over `records`.
-    #[must_use]
-    pub fn totals(records: &[Record]) -> Totals {
-        records.iter().fold(Totals::default(), |mut t, r| {
-            t.dispatches += 1;
-            t.bytes_read += r.bytes_read;
-            t.bytes_written += r.bytes_written;
-            t.key_bytes += r.key_bytes;
-            t.table_bytes += r.table_bytes;
-            t.plaintext_bytes += r.plaintext_bytes;
-            t.prng_words += r.prng_words;
-            t.modmuls += r.modmuls;
-            t
-        })
-    }
-
-    /// Writes `records` as JSON lines.
-    pub fn write_trace(records: &[Record], out: &mut impl Write) -> Result<()> {
-        for r in records {
-            let line =
-                serde_json::to_string(r).map_err(|e| Error::InvalidField { field: "trace", reason: trace_error(e) })?;
-            writeln!(out, "{line}").map_err(|_| Error::InvalidField { field: "trace", reason: "write failed" })?;
-        }
-        Ok(())
-    }
-
     fn n(&self) -> u64 {
         self.inner.context().n() as u64
     }
@@ -179,6 +169,16 @@ impl<B: Backend> Ledger<B> {
             ..Record::default()
         });
     }
+}
+
+/// Writes `records` as JSON lines.
+pub fn write_trace(records: &[Record], out: &mut impl Write) -> Result<()> {
+    for r in records {
+        let line =
+            serde_json::to_string(r).map_err(|e| Error::InvalidField { field: "trace", reason: trace_error(e) })?;
+        writeln!(out, "{line}").map_err(|_| Error::InvalidField { field: "trace", reason: "write failed" })?;
+    }
+    Ok(())
 }
 
 /// A static reason for a record that did not serialise.

@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::backend::ledger::{Ledger, Record};
+use crate::backend::ledger::{Ledger, Record, Totals};
 use crate::backend::Backend;
 use crate::bgv::{Bgv, Ciphertext, EvaluationKeys, Plaintext};
 use crate::compress::{Bxt, BxtCiphertext, Variant, Weight};
@@ -151,7 +151,7 @@ fn run_op<B: Backend>(
 }
 
 fn row(op: &'static str, variant: &'static str, records: &[Record]) -> Row {
-    let t = Ledger::<crate::backend::CpuBackend>::totals(records);
+    let t = Totals::of(records);
     let ct: u64 = records.iter().map(Record::ciphertext_bytes).sum();
     Row {
         op,

@@ -103,6 +103,33 @@ fn add<B: Backend>(bgv: &Bgv<B>, a: &Ciphertext<B>, b: &Ciphertext<B>) -> Result
     bgv.add(&a, &b)
 }
 
+/// Checks two operands and `kept`, and returns the bounded differences `x_i - y_i` of the kept
+/// digits, most significant first, with their bound `b - 1`.
+fn kept_differences<B: Backend>(
+    bgv: &Bgv<B>,
+    x: &EncryptedDigits<B>,
+    y: &EncryptedDigits<B>,
+    kept: usize,
+) -> Result<(Vec<Bounded<B>>, u64)> {
+    if x.layout != y.layout {
+        return Err(Error::InvalidField { field: "digit layout", reason: "the operands have different layouts" });
+    }
+    let l = x.layout.count();
+    if kept == 0 || kept > l {
+        return Err(Error::InvalidField { field: "kept digits", reason: "must be in 1..=digit count" });
+    }
+    let bound = x.layout.difference_bound();
+    let mut out = Vec::with_capacity(kept);
+    for i in (l - kept..l).rev() {
+        let (xi, yi) = match (x.digits.get(i), y.digits.get(i)) {
+            (Some(a), Some(b)) => aligned(bgv, a, b)?,
+            _ => return Err(Error::DimensionMismatch { what: "digit ciphertexts", expected: l, found: i }),
+        };
+        out.push(Bounded::fresh(bgv, bgv.sub(&xi, &yi)?, bound)?);
+    }
+    Ok((out, bound))
+}
+
 /// `x < y` and `x == y` on the top `kept` digits of two digit vectors of the same layout.
 pub fn compare<B: Backend>(
     bgv: &Bgv<B>,
@@ -111,15 +138,8 @@ pub fn compare<B: Backend>(
     y: &EncryptedDigits<B>,
     kept: usize,
 ) -> Result<Comparison<B>> {
-    if x.layout != y.layout {
-        return Err(Error::InvalidField { field: "digit layout", reason: "the operands have different layouts" });
-    }
-    let l = x.layout.count();
-    if kept == 0 || kept > l {
-        return Err(Error::InvalidField { field: "kept digits", reason: "must be in 1..=digit count" });
-    }
+    let (diffs, bound) = kept_differences(bgv, x, y, kept)?;
     let t = bgv.plaintext_modulus();
-    let bound = x.layout.difference_bound();
     let lt_table = Lut::less_than(t, bound, 0)?;
     let eq_table = Lut::equals(t, bound, 0)?;
     // Per kept digit, from the most significant down: LT_i and EQ_i of the difference.
@@ -127,14 +147,9 @@ pub fn compare<B: Backend>(
     let mut eqs = Vec::with_capacity(kept);
     let mut hmults = 0;
     let mut table_depth = 0;
-    for i in (l - kept..l).rev() {
-        let (xi, yi) = match (x.digits.get(i), y.digits.get(i)) {
-            (Some(a), Some(b)) => aligned(bgv, a, b)?,
-            _ => return Err(Error::DimensionMismatch { what: "digit ciphertexts", expected: l, found: i }),
-        };
-        let d = Bounded::fresh(bgv, bgv.sub(&xi, &yi)?, bound)?;
-        let (lt, s1) = eval_lut(bgv, keys, &d, &lt_table)?;
-        let (eq, s2) = eval_lut(bgv, keys, &d, &eq_table)?;
+    for d in &diffs {
+        let (lt, s1) = eval_lut(bgv, keys, d, &lt_table)?;
+        let (eq, s2) = eval_lut(bgv, keys, d, &eq_table)?;
         hmults += s1.hmults + s2.hmults;
         table_depth = table_depth.max(s1.depth).max(s2.depth);
         lts.push(lt);
@@ -142,7 +157,7 @@ pub fn compare<B: Backend>(
     }
     // Prefix products of EQ from the top: pre[i] = prod_{j < i} eqs[j] (digits above i), by a
     // Hillis-Steele scan: after round r, scan[i] = prod of eqs[i - 2^r + 1 ..= i].
-    let mut scan: Vec<Ciphertext<B>> = eqs.iter().map(|c| c.duplicate(bgv.backend())).collect::<Result<_>>()?;
+    let mut scan = eqs;
     let mut step = 1;
     let mut rounds = 0;
     while step < kept {
@@ -162,12 +177,12 @@ pub fn compare<B: Backend>(
         rounds += 1;
     }
     // LT = lts[0] + sum_{i >= 1} lts[i] * scan[i - 1].
-    let mut lt =
-        lts.first().ok_or(Error::InvalidField { field: "kept digits", reason: "none" })?.duplicate(bgv.backend())?;
-    for (i, lti) in lts.iter().enumerate().skip(1) {
-        let prefix = scan.get(i - 1).ok_or(Error::InvalidField { field: "scan", reason: "index" })?;
+    let mut lts = lts.into_iter();
+    let mut lt = lts.next().ok_or(Error::InvalidField { field: "kept digits", reason: "none" })?;
+    for (i, lti) in lts.enumerate() {
+        let prefix = scan.get(i).ok_or(Error::InvalidField { field: "scan", reason: "index" })?;
         hmults += 1;
-        lt = add(bgv, &lt, &bgv.mul_relin(lti, prefix, keys)?)?;
+        lt = add(bgv, &lt, &bgv.mul_relin(&lti, prefix, keys)?)?;
     }
     let eq = scan.pop().ok_or(Error::InvalidField { field: "scan", reason: "empty" })?;
     let depth = table_depth + rounds + usize::from(kept > 1);
@@ -183,24 +198,12 @@ pub fn equal<B: Backend>(
     y: &EncryptedDigits<B>,
     kept: usize,
 ) -> Result<(Ciphertext<B>, EvalStats)> {
-    if x.layout != y.layout {
-        return Err(Error::InvalidField { field: "digit layout", reason: "the operands have different layouts" });
-    }
-    let l = x.layout.count();
-    if kept == 0 || kept > l {
-        return Err(Error::InvalidField { field: "kept digits", reason: "must be in 1..=digit count" });
-    }
-    let bound = x.layout.difference_bound();
+    let (diffs, bound) = kept_differences(bgv, x, y, kept)?;
     let eq_table = Lut::equals(bgv.plaintext_modulus(), bound, 0)?;
     let mut level: Vec<Ciphertext<B>> = Vec::with_capacity(kept);
     let (mut hmults, mut depth) = (0, 0);
-    for i in l - kept..l {
-        let (xi, yi) = match (x.digits.get(i), y.digits.get(i)) {
-            (Some(a), Some(b)) => aligned(bgv, a, b)?,
-            _ => return Err(Error::DimensionMismatch { what: "digit ciphertexts", expected: l, found: i }),
-        };
-        let d = Bounded::fresh(bgv, bgv.sub(&xi, &yi)?, bound)?;
-        let (eq, s) = eval_lut(bgv, keys, &d, &eq_table)?;
+    for d in &diffs {
+        let (eq, s) = eval_lut(bgv, keys, d, &eq_table)?;
         hmults += s.hmults;
         depth = depth.max(s.depth);
         level.push(eq);

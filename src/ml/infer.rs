@@ -19,7 +19,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::lr::{Dataset, QuantLr};
-use crate::backend::ledger::Ledger;
+use crate::backend::ledger::{write_trace, Ledger, Totals};
 use crate::backend::Backend;
 use crate::bgv::Bgv;
 use crate::compress::{Bxt, BxtCiphertext, Variant, Weight};
@@ -112,11 +112,11 @@ pub fn run_lr<B: Backend>(
         ledger.synchronize()?;
         server_ms += clock.elapsed().as_secs_f64() * 1e3;
         let records = ledger.take();
-        let totals = Ledger::<crate::backend::CpuBackend>::totals(&records);
+        let totals = Totals::of(&records);
         bytes_moved += totals.bytes_read + totals.bytes_written;
         dispatches += totals.dispatches;
         if let Some(out) = trace.as_mut() {
-            Ledger::<crate::backend::CpuBackend>::write_trace(&records, out)?;
+            write_trace(&records, out)?;
         }
         let resident: u64 = cts.iter().map(|c| c.resident_bytes(ledger)).sum::<u64>() + score.resident_bytes(ledger);
         peak = peak.max(resident);
