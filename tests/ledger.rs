@@ -77,3 +77,34 @@ fn the_ledger_does_not_change_results() {
     let ledgered = verify::transcript(Ledger::new(CpuBackend::new(RingContext::new(&p).unwrap())), &p, 3).unwrap();
     assert!(verify::compare_transcripts("ledger", &p, &plain, &ledgered).identical);
 }
+
+#[test]
+fn a_timed_ledger_times_every_dispatch_and_changes_nothing() {
+    let p = params::insecure_test_bgv(10, 4, 2, 2, 65537).unwrap();
+    let run = |timed: bool| {
+        let cpu = CpuBackend::new(RingContext::new(&p).unwrap());
+        let bgv = Bgv::new(if timed { Ledger::timed(cpu) } else { Ledger::new(cpu) }).unwrap();
+        let sk = bgv.gen_secret_key_from_seed(&[3; 32]).unwrap();
+        let keys = bgv.gen_evaluation_keys(&sk, &[1], false).unwrap();
+        let pt = bgv.encoder().encode(&[7, 8]).unwrap();
+        let ct = bgv.encrypt_symmetric(&sk, &pt).unwrap();
+        bgv.backend().take();
+        let prod = bgv.mul_relin(&ct, &ct, &keys).unwrap();
+        let rot = bgv.rotate_columns(&prod, 1, &keys).unwrap();
+        let records = bgv.backend().take();
+        (bgv.ciphertext_to_bytes_unseeded(&rot).unwrap(), records)
+    };
+    let (plain_bytes, plain) = run(false);
+    let (timed_bytes, timed) = run(true);
+    assert_eq!(plain_bytes, timed_bytes, "timing must not change the computation");
+    assert_eq!(plain.len(), timed.len());
+    assert!(plain.iter().all(|r| r.elapsed_ns.is_none()));
+    assert!(timed.iter().all(|r| r.elapsed_ns.is_some()), "{timed:?}");
+    let mut trace = Vec::new();
+    write_trace(&timed, &mut trace).unwrap();
+    let text = String::from_utf8(trace).unwrap();
+    assert!(text.lines().all(|l| l.contains("\"elapsed_ns\":")));
+    let mut untimed = Vec::new();
+    write_trace(&plain, &mut untimed).unwrap();
+    assert!(!String::from_utf8(untimed).unwrap().contains("elapsed_ns"));
+}

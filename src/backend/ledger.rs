@@ -7,7 +7,8 @@
 //! method), `n`, `limbs`, `bytes_read`, `bytes_written`, `key_bytes` (the part of `bytes_read`
 //! that is key material), `table_bytes` (constant tables: twiddles, conversion matrices,
 //! permutations), `plaintext_bytes` (plaintext limbs; only fused kernels know their operands'
-//! kinds), `prng_words` (32-bit words of ChaCha20 output) and `modmuls`. Ciphertext bytes are
+//! kinds), `prng_words` (32-bit words of ChaCha20 output), `modmuls` and, from a timed ledger only,
+//! `elapsed_ns` (the dispatch's wall-clock time, device synchronised around it). Ciphertext bytes are
 //! `bytes_read - key_bytes - table_bytes - plaintext_bytes`. Bit-packed operands count their
 //! packed size.
 //!
@@ -56,6 +57,11 @@ pub struct Record {
     pub prng_words: u64,
     /// Modular multiplications.
     pub modmuls: u64,
+    /// Wall-clock nanoseconds of the dispatch, measured only by a [`Ledger::timed`] ledger
+    /// (the device is synchronised before and after the kernel, so the time includes its
+    /// launch and completion but no other queued work); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub elapsed_ns: Option<u64>,
 }
 
 impl Record {
@@ -121,13 +127,39 @@ impl Totals {
 pub struct Ledger<B: Backend> {
     inner: B,
     records: Arc<Mutex<Vec<Record>>>,
+    timed: bool,
 }
 
 impl<B: Backend> Ledger<B> {
     /// Wraps `inner` with an empty ledger.
     #[must_use]
     pub fn new(inner: B) -> Self {
-        Self { inner, records: Arc::new(Mutex::new(Vec::new())) }
+        Self { inner, records: Arc::new(Mutex::new(Vec::new())), timed: false }
+    }
+
+    /// Wraps `inner` with an empty ledger that also times every dispatch
+    /// ([`Record::elapsed_ns`]). Each dispatch then waits for the device before and after it,
+    /// which serialises the queue: use it to attribute time to kernels, not to measure an
+    /// operation's total.
+    #[must_use]
+    pub fn timed(inner: B) -> Self {
+        Self { timed: true, ..Self::new(inner) }
+    }
+
+    /// Runs the dispatch `f` whose record was just pushed; in a timed ledger, measures it.
+    fn run<T>(&self, f: impl FnOnce(&B) -> Result<T>) -> Result<T> {
+        if !self.timed {
+            return f(&self.inner);
+        }
+        self.inner.synchronize()?;
+        let start = std::time::Instant::now();
+        let out = f(&self.inner)?;
+        self.inner.synchronize()?;
+        let ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        if let Some(last) = self.records.lock().unwrap_or_else(PoisonError::into_inner).last_mut() {
+            last.elapsed_ns = Some(ns);
+        }
+        Ok(out)
     }
 
     /// The wrapped backend.
@@ -210,14 +242,14 @@ impl<B: Backend> Backend for Ledger<B> {
     fn duplicate(&self, buf: &Self::Buffer) -> Result<Self::Buffer> {
         let limbs = self.inner.len(buf) / self.inner.context().n().max(1);
         self.elementwise("duplicate", limbs, 1, 1, 0);
-        self.inner.duplicate(buf)
+        self.run(|k| k.duplicate(buf))
     }
     fn truncate(&self, buf: Self::Buffer, words: usize) -> Result<Self::Buffer> {
         self.inner.truncate(buf, words)
     }
     fn gather_limbs(&self, buf: &Self::Buffer, positions: &[usize]) -> Result<Self::Buffer> {
         self.elementwise("gather_limbs", positions.len(), 1, 1, 0);
-        self.inner.gather_limbs(buf, positions)
+        self.run(|k| k.gather_limbs(buf, positions))
     }
     fn merge_limbs(
         &self,
@@ -226,39 +258,39 @@ impl<B: Backend> Backend for Ledger<B> {
         limbs: usize,
     ) -> Result<Self::Buffer> {
         self.elementwise("merge_limbs", limbs, 1, 1, 0);
-        self.inner.merge_limbs(first, second, limbs)
+        self.run(|k| k.merge_limbs(first, second, limbs))
     }
     fn ntt_forward(&self, buf: &mut Self::Buffer, basis: &[usize]) -> Result<()> {
         self.ntt_record("ntt_forward", basis.len());
-        self.inner.ntt_forward(buf, basis)
+        self.run(|k| k.ntt_forward(buf, basis))
     }
     fn ntt_inverse(&self, buf: &mut Self::Buffer, basis: &[usize]) -> Result<()> {
         self.ntt_record("ntt_inverse", basis.len());
-        self.inner.ntt_inverse(buf, basis)
+        self.run(|k| k.ntt_inverse(buf, basis))
     }
     fn add(&self, a: &Self::Buffer, b: &Self::Buffer, basis: &[usize]) -> Result<Self::Buffer> {
         self.elementwise("add", basis.len(), 2, 1, 0);
-        self.inner.add(a, b, basis)
+        self.run(|k| k.add(a, b, basis))
     }
     fn sub(&self, a: &Self::Buffer, b: &Self::Buffer, basis: &[usize]) -> Result<Self::Buffer> {
         self.elementwise("sub", basis.len(), 2, 1, 0);
-        self.inner.sub(a, b, basis)
+        self.run(|k| k.sub(a, b, basis))
     }
     fn neg(&self, a: &Self::Buffer, basis: &[usize]) -> Result<Self::Buffer> {
         self.elementwise("neg", basis.len(), 1, 1, 0);
-        self.inner.neg(a, basis)
+        self.run(|k| k.neg(a, basis))
     }
     fn mul(&self, a: &Self::Buffer, b: &Self::Buffer, basis: &[usize]) -> Result<Self::Buffer> {
         self.elementwise("mul", basis.len(), 2, 1, 1);
-        self.inner.mul(a, b, basis)
+        self.run(|k| k.mul(a, b, basis))
     }
     fn mul_add(&self, acc: &mut Self::Buffer, a: &Self::Buffer, b: &Self::Buffer, basis: &[usize]) -> Result<()> {
         self.elementwise("mul_add", basis.len(), 3, 1, 1);
-        self.inner.mul_add(acc, a, b, basis)
+        self.run(|k| k.mul_add(acc, a, b, basis))
     }
     fn mul_scalar(&self, a: &Self::Buffer, scalars: &[u32], basis: &[usize]) -> Result<Self::Buffer> {
         self.elementwise("mul_scalar", basis.len(), 1, 1, 1);
-        self.inner.mul_scalar(a, scalars, basis)
+        self.run(|k| k.mul_scalar(a, scalars, basis))
     }
     fn automorphism(&self, a: &Self::Buffer, g: usize, basis: &[usize]) -> Result<Self::Buffer> {
         let n = self.n();
@@ -271,7 +303,7 @@ impl<B: Backend> Backend for Ledger<B> {
             table_bytes: n * WORD,
             ..Record::default()
         });
-        self.inner.automorphism(a, g, basis)
+        self.run(|k| k.automorphism(a, g, basis))
     }
     fn base_convert(&self, a: &Self::Buffer, from: &[usize], to: &[usize]) -> Result<Self::Buffer> {
         let (n, l, m) = (self.n(), from.len() as u64, to.len() as u64);
@@ -286,7 +318,7 @@ impl<B: Backend> Backend for Ledger<B> {
             modmuls: (l + l * m + m) * n,
             ..Record::default()
         });
-        self.inner.base_convert(a, from, to)
+        self.run(|k| k.base_convert(a, from, to))
     }
     fn scale_down(&self, a: &Self::Buffer, keep: &[usize], drop: &[usize], t: Option<u32>) -> Result<Self::Buffer> {
         let (n, k, d) = (self.n(), keep.len() as u64, drop.len() as u64);
@@ -301,7 +333,7 @@ impl<B: Backend> Backend for Ledger<B> {
             modmuls: (d + k * d + 2 * k) * n,
             ..Record::default()
         });
-        self.inner.scale_down(a, keep, drop, t)
+        self.run(|k| k.scale_down(a, keep, drop, t))
     }
     fn key_switch_inner_product(
         &self,
@@ -322,7 +354,7 @@ impl<B: Backend> Backend for Ledger<B> {
             modmuls: 2 * dn * l * n,
             ..Record::default()
         });
-        self.inner.key_switch_inner_product(digits, basis, key, key_basis)
+        self.run(|k| k.key_switch_inner_product(digits, basis, key, key_basis))
     }
     fn uniform(&self, seed: &Seed, purpose: Purpose, index: u32, basis: &[usize]) -> Result<Self::Buffer> {
         let (n, l) = (self.n(), basis.len() as u64);
@@ -335,7 +367,7 @@ impl<B: Backend> Backend for Ledger<B> {
             modmuls: 4 * l * n,
             ..Record::default()
         });
-        self.inner.uniform(seed, purpose, index, basis)
+        self.run(|k| k.uniform(seed, purpose, index, basis))
     }
     fn synchronize(&self) -> Result<()> {
         self.inner.synchronize()
@@ -357,8 +389,9 @@ impl<B: Backend> Backend for Ledger<B> {
             plaintext_bytes: t.plaintext_bytes,
             prng_words: t.prng_words,
             modmuls: t.modmuls,
+            elapsed_ns: None,
         });
-        self.inner.fused(&inner)
+        self.run(|k| k.fused(&inner))
     }
 }
 
