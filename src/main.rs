@@ -13,6 +13,8 @@ use wgfhe::params::{self, Parameters, Scheme};
 use wgfhe::poly::RingContext;
 use wgfhe::verify;
 
+mod cnn_cmd;
+
 /// wgfhe: GPU-accelerated fully homomorphic encryption (BGV; CKKS to come).
 #[derive(Debug, Parser)]
 #[command(name = "wgfhe", version, about)]
@@ -45,10 +47,10 @@ enum Command {
     /// encrypts the test images, evaluates the model under encryption and checks every
     /// prediction against the quantised plaintext model.
     Mnist {
-        /// Model: `lr` (logistic regression, 3 vs 8). `cnn` is not implemented yet.
+        /// Model: `lr` (logistic regression, 3 vs 8) or `cnn` (ten digits, exact ReLU tables).
         #[arg(long, value_enum, default_value_t = Model::Lr)]
         model: Model,
-        /// Number of test images (default: all 1,984 3-vs-8 test images).
+        /// Number of test images (default: LR all 1,984 3-vs-8 test images; CNN one batch).
         #[arg(long)]
         images: Option<usize>,
         /// ReLU path of the CNN (`lut` or `digits`); the LR has no ReLU.
@@ -63,9 +65,9 @@ enum Command {
         /// Backend: auto, gpu or cpu (default: WGFHE_BACKEND, else auto).
         #[arg(long)]
         backend: Option<String>,
-        /// Parameter set.
-        #[arg(long, default_value = params::LR_SET)]
-        params: String,
+        /// Parameter set (default: bgv-lr-n13 for the LR, bgv-lut-n16 for the CNN).
+        #[arg(long)]
+        params: Option<String>,
         /// Directory of the MNIST files.
         #[arg(long, default_value = wgfhe::ml::mnist::DEFAULT_DIR)]
         data: std::path::PathBuf,
@@ -119,7 +121,7 @@ enum Command {
 enum Model {
     /// Logistic regression, digits 3 vs 8.
     Lr,
-    /// The CryptoDL-style CNN (not implemented yet).
+    /// The CryptoDL-style CNN (ten digits, exact ReLUs).
     Cnn,
 }
 
@@ -439,27 +441,21 @@ fn cmd_bench(
 }
 
 /// Options of `wgfhe mnist`.
-struct MnistArgs {
-    model: Model,
-    images: Option<usize>,
-    relu: String,
-    variant: String,
-    keep: f64,
-    backend: Option<String>,
-    params: String,
-    data: std::path::PathBuf,
-    trace: Option<std::path::PathBuf>,
-    json: bool,
+pub(crate) struct MnistArgs {
+    pub(crate) model: Model,
+    pub(crate) images: Option<usize>,
+    pub(crate) relu: String,
+    pub(crate) variant: String,
+    pub(crate) keep: f64,
+    pub(crate) backend: Option<String>,
+    pub(crate) params: Option<String>,
+    pub(crate) data: std::path::PathBuf,
+    pub(crate) trace: Option<std::path::PathBuf>,
+    pub(crate) json: bool,
 }
 
 fn cmd_mnist(a: &MnistArgs) -> wgfhe::Result<()> {
     use wgfhe::ml::{infer, lr, mnist};
-    if a.model == Model::Cnn {
-        return Err(wgfhe::Error::InvalidField {
-            field: "model",
-            reason: "the CNN is not implemented yet; use --model lr",
-        });
-    }
     if a.relu != "lut" && a.relu != "digits" {
         return Err(wgfhe::Error::InvalidField { field: "relu", reason: "must be lut or digits" });
     }
@@ -467,7 +463,10 @@ fn cmd_mnist(a: &MnistArgs) -> wgfhe::Result<()> {
         return Err(wgfhe::Error::InvalidField { field: "keep", reason: "must be 1, 0.75, 0.5 or 0.25" });
     }
     let variant = wgfhe::compress::Variant::parse(&a.variant)?;
-    let params = params::by_name(&a.params)?;
+    if a.model == Model::Cnn {
+        return cnn_cmd::run(a, variant);
+    }
+    let params = params::by_name(a.params.as_deref().unwrap_or(params::LR_SET))?;
     let choice = match &a.backend {
         Some(name) => BackendChoice::from_name(name)?,
         None => BackendChoice::from_env()?,

@@ -1,0 +1,227 @@
+//! `wgfhe mnist --model cnn`: trains (or loads the cached) integer CNN, runs it under encryption
+//! on the test images and prints the summary.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use sha2::{Digest, Sha256};
+use wgfhe::backend::{BackendChoice, CpuBackend, GpuBackend};
+use wgfhe::compress::Variant;
+use wgfhe::ml::cnn::{self, CnnConfig, Faults, QuantCnn};
+use wgfhe::ml::{cnn_infer, mnist};
+use wgfhe::params;
+use wgfhe::poly::RingContext;
+use wgfhe::{Error, Result};
+
+use super::MnistArgs;
+
+/// Where the model trained with `config` is cached: `DIR/cnn-<first 16 hex digits of the
+/// SHA-256 of the configuration's JSON>.json`.
+fn cache_path(dir: &Path, config: &CnnConfig) -> Result<PathBuf> {
+    let json = serde_json::to_string(config)
+        .map_err(|_| Error::InvalidField { field: "cnn config", reason: "did not serialise" })?;
+    let digest = Sha256::digest(json.as_bytes());
+    let hex: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    Ok(dir.join(format!("cnn-{hex}.json")))
+}
+
+/// The cached model for `config`, or a freshly trained one (then cached).
+fn model(dir: &Path, config: &CnnConfig, data: &mnist::Mnist, quiet: bool) -> Result<(QuantCnn, bool)> {
+    let path = cache_path(dir, config)?;
+    if let Ok(text) = std::fs::read_to_string(&path) {
+        if let Ok(m) = QuantCnn::from_json(&text) {
+            return Ok((m, true));
+        }
+    }
+    let bar = if quiet { indicatif::ProgressBar::hidden() } else { indicatif::ProgressBar::new(config.epochs as u64) };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("training the CNN {bar:30} epoch {pos}/{len} [{elapsed}] {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let m = cnn::train(&data.train, config, |r| {
+        bar.set_position(r.epoch as u64);
+        bar.set_message(format!("loss {:.4}, train accuracy {:.2}%", r.loss, 100.0 * r.train_accuracy));
+    })?;
+    bar.finish_and_clear();
+    // The cache is an optimisation: a failed write only costs a retraining next time.
+    let tmp = path.with_extension("json.tmp");
+    if std::fs::write(&tmp, m.to_json()?).is_ok() {
+        let _ = std::fs::rename(&tmp, &path);
+    }
+    Ok((m, false))
+}
+
+/// Runs `wgfhe mnist --model cnn`.
+pub fn run(a: &MnistArgs, variant: Variant) -> Result<()> {
+    if a.relu == "digits" {
+        return Err(Error::InvalidField {
+            field: "relu",
+            reason: "the encrypted digit-extraction ReLU path of the CNN is not implemented; use --relu lut \
+                     (the pruning trade-off is reported by `wgfhe bench --suite compare`)",
+        });
+    }
+    if a.keep != 1.0 {
+        return Err(Error::InvalidField { field: "keep", reason: "--keep applies to --relu digits only" });
+    }
+    let params = params::by_name(a.params.as_deref().unwrap_or(params::LUT_SET))?;
+    let choice = match &a.backend {
+        Some(name) => BackendChoice::from_name(name)?,
+        None => BackendChoice::from_env()?,
+    };
+    let say = |msg: String| {
+        if !a.json {
+            println!("{msg}");
+        }
+    };
+    let start = Instant::now();
+    mnist::fetch(&a.data)?;
+    let data = mnist::load(&a.data)?;
+    say(format!(
+        "MNIST from {}: {} training and {} test images ({:.1?})",
+        a.data.display(),
+        data.train.len(),
+        data.test.len(),
+        start.elapsed()
+    ));
+    let config = CnnConfig::default();
+    let start = Instant::now();
+    let (model, cached) = model(&a.data, &config, &data, a.json)?;
+    let plain_accuracy = model.accuracy(&data.test);
+    let bounds = model.bounds();
+    say(format!(
+        "integer CNN ({} in {:.1?}): plaintext test accuracy {:.2}% on {} images; worst-case |pre-activation| \
+         conv {}, FC100 {}, scores {}",
+        if cached { "cached" } else { "trained" },
+        start.elapsed(),
+        100.0 * plain_accuracy,
+        data.test.len(),
+        bounds.conv,
+        bounds.fc1,
+        bounds.fc2
+    ));
+    let slots = 1usize << params.log_n();
+    let per_batch = slots / cnn_infer::BLOCK;
+    let total = a.images.unwrap_or(per_batch).min(data.test.len());
+    let bar = if a.json { indicatif::ProgressBar::hidden() } else { indicatif::ProgressBar::new(total as u64) };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("encrypted inference {bar:30} {pos}/{len} images [{elapsed}]")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    bar.tick();
+    let mut file = match &a.trace {
+        Some(path) => Some(std::io::BufWriter::new(
+            std::fs::File::create(path)
+                .map_err(|_| Error::InvalidField { field: "trace", reason: "cannot create file" })?,
+        )),
+        None => None,
+    };
+    let trace = file.as_mut().map(|f| f as &mut dyn std::io::Write);
+    let progress = |done: usize, _| bar.set_position(done as u64);
+    let (backend_name, run) = match choice {
+        BackendChoice::Cpu => (
+            "cpu",
+            cnn_infer::run_cnn(
+                CpuBackend::new(RingContext::new(&params)?),
+                &model,
+                &data.test,
+                Some(total),
+                variant,
+                progress,
+                trace,
+            )?,
+        ),
+        BackendChoice::Gpu(dev) => (
+            "gpu",
+            cnn_infer::run_cnn(
+                GpuBackend::new(RingContext::new(&params)?, dev),
+                &model,
+                &data.test,
+                Some(total),
+                variant,
+                progress,
+                trace,
+            )?,
+        ),
+    };
+    bar.finish_and_clear();
+    if let Some(mut f) = file {
+        std::io::Write::flush(&mut f).map_err(|_| Error::InvalidField { field: "trace", reason: "write failed" })?;
+    }
+    if a.json {
+        let value = serde_json::json!({
+            "model": "cnn",
+            "images": run.images,
+            "relu": "lut",
+            "variant": variant.name(),
+            "keep": a.keep,
+            "backend": backend_name,
+            "params": params.name(),
+            "accuracy": run.accuracy,
+            "agreement": run.agreement,
+            "plain_accuracy": plain_accuracy,
+            "plain_accuracy_note": "the integer model in plaintext on all 10,000 test images (trained quantisation-aware: there is no separate float model)",
+            "batch_ms": run.batch_ms,
+            "per_image_ms": run.per_image_ms,
+            "peak_device_bytes": run.peak_device_bytes,
+            "bytes_moved": run.bytes_moved,
+            "dispatches": run.dispatches,
+            "images_per_batch": run.images_per_batch,
+            "batches": run.batches,
+            "keygen_ms": run.keygen_ms,
+            "encrypt_ms": run.encrypt_ms,
+            "decrypt_ms": run.decrypt_ms,
+            "score_mismatches": run.score_mismatches,
+            "table_domains": [run.table_domains.0, run.table_domains.1],
+            "stats": run.stats,
+            "faults": Faults::default(),
+        });
+        println!("{value:#}");
+    } else {
+        println!(
+            "encrypted ({}, {}, variant {}): {} images in {} batch(es) of up to {}, accuracy {:.2}%, agreement with \
+             the integer model {:.2}% ({} images with a score mismatch)",
+            params.name(),
+            backend_name,
+            variant.name(),
+            run.images,
+            run.batches,
+            run.images_per_batch,
+            100.0 * run.accuracy,
+            100.0 * run.agreement,
+            run.score_mismatches
+        );
+        let s = &run.stats;
+        println!(
+            "keys {:.1} s; server {:.1} s per batch ({:.1} ms per image): conv {:.1} s, ReLU tables (domains {} and \
+             {}) {:.1} + {:.1} s, FC100 {:.1} s, FC10 {:.1} s; {} HMULTs, {} rotations, {} PMULTs",
+            run.keygen_ms / 1e3,
+            run.batch_ms / 1e3,
+            run.per_image_ms,
+            s.conv_ms / 1e3,
+            run.table_domains.0,
+            run.table_domains.1,
+            s.relu1_ms / 1e3,
+            s.relu2_ms / 1e3,
+            s.fc1_ms / 1e3,
+            s.fc2_ms / 1e3,
+            s.hmults,
+            s.rotations,
+            s.pmults
+        );
+        println!(
+            "client encryption {:.1} s, decryption {:.2} s; {:.1} MB resident (keys and one batch of inputs), {:.1} GB \
+             moved by {} kernel dispatches",
+            run.encrypt_ms / 1e3,
+            run.decrypt_ms / 1e3,
+            run.peak_device_bytes as f64 / 1e6,
+            run.bytes_moved as f64 / 1e9,
+            run.dispatches
+        );
+    }
+    if run.agreement < 1.0 || run.score_mismatches > 0 {
+        return Err(Error::InvalidParameters {
+            reason: "encrypted CNN scores differ from the integer model's (this is a bug: please report it)".into(),
+        });
+    }
+    Ok(())
+}

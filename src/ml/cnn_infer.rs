@@ -1,0 +1,528 @@
+//! Encrypted inference of the integer CNN ([`QuantCnn`]) with exact ReLUs as range-restricted
+//! lookup tables.
+//!
+//! **Packing.** Each image of a batch owns a block of [`BLOCK`] = 256 consecutive slots (blocks
+//! never straddle the two rows of BGV's `2 x N/2` slot matrix), so a ciphertext holds `N / 256`
+//! images. The client encrypts 25 ciphertexts (seeded symmetric encryption, under the BXT
+//! variant): ciphertext `k` holds, in slot `p < 169` of each image's block, the 4-bit pixel under
+//! convolution tap `k` at output position `p` (the image's im2col matrix, which the client can
+//! lay out because it holds the image), zeros elsewhere. The server then computes:
+//!
+//! 1. **Conv**: per channel `c`, `z_c = sum_k w_ck ct_k + b_c` with integer weights
+//!    ([`Bxt::weighted_sum`]: one fused kernel under `cso`), then the ciphertext is
+//!    materialised for the rest of the circuit. Its slots hold the channel's 169 outputs per
+//!    image, every slot within the exact bound `15 L1(w_c) + |b_c|`.
+//! 2. **ReLU 1**: the table `min(clip, (max(z,0) + 2^(s-1)) >> s)` on `[-B1, B1]`, `B1` the
+//!    conv bound ([`eval_lut_bounded`]): one table per channel.
+//! 3. **FC100**: a block-diagonal matrix-vector product by generalised diagonals: output slot
+//!    `n` of a block is `sum_c sum_d D_cd[n] h_c[n + d]`, `d = p - n` in `[-(H-1), 168]`, with
+//!    `D_cd[n] = W[n][c, n + d]` (zero outside the matrix), so every term reads its own image's
+//!    block and slot rotations never mix images. Baby-step/giant-step with `k` baby steps:
+//!    `sum_g rot_gk(sum_c sum_j rot_-gk(D_c,gk+j) * rot_j(h_c))`, that is `C (k-1)` baby
+//!    rotations, one rotation per giant step, and the plaintext diagonals pre-rotated. The
+//!    outputs land packed in slots `0..H` of each block. Plus the bias.
+//! 4. **ReLU 2**: the table on `[-B2, B2]`, `B2` the FC100 bound: one table for the whole batch.
+//! 5. **FC10**: the same diagonal product (one input ciphertext), scores in slots `0..10`.
+//!
+//! The client decrypts the scores and takes the arg-max. Only the ReLUs multiply ciphertexts;
+//! the two FC layers cost one plaintext multiplication each in depth.
+
+use std::collections::BTreeSet;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::cnn::{argmax, patches, QuantCnn, CLASSES, POSITIONS, TAPS};
+use super::mnist::Split;
+use crate::backend::ledger::{write_trace, Ledger, Totals};
+use crate::backend::Backend;
+use crate::bgv::{Bgv, Ciphertext, Plaintext};
+use crate::compare::lut::{eval_lut_bounded, Bounded, Lut};
+use crate::compress::{Bxt, BxtCiphertext, Variant, Weight};
+use crate::error::{Error, Result};
+use crate::math::zq::Modulus;
+use crate::rlwe::EvaluationKeys;
+
+/// Slots per image.
+pub const BLOCK: usize = 256;
+
+/// A square-ish number of baby steps for `range` diagonals.
+fn baby_steps(range: usize) -> usize {
+    let mut k = 1;
+    while k * k < range {
+        k += 1;
+    }
+    k.max(1)
+}
+
+/// One diagonal product: `(giant step, [(input index, baby step, pre-rotated diagonal)])`.
+type Diagonals = Vec<(i64, Vec<(usize, usize, Plaintext)>)>;
+
+/// Shape of a block-diagonal product: `inputs` matrices of `rows x cols` per image block.
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    slots: usize,
+    baby: usize,
+    inputs: usize,
+    rows: usize,
+    cols: usize,
+}
+
+/// The plaintext side of the encrypted circuit: tables, diagonals, biases, rotation steps.
+#[derive(Debug)]
+pub struct CnnCircuit {
+    model: QuantCnn,
+    lut1: Lut,
+    lut2: Lut,
+    fc1: Diagonals,
+    fc1_bias: Plaintext,
+    fc2: Diagonals,
+    fc2_bias: Plaintext,
+    conv_bias: Vec<Plaintext>,
+    baby: usize,
+    steps: Vec<i64>,
+    images_per_batch: usize,
+}
+
+/// Rotates a slot vector left by `steps` within each row of `half` slots (what
+/// [`Bgv::rotate_columns`] does to the slots).
+fn rotate(v: &[u64], steps: i64, half: usize) -> Vec<u64> {
+    let mut out = vec![0u64; v.len()];
+    let s = steps.rem_euclid(half as i64) as usize;
+    for (row_out, row_in) in out.chunks_mut(half).zip(v.chunks(half)) {
+        for (j, o) in row_out.iter_mut().enumerate() {
+            *o = row_in.get((j + s) % half).copied().unwrap_or(0);
+        }
+    }
+    out
+}
+
+impl CnnCircuit {
+    /// Prepares the circuit of `model` for `bgv`'s parameters: compiles the two tables on the
+    /// model's exact bounds and encodes the diagonals. Errors: [`Error::BoundTooLarge`] if a
+    /// bound (or the scores' bound) does not fit `t`; [`Error::BatchingUnavailable`];
+    /// [`Error::InvalidField`] if a row of slots holds no whole block.
+    pub fn new<B: Backend>(bgv: &Bgv<B>, model: &QuantCnn) -> Result<Self> {
+        model.validate()?;
+        let t = bgv.plaintext_modulus();
+        let tm = Modulus::new(u64::from(t))?;
+        let slots = bgv.encoder().slots();
+        if slots == 0 {
+            return Err(Error::BatchingUnavailable { t: u64::from(t), n: bgv.params().n() as u64 });
+        }
+        let half = slots / 2;
+        if half < BLOCK || !half.is_multiple_of(BLOCK) {
+            return Err(Error::InvalidField { field: "cnn", reason: "a row of slots must hold whole 256-slot blocks" });
+        }
+        if model.hidden > BLOCK || CLASSES > BLOCK {
+            return Err(Error::InvalidField { field: "cnn", reason: "more hidden units than slots per image" });
+        }
+        let bounds = model.bounds();
+        let limit = (u64::from(t) - 1) / 2;
+        if bounds.fc2 > limit {
+            return Err(Error::BoundTooLarge { bound: bounds.fc2, limit });
+        }
+        let lut1 = Lut::relu_requant(t, bounds.conv.max(1), 1, model.act1.shift, model.act1.clip)?;
+        let lut2 = Lut::relu_requant(t, bounds.fc1.max(1), 1, model.act2.shift, model.act2.clip)?;
+        let enc = |v: &[u64]| bgv.encoder().encode(v);
+        let per_block = |f: &dyn Fn(usize) -> i64| -> Vec<u64> {
+            (0..slots).map(|s| u64::from(tm.reduce_i64(f(s % BLOCK)))).collect()
+        };
+        let features = model.features();
+        let h = model.hidden;
+        // FC100: inputs channel c, position p; weight W[n][c * 169 + p].
+        let fc1_w =
+            |c: usize, n: usize, p: usize| model.fc1_w.get(n * features + c * POSITIONS + p).copied().unwrap_or(0);
+        let fc2_w = |_: usize, m: usize, n: usize| model.fc2_w.get(m * h + n).copied().unwrap_or(0);
+        let baby = baby_steps(h + POSITIONS - 1);
+        let shape1 = Shape { slots, baby, inputs: model.channels, rows: h, cols: POSITIONS };
+        let fc1 = Self::diagonals(&enc, tm, shape1, &fc1_w)?;
+        let fc2 = Self::diagonals(&enc, tm, Shape { inputs: 1, rows: CLASSES, cols: h, ..shape1 }, &fc2_w)?;
+        let mut steps: BTreeSet<i64> = (1..baby as i64).collect();
+        steps.extend(fc1.iter().chain(&fc2).map(|(g, _)| *g).filter(|&g| g != 0));
+        let fc1_bias = enc(&per_block(&|n| model.fc1_b.get(n).copied().unwrap_or(0)))?;
+        let fc2_bias = enc(&per_block(&|m| model.fc2_b.get(m).copied().unwrap_or(0)))?;
+        let conv_bias = model.conv_b.iter().map(|&b| enc(&per_block(&|_| b))).collect::<Result<Vec<_>>>()?;
+        Ok(Self {
+            model: model.clone(),
+            lut1,
+            lut2,
+            fc1,
+            fc1_bias,
+            fc2,
+            fc2_bias,
+            conv_bias,
+            baby,
+            steps: steps.into_iter().collect(),
+            images_per_batch: slots / BLOCK,
+        })
+    }
+
+    /// The pre-rotated generalised diagonals of `inputs` matrices `rows x cols` (entry
+    /// `weight(input, row, col)`), grouped by giant step.
+    fn diagonals(
+        enc: &dyn Fn(&[u64]) -> Result<Plaintext>,
+        tm: Modulus,
+        shape: Shape,
+        weight: &dyn Fn(usize, usize, usize) -> i64,
+    ) -> Result<Diagonals> {
+        let Shape { slots, baby, inputs, rows, cols } = shape;
+        let half = slots / 2;
+        let (lo, hi) = (-(rows as i64 - 1), cols as i64 - 1);
+        let k = baby as i64;
+        let mut out: Diagonals = Vec::new();
+        for g in lo.div_euclid(k)..=hi.div_euclid(k) {
+            let mut terms = Vec::new();
+            for j in 0..baby {
+                let d = g * k + j as i64;
+                if d < lo || d > hi {
+                    continue;
+                }
+                for input in 0..inputs {
+                    let mut v = vec![0u64; slots];
+                    let mut any = false;
+                    for (s, slot) in v.iter_mut().enumerate() {
+                        let n = s % BLOCK;
+                        let col = n as i64 + d;
+                        if n < rows && (0..cols as i64).contains(&col) {
+                            let w = weight(input, n, col as usize);
+                            any |= w != 0;
+                            *slot = u64::from(tm.reduce_i64(w));
+                        }
+                    }
+                    if any {
+                        terms.push((input, j, enc(&rotate(&v, -g * k, half))?));
+                    }
+                }
+            }
+            if !terms.is_empty() {
+                out.push((g * k, terms));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Column rotations the server needs keys for.
+    #[must_use]
+    pub fn rotation_steps(&self) -> &[i64] {
+        &self.steps
+    }
+
+    /// Images per batch (`slots / 256`).
+    #[must_use]
+    pub fn images_per_batch(&self) -> usize {
+        self.images_per_batch
+    }
+
+    /// The two tables (after the convolution, after FC100).
+    #[must_use]
+    pub fn tables(&self) -> (&Lut, &Lut) {
+        (&self.lut1, &self.lut2)
+    }
+
+    /// The client's 25 slot vectors for a batch of images (at most [`Self::images_per_batch`]).
+    pub fn client_inputs(&self, images: &[&super::mnist::Image], slots: usize) -> Result<Vec<Vec<u64>>> {
+        if images.len() > self.images_per_batch {
+            return Err(Error::DimensionMismatch {
+                what: "images in a batch",
+                expected: self.images_per_batch,
+                found: images.len(),
+            });
+        }
+        let mut cols = vec![vec![0u64; slots]; TAPS];
+        for (i, img) in images.iter().enumerate() {
+            for (p, patch) in patches(img).iter().enumerate() {
+                for (k, &x) in patch.iter().enumerate() {
+                    if let Some(slot) = cols.get_mut(k).and_then(|c| c.get_mut(i * BLOCK + p)) {
+                        *slot = u64::from(x);
+                    }
+                }
+            }
+        }
+        Ok(cols)
+    }
+
+    /// The diagonal product of `inputs` (same level) with `diags`.
+    fn matvec<B: Backend>(
+        &self,
+        bgv: &Bgv<B>,
+        keys: &EvaluationKeys<B>,
+        inputs: &[Ciphertext<B>],
+        diags: &Diagonals,
+        stats: &mut CnnStats,
+    ) -> Result<Ciphertext<B>> {
+        // Baby steps of every input.
+        let mut babies: Vec<Vec<Ciphertext<B>>> = Vec::with_capacity(inputs.len());
+        for x in inputs {
+            let mut row = Vec::with_capacity(self.baby);
+            row.push(x.duplicate(bgv.backend())?);
+            for j in 1..self.baby {
+                row.push(bgv.rotate_columns(x, j as i64, keys)?);
+                stats.rotations += 1;
+            }
+            babies.push(row);
+        }
+        let mut acc: Option<Ciphertext<B>> = None;
+        for (giant, terms) in diags {
+            let mut inner: Option<Ciphertext<B>> = None;
+            for (input, j, pt) in terms {
+                let b = babies
+                    .get(*input)
+                    .and_then(|r| r.get(*j))
+                    .ok_or(Error::InvalidField { field: "cnn", reason: "diagonal refers to a missing baby step" })?;
+                let prod = bgv.mul_plain(b, pt)?;
+                stats.pmults += 1;
+                inner = Some(match inner {
+                    None => prod,
+                    Some(a) => bgv.add(&a, &prod)?,
+                });
+            }
+            let Some(inner) = inner else { continue };
+            let moved = if *giant == 0 {
+                inner
+            } else {
+                stats.rotations += 1;
+                bgv.rotate_columns(&inner, *giant, keys)?
+            };
+            acc = Some(match acc {
+                None => moved,
+                Some(a) => {
+                    let level = a.level().min(moved.level());
+                    bgv.add(&bgv.mod_switch_to_level(&a, level)?, &bgv.mod_switch_to_level(&moved, level)?)?
+                }
+            });
+        }
+        acc.ok_or(Error::InvalidField { field: "cnn", reason: "an all-zero weight matrix" })
+    }
+
+    /// The server's circuit on the 25 input ciphertexts of a batch: returns the scores'
+    /// ciphertext.
+    pub fn evaluate<B: Backend>(
+        &self,
+        bxt: &Bxt<'_, B>,
+        keys: &EvaluationKeys<B>,
+        inputs: &[BxtCiphertext<B>],
+        stats: &mut CnnStats,
+    ) -> Result<Ciphertext<B>> {
+        let bgv = bxt.bgv();
+        if inputs.len() != TAPS {
+            return Err(Error::DimensionMismatch { what: "input ciphertexts", expected: TAPS, found: inputs.len() });
+        }
+        let m = &self.model;
+        let bounds = m.bounds();
+        let clock = Instant::now();
+        let mut conv = Vec::with_capacity(m.channels);
+        for (c, bias) in self.conv_bias.iter().enumerate() {
+            let terms: Vec<(Weight<'_>, &BxtCiphertext<B>)> = inputs
+                .iter()
+                .enumerate()
+                .map(|(k, ct)| (Weight::Int(m.conv_w.get(c * TAPS + k).copied().unwrap_or(0)), ct))
+                .collect();
+            let z = bxt.weighted_sum(&terms, Some(bias))?;
+            conv.push(Bounded::fresh(bgv, bxt.materialize(&z)?, bounds.conv)?);
+        }
+        bgv.backend().synchronize()?;
+        stats.conv_ms += clock.elapsed().as_secs_f64() * 1e3;
+        let clock = Instant::now();
+        let mut act1 = Vec::with_capacity(m.channels);
+        for z in &conv {
+            let (a, s) = eval_lut_bounded(bgv, keys, z, &self.lut1)?;
+            stats.hmults += s.hmults;
+            act1.push(a.into_ciphertext());
+        }
+        drop(conv);
+        bgv.backend().synchronize()?;
+        stats.relu1_ms += clock.elapsed().as_secs_f64() * 1e3;
+        let clock = Instant::now();
+        let level = act1.iter().map(Ciphertext::level).min().unwrap_or(0);
+        let act1 = act1.iter().map(|c| bgv.mod_switch_to_level(c, level)).collect::<Result<Vec<_>>>()?;
+        let z2 = bgv.add_plain(&self.matvec(bgv, keys, &act1, &self.fc1, stats)?, &self.fc1_bias)?;
+        drop(act1);
+        let z2 = Bounded::fresh(bgv, z2, bounds.fc1)?;
+        bgv.backend().synchronize()?;
+        stats.fc1_ms += clock.elapsed().as_secs_f64() * 1e3;
+        let clock = Instant::now();
+        let (a2, s) = eval_lut_bounded(bgv, keys, &z2, &self.lut2)?;
+        stats.hmults += s.hmults;
+        bgv.backend().synchronize()?;
+        stats.relu2_ms += clock.elapsed().as_secs_f64() * 1e3;
+        let clock = Instant::now();
+        let a2 = a2.into_ciphertext();
+        let scores =
+            bgv.add_plain(&self.matvec(bgv, keys, std::slice::from_ref(&a2), &self.fc2, stats)?, &self.fc2_bias)?;
+        bgv.backend().synchronize()?;
+        stats.fc2_ms += clock.elapsed().as_secs_f64() * 1e3;
+        Ok(scores)
+    }
+}
+
+/// Counts and stage times of the server's circuit (all batches).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CnnStats {
+    /// Ciphertext-ciphertext multiplications (the tables).
+    pub hmults: usize,
+    /// Slot rotations.
+    pub rotations: usize,
+    /// Plaintext multiplications (diagonals).
+    pub pmults: usize,
+    /// Convolution (weighted sums and materialisation).
+    pub conv_ms: f64,
+    /// First ReLU tables.
+    pub relu1_ms: f64,
+    /// FC100.
+    pub fc1_ms: f64,
+    /// Second ReLU table.
+    pub relu2_ms: f64,
+    /// FC10.
+    pub fc2_ms: f64,
+}
+
+/// What an encrypted CNN run measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct CnnRun {
+    /// Images classified.
+    pub images: usize,
+    /// Batches.
+    pub batches: usize,
+    /// Images per batch (slots / 256).
+    pub images_per_batch: usize,
+    /// Fraction of images whose encrypted prediction is the label.
+    pub accuracy: f64,
+    /// Fraction whose encrypted prediction equals the plaintext integer model's.
+    pub agreement: f64,
+    /// Images with any decrypted score different from the plaintext score (0 when exact).
+    pub score_mismatches: usize,
+    /// Domains of the two tables (the exact bounds).
+    pub table_domains: (u64, u64),
+    /// Key generation (relinearisation and rotation keys), once.
+    pub keygen_ms: f64,
+    /// Client encryption, all batches.
+    pub encrypt_ms: f64,
+    /// Server time, all batches.
+    pub server_ms: f64,
+    /// Server time per batch.
+    pub batch_ms: f64,
+    /// Server time per image (amortised over the images run).
+    pub per_image_ms: f64,
+    /// Client decryption, all batches.
+    pub decrypt_ms: f64,
+    /// Resident bytes of the evaluation keys plus one batch's input ciphertexts.
+    pub peak_device_bytes: u64,
+    /// Bytes read and written by the server's kernels (traffic ledger).
+    pub bytes_moved: u64,
+    /// Kernel dispatches of the server.
+    pub dispatches: u64,
+    /// Counts and stage times.
+    pub stats: CnnStats,
+}
+
+/// Runs `model` under encryption on the first `images` images of `data` (all if `None`), on
+/// `backend` with `variant` for the inputs and the convolution, calling `progress(done, total)`
+/// after each batch and writing the server's ledger records to `trace` if given.
+pub fn run_cnn<B: Backend>(
+    backend: B,
+    model: &QuantCnn,
+    data: &Split,
+    images: Option<usize>,
+    variant: Variant,
+    mut progress: impl FnMut(usize, usize),
+    mut trace: Option<&mut dyn std::io::Write>,
+) -> Result<CnnRun> {
+    let bgv = Bgv::new(Ledger::new(backend))?;
+    let ledger = bgv.backend();
+    let circuit = CnnCircuit::new(&bgv, model)?;
+    let total = images.unwrap_or(data.len()).min(data.len());
+    let slots = bgv.encoder().slots();
+    let clock = Instant::now();
+    let sk = bgv.gen_secret_key()?;
+    let bxt = Bxt::new(&bgv, variant);
+    let keys = bxt.prepare_keys(bgv.gen_evaluation_keys(&sk, circuit.rotation_steps(), false)?);
+    let keygen_ms = clock.elapsed().as_secs_f64() * 1e3;
+    let key_bytes = keys.resident_bytes(ledger);
+    let mut stats = CnnStats::default();
+    let (mut correct, mut agree, mut mismatches, mut batches) = (0usize, 0usize, 0usize, 0usize);
+    let (mut encrypt_ms, mut server_ms, mut decrypt_ms) = (0.0, 0.0, 0.0);
+    let (mut peak, mut bytes_moved, mut dispatches) = (0u64, 0u64, 0u64);
+    let per = circuit.images_per_batch();
+    let mut start = 0;
+    while start < total {
+        let end = (start + per).min(total);
+        let imgs: Vec<&super::mnist::Image> = data.images().get(start..end).unwrap_or(&[]).iter().collect();
+        let labels = data.labels().get(start..end).unwrap_or(&[]);
+        let clock = Instant::now();
+        let cts = circuit
+            .client_inputs(&imgs, slots)?
+            .iter()
+            .map(|v| bxt.encrypt(&sk, &bgv.encoder().encode(v)?))
+            .collect::<Result<Vec<_>>>()?;
+        encrypt_ms += clock.elapsed().as_secs_f64() * 1e3;
+        ledger.take();
+        let clock = Instant::now();
+        let scores = circuit.evaluate(&bxt, &keys, &cts, &mut stats)?;
+        ledger.synchronize()?;
+        server_ms += clock.elapsed().as_secs_f64() * 1e3;
+        let records = ledger.take();
+        let totals = Totals::of(&records);
+        bytes_moved += totals.bytes_read + totals.bytes_written;
+        dispatches += totals.dispatches;
+        if let Some(out) = trace.as_mut() {
+            write_trace(&records, out)?;
+        }
+        peak = peak.max(key_bytes + cts.iter().map(|c| c.resident_bytes(ledger)).sum::<u64>());
+        drop(cts);
+        let clock = Instant::now();
+        let got = bgv.encoder().decode_signed(&bgv.decrypt(&sk, &scores)?)?;
+        decrypt_ms += clock.elapsed().as_secs_f64() * 1e3;
+        for (i, (img, &label)) in imgs.iter().zip(labels).enumerate() {
+            let enc: Vec<i64> = got.get(i * BLOCK..i * BLOCK + CLASSES).unwrap_or(&[]).to_vec();
+            let plain = model.scores(img);
+            mismatches += usize::from(enc != plain);
+            let pred = argmax(&enc);
+            correct += usize::from(pred == label);
+            agree += usize::from(pred == argmax(&plain));
+        }
+        batches += 1;
+        start = end;
+        progress(end, total);
+    }
+    let n = total.max(1) as f64;
+    Ok(CnnRun {
+        images: total,
+        batches,
+        images_per_batch: per,
+        accuracy: correct as f64 / n,
+        agreement: agree as f64 / n,
+        score_mismatches: mismatches,
+        table_domains: (circuit.lut1.domain(), circuit.lut2.domain()),
+        keygen_ms,
+        encrypt_ms,
+        server_ms,
+        batch_ms: server_ms / batches.max(1) as f64,
+        per_image_ms: server_ms / n,
+        decrypt_ms,
+        peak_device_bytes: peak,
+        bytes_moved,
+        dispatches,
+        stats,
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing, reason = "tests")]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plaintext_rotation_is_per_row_and_cyclic() {
+        let v: Vec<u64> = (0..8).collect();
+        assert_eq!(rotate(&v, 1, 4), vec![1, 2, 3, 0, 5, 6, 7, 4]);
+        assert_eq!(rotate(&v, -1, 4), vec![3, 0, 1, 2, 7, 4, 5, 6]);
+    }
+
+    #[test]
+    fn baby_steps_are_about_the_square_root() {
+        assert_eq!(baby_steps(268), 17);
+        assert_eq!(baby_steps(1), 1);
+        assert_eq!(baby_steps(16), 4);
+    }
+}

@@ -1,0 +1,159 @@
+//! Encrypted CNN end to end on a small insecure set: a small integer model whose tables fit a
+//! few levels, synthetic images (no network), two batches (the second partial): every decrypted
+//! score equals the plaintext integer model's, for the baseline and `cso` inputs, on the CPU and
+//! (with an adapter) on the GPU with bit-identical ciphertexts; bounds that do not fit are
+//! typed errors.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    missing_docs,
+    reason = "tests"
+)]
+
+mod common;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use wgfhe::backend::{Backend, CpuBackend, GpuBackend};
+use wgfhe::bgv::Bgv;
+use wgfhe::compress::{Bxt, Variant};
+use wgfhe::ml::cnn::{QuantCnn, Requant, CLASSES, POSITIONS, TAPS};
+use wgfhe::ml::cnn_infer::{run_cnn, CnnCircuit, CnnStats, BLOCK};
+use wgfhe::ml::mnist::{Split, PIXELS};
+use wgfhe::params::{self, Parameters};
+use wgfhe::poly::RingContext;
+use wgfhe::Error;
+
+/// A small model with sparse weights, so the tables are short (domains about 30 and 20).
+fn small_model() -> QuantCnn {
+    let (channels, hidden) = (2, 5);
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    let mut conv_w = vec![0i64; channels * TAPS];
+    for c in 0..channels {
+        conv_w[c * TAPS + rng.random_range(0..TAPS)] = 1;
+        conv_w[c * TAPS + rng.random_range(0..TAPS)] -= 1;
+        conv_w[c * TAPS + 12] += 1;
+    }
+    let features = channels * POSITIONS;
+    let mut fc1_w = vec![0i64; hidden * features];
+    for n in 0..hidden {
+        for _ in 0..3 {
+            fc1_w[n * features + rng.random_range(0..features)] = if rng.random_bool(0.5) { 1 } else { -1 };
+        }
+    }
+    let fc2_w: Vec<i64> = (0..CLASSES * hidden).map(|_| rng.random_range(-2..=2)).collect();
+    QuantCnn {
+        channels,
+        hidden,
+        conv_w,
+        conv_b: vec![-3, 2],
+        act1: Requant { shift: 2, clip: 7 },
+        fc1_w,
+        fc1_b: (0..hidden as i64).map(|n| n - 2).collect(),
+        act2: Requant { shift: 0, clip: 7 },
+        fc2_w,
+        fc2_b: (0..CLASSES as i64).map(|m| m % 3).collect(),
+    }
+}
+
+fn images(n: usize) -> Split {
+    let mut rng = ChaCha8Rng::seed_from_u64(4);
+    let imgs: Vec<[u8; PIXELS]> = (0..n)
+        .map(|_| {
+            let mut img = [0u8; PIXELS];
+            for v in &mut img {
+                if rng.random_bool(0.3) {
+                    *v = rng.random_range(0..=255);
+                }
+            }
+            img
+        })
+        .collect();
+    let labels = (0..n).map(|i| (i % 10) as u8).collect();
+    Split::new(imgs, labels).unwrap()
+}
+
+fn params() -> Parameters {
+    params::insecure_test_bgv(10, 24, 6, 4, 65_537).unwrap()
+}
+
+#[test]
+fn encrypted_cnn_equals_the_integer_model() {
+    let model = small_model();
+    let b = model.bounds();
+    assert!(b.conv <= 63 && b.fc1 <= 63, "{b:?}");
+    let data = images(6);
+    let ctx = RingContext::new(&params()).unwrap();
+    // N = 1024: two 256-slot blocks per row, four images per batch; six images make two batches.
+    for variant in [Variant::Baseline, Variant::Cso] {
+        let run = run_cnn(CpuBackend::new(ctx.clone()), &model, &data, None, variant, |_, _| {}, None).unwrap();
+        assert_eq!((run.images, run.batches, run.images_per_batch), (6, 2, 4));
+        assert_eq!(run.score_mismatches, 0, "{variant}");
+        assert_eq!(run.agreement, 1.0);
+        let want = data.images().iter().zip(data.labels()).filter(|(i, &l)| model.predict(i) == l).count();
+        assert_eq!(run.accuracy, want as f64 / 6.0);
+        assert!(run.stats.hmults > 0 && run.stats.rotations > 0 && run.stats.pmults > 0);
+        assert_eq!(run.table_domains, (b.conv, b.fc1));
+    }
+}
+
+/// Runs the circuit with a fixed secret key and returns the scores' ciphertext bytes and the
+/// decrypted scores of the first image.
+fn fixed_run<B: Backend>(backend: B, model: &QuantCnn, data: &Split) -> (Vec<u8>, Vec<i64>) {
+    let bgv = Bgv::new(backend).unwrap();
+    let circuit = CnnCircuit::new(&bgv, model).unwrap();
+    let sk = bgv.gen_secret_key_from_seed(&[21; 32]).unwrap();
+    let bxt = Bxt::new(&bgv, Variant::Cso);
+    let keys = bgv.gen_evaluation_keys(&sk, circuit.rotation_steps(), false).unwrap();
+    let imgs: Vec<&[u8; PIXELS]> = data.images().iter().take(circuit.images_per_batch()).collect();
+    let cts: Vec<_> = circuit
+        .client_inputs(&imgs, bgv.encoder().slots())
+        .unwrap()
+        .iter()
+        .map(|v| bxt.encrypt(&sk, &bgv.encoder().encode(v).unwrap()).unwrap())
+        .collect();
+    let scores = circuit.evaluate(&bxt, &keys, &cts, &mut CnnStats::default()).unwrap();
+    let dec = bgv.encoder().decode_signed(&bgv.decrypt(&sk, &scores).unwrap()).unwrap();
+    (bgv.ciphertext_to_bytes_unseeded(&scores).unwrap(), dec[..CLASSES].to_vec())
+}
+
+#[test]
+fn gpu_ciphertexts_equal_the_cpu_ones() {
+    let model = small_model();
+    let data = images(4);
+    let ctx = RingContext::new(&params()).unwrap();
+    let (cpu, scores) = fixed_run(CpuBackend::new(ctx.clone()), &model, &data);
+    assert_eq!(scores, model.scores(&data.images()[0]));
+    if let Some(dev) = common::device() {
+        let (gpu, _) = fixed_run(GpuBackend::new(ctx, dev), &model, &data);
+        assert!(gpu == cpu, "GPU scores ciphertext differs from the CPU's");
+    }
+}
+
+#[test]
+fn bounds_that_do_not_fit_are_refused() {
+    let ctx = RingContext::new(&params()).unwrap();
+    let bgv = Bgv::new(CpuBackend::new(ctx)).unwrap();
+    // Scores beyond t/2 = 32768.
+    let mut big = small_model();
+    big.fc2_w.iter_mut().for_each(|w| *w = 7);
+    big.act2 = Requant { shift: 0, clip: 1000 };
+    assert!(matches!(CnnCircuit::new(&bgv, &big), Err(Error::BoundTooLarge { .. })));
+    // A conv bound beyond the table limit (t - 1) / 2.
+    let mut wide = small_model();
+    wide.conv_b[0] = 40_000;
+    assert!(matches!(CnnCircuit::new(&bgv, &wide), Err(Error::BoundTooLarge { .. })));
+    // Malformed shapes.
+    let mut bad = small_model();
+    bad.fc2_b.pop();
+    assert!(matches!(CnnCircuit::new(&bgv, &bad), Err(Error::DimensionMismatch { .. })));
+    // Too many images for one batch.
+    let circuit = CnnCircuit::new(&bgv, &small_model()).unwrap();
+    let data = images(5);
+    let imgs: Vec<&[u8; PIXELS]> = data.images().iter().collect();
+    assert!(matches!(circuit.client_inputs(&imgs, bgv.encoder().slots()), Err(Error::DimensionMismatch { .. })));
+    assert_eq!(BLOCK, 256);
+}
