@@ -68,6 +68,10 @@ enum Command {
         /// Parameter set (default: bgv-lr-n13 for the LR, bgv-lut-n16 for the CNN).
         #[arg(long)]
         params: Option<String>,
+        /// Allow an insecure test set named `insecure-test-bgv-n{log_n}-q{Q primes}-p{P
+        /// primes}-d{dnum}-t{t}` in `--params` (experiments only: not 128-bit secure).
+        #[arg(long)]
+        insecure: bool,
         /// Directory of the MNIST files.
         #[arg(long, default_value = wgfhe::ml::mnist::DEFAULT_DIR)]
         data: std::path::PathBuf,
@@ -440,6 +444,19 @@ fn cmd_bench(
     print_report(&report, table, json)
 }
 
+/// A shipped or application set by name, or with `insecure` an insecure test set
+/// ([`params::insecure_by_name`]), announced on stderr.
+pub(crate) fn resolve_params(name: &str, insecure: bool) -> wgfhe::Result<Parameters> {
+    match params::by_name(name) {
+        Err(wgfhe::Error::UnknownParameterSet { .. }) if insecure => {
+            let p = params::insecure_by_name(name)?;
+            eprintln!("warning: {name} is an insecure test set (--insecure): not 128-bit secure, for experiments only");
+            Ok(p)
+        }
+        other => other,
+    }
+}
+
 /// Options of `wgfhe mnist`.
 pub(crate) struct MnistArgs {
     pub(crate) model: Model,
@@ -449,6 +466,7 @@ pub(crate) struct MnistArgs {
     pub(crate) keep: f64,
     pub(crate) backend: Option<String>,
     pub(crate) params: Option<String>,
+    pub(crate) insecure: bool,
     pub(crate) data: std::path::PathBuf,
     pub(crate) trace: Option<std::path::PathBuf>,
     pub(crate) json: bool,
@@ -466,7 +484,7 @@ fn cmd_mnist(a: &MnistArgs) -> wgfhe::Result<()> {
     if a.model == Model::Cnn {
         return cnn_cmd::run(a, variant);
     }
-    let params = params::by_name(a.params.as_deref().unwrap_or(params::LR_SET))?;
+    let params = resolve_params(a.params.as_deref().unwrap_or(params::LR_SET), a.insecure)?;
     let choice = match &a.backend {
         Some(name) => BackendChoice::from_name(name)?,
         None => BackendChoice::from_env()?,
@@ -609,8 +627,8 @@ fn main() -> ExitCode {
         Command::Params { json } => cmd_params(json),
         Command::Demo { params } => cmd_demo(&params),
         Command::Info { json } => cmd_info(json),
-        Command::Mnist { model, images, relu, variant, keep, backend, params, data, trace, json } => {
-            cmd_mnist(&MnistArgs { model, images, relu, variant, keep, backend, params, data, trace, json })
+        Command::Mnist { model, images, relu, variant, keep, backend, params, insecure, data, trace, json } => {
+            cmd_mnist(&MnistArgs { model, images, relu, variant, keep, backend, params, insecure, data, trace, json })
         }
         Command::Bench { suite, params, reps, trace, lut_bits, json } => {
             cmd_bench(suite, &params, reps, trace.as_deref(), lut_bits, json)

@@ -850,6 +850,24 @@ pub fn by_name(name: &str) -> Result<Parameters> {
     Parameters::new(lit)
 }
 
+/// An insecure test set by the name [`insecure_test_bgv`] gives it,
+/// `insecure-test-bgv-n{log_n}-q{count_q}-p{count_p}-d{dnum}-t{t}`: for experiments that must
+/// say they are insecure (the CLI asks for `--insecure`). Errors:
+/// [`Error::UnknownParameterSet`] for another name; the constructor's errors otherwise.
+pub fn insecure_by_name(name: &str) -> Result<Parameters> {
+    let unknown = || Error::UnknownParameterSet { name: name.to_owned() };
+    let rest = name.strip_prefix("insecure-test-bgv-").ok_or_else(unknown)?;
+    let mut fields = rest.split('-');
+    let mut next = |prefix: char| -> Result<u64> {
+        fields.next().and_then(|f| f.strip_prefix(prefix)).and_then(|v| v.parse().ok()).ok_or_else(unknown)
+    };
+    let (log_n, q, p, d, t) = (next('n')?, next('q')?, next('p')?, next('d')?, next('t')?);
+    if fields.next().is_some() || log_n > 17 || q > 256 || p > 256 || d > 256 {
+        return Err(unknown());
+    }
+    insecure_test_bgv(log_n as u32, q as usize, p as usize, d as usize, t)
+}
+
 /// Name of the lookup-table set ([`application_literals`]).
 pub const LUT_SET: &str = "bgv-lut-n16";
 
@@ -1877,6 +1895,23 @@ mod tests {
             pl[at..at + 4].copy_from_slice(&256u32.to_le_bytes());
             assert!(matches!(Parameters::from_bytes(&obj(&pl)), Err(Error::Truncated { .. })));
         }
+    }
+
+    #[test]
+    fn insecure_sets_resolve_only_by_their_exact_name() {
+        let p = insecure_by_name("insecure-test-bgv-n12-q5-p2-d3-t786433").unwrap();
+        assert_eq!((p.n(), p.name()), (4096, "insecure-test-bgv-n12-q5-p2-d3-t786433"));
+        for bad in [
+            "bgv-n14",
+            "insecure-test-bgv-n12-q5-p2-d3",
+            "insecure-test-bgv-n12-q5-p2-d3-t786433-x",
+            "insecure-test-bgv-n99-q5-p2-d3-t786433",
+            "insecure-test-bgv-nx-q5-p2-d3-t786433",
+        ] {
+            assert!(matches!(insecure_by_name(bad), Err(Error::UnknownParameterSet { .. })), "{bad}");
+        }
+        // A shipped name is not an insecure one, and by_name never resolves insecure names.
+        assert!(by_name("insecure-test-bgv-n12-q5-p2-d3-t786433").is_err());
     }
 
     #[test]
