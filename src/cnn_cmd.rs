@@ -63,7 +63,7 @@ pub fn run(a: &MnistArgs, variant: Variant) -> Result<()> {
     if a.keep != 1.0 {
         return Err(Error::InvalidField { field: "keep", reason: "--keep applies to --relu digits only" });
     }
-    let params = super::resolve_params(a.params.as_deref().unwrap_or(params::LUT_SET), a.insecure)?;
+    let params = super::resolve_params(a.params.as_deref().unwrap_or(params::CNN_SET), a.insecure)?;
     let choice = match &a.backend {
         Some(name) => BackendChoice::from_name(name)?,
         None => BackendChoice::from_env()?,

@@ -65,7 +65,7 @@ enum Command {
         /// Backend: auto, gpu or cpu (default: WGFHE_BACKEND, else auto).
         #[arg(long)]
         backend: Option<String>,
-        /// Parameter set (default: bgv-lr-n13 for the LR, bgv-lut-n16 for the CNN).
+        /// Parameter set (default: bgv-lr-n13 for the LR, bgv-cnn-n16 for the CNN).
         #[arg(long)]
         params: Option<String>,
         /// Allow an insecure test set named `insecure-test-bgv-n{log_n}-q{Q primes}-p{P

@@ -871,6 +871,9 @@ pub fn insecure_by_name(name: &str) -> Result<Parameters> {
 /// Name of the lookup-table set ([`application_literals`]).
 pub const LUT_SET: &str = "bgv-lut-n16";
 
+/// Name of the MNIST CNN set ([`application_literals`]).
+pub const CNN_SET: &str = "bgv-cnn-n16";
+
 /// Name of the MNIST logistic-regression set ([`application_literals`]).
 pub const LR_SET: &str = "bgv-lr-n13";
 
@@ -881,16 +884,20 @@ pub const LR_SET: &str = "bgv-lr-n13";
 /// |---|---|---|---|---|---|---|
 /// | `bgv-lr-n13` | 2^13 | 786433 | 3 + 0 | 1 | 90.0 | one linear layer (MNIST logistic regression: 784 inputs, 8192 images per batch); no key switching |
 /// | `bgv-lut-n16` | 2^16 | 786433 | 45 + 12 | 4 | 1706.7 | range-restricted lookup tables (ReLU, sign) up to depth ~15 with linear layers around them |
+/// | `bgv-cnn-n16` | 2^16 | 786433 | 48 + 10 | 5 | see `wgfhe params` | the MNIST CNN: two tables of depth 12 and 14 with a plaintext-diagonal product after each (more levels than `bgv-lut-n16` for the same log QP, bought with a larger dnum) |
 /// | `bgv-bxt-n16` | 2^16 | 786433 | 48 + 15 | 3 | 1745.6 | the BXT paper's set in u32 primes ([`bxt_paper_literal`]) |
 ///
-/// The primes of `bgv-lr-n13` and `bgv-lut-n16` are those of [`bgv_literal`] (the largest
+/// The primes of `bgv-lr-n13`, `bgv-lut-n16` and `bgv-cnn-n16` are those of [`bgv_literal`] (the largest
 /// 30-bit primes `= 1 mod 2N`, the special primes the largest).
 pub fn application_literals() -> Vec<ParametersLiteral> {
-    let mut out = Vec::with_capacity(3);
+    let mut out = Vec::with_capacity(4);
     if let Ok(l) = bgv_literal(LR_SET, 13, 3, 0, 1, 786_433) {
         out.push(l);
     }
     if let Ok(l) = bgv_literal(LUT_SET, 16, 45, 12, 4, 786_433) {
+        out.push(l);
+    }
+    if let Ok(l) = bgv_literal(CNN_SET, 16, 48, 10, 5, 786_433) {
         out.push(l);
     }
     out.push(bxt_paper_literal());
