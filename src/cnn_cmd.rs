@@ -102,19 +102,9 @@ pub fn run(a: &MnistArgs, variant: Variant) -> Result<()> {
     let slots = 1usize << params.log_n();
     let per_batch = slots / cnn_infer::BLOCK;
     let total = a.images.unwrap_or(per_batch).min(data.test.len());
-    let bar = if a.json { indicatif::ProgressBar::hidden() } else { indicatif::ProgressBar::new(total as u64) };
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("encrypted inference {bar:30} {pos}/{len} images [{elapsed}]")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
+    let bar = super::image_bar(total, a.json);
     bar.tick();
-    let mut file = match &a.trace {
-        Some(path) => Some(std::io::BufWriter::new(
-            std::fs::File::create(path)
-                .map_err(|_| Error::InvalidField { field: "trace", reason: "cannot create file" })?,
-        )),
-        None => None,
-    };
+    let mut file = super::create_trace(a.trace.as_deref())?;
     let trace = file.as_mut().map(|f| f as &mut dyn std::io::Write);
     let progress = |done: usize, _| bar.set_position(done as u64);
     let (backend_name, run) = match choice {

@@ -412,19 +412,7 @@ fn cmd_bench(
         let table = report.table();
         return print_report(&report, table, json);
     }
-    let mut file = match trace {
-        Some(path) => {
-            Some(std::io::BufWriter::new(std::fs::File::create(path).map_err(|e| wgfhe::Error::InvalidField {
-                field: "trace",
-                reason: if e.kind() == std::io::ErrorKind::NotFound {
-                    "directory not found"
-                } else {
-                    "cannot create file"
-                },
-            })?))
-        }
-        None => None,
-    };
+    let mut file = create_trace(trace)?;
     let trace_out = file.as_mut().map(|f| f as &mut dyn std::io::Write);
     let report = match BackendChoice::from_env()? {
         BackendChoice::Cpu => {
@@ -455,6 +443,27 @@ pub(crate) fn resolve_params(name: &str, insecure: bool) -> wgfhe::Result<Parame
         }
         other => other,
     }
+}
+
+/// Creates the trace file at `path`, if given (buffered).
+pub(crate) fn create_trace(path: Option<&std::path::Path>) -> wgfhe::Result<Option<std::io::BufWriter<std::fs::File>>> {
+    path.map(|p| {
+        std::fs::File::create(p).map(std::io::BufWriter::new).map_err(|e| wgfhe::Error::InvalidField {
+            field: "trace",
+            reason: if e.kind() == std::io::ErrorKind::NotFound { "directory not found" } else { "cannot create file" },
+        })
+    })
+    .transpose()
+}
+
+/// The progress bar of an encrypted inference over `total` images (hidden under `--json`).
+pub(crate) fn image_bar(total: usize, hidden: bool) -> indicatif::ProgressBar {
+    let bar = if hidden { indicatif::ProgressBar::hidden() } else { indicatif::ProgressBar::new(total as u64) };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("encrypted inference {bar:30} {pos}/{len} images [{elapsed}]")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    bar
 }
 
 /// Options of `wgfhe mnist`.
@@ -520,18 +529,8 @@ fn cmd_mnist(a: &MnistArgs) -> wgfhe::Result<()> {
         model.bound()
     ));
     let total = a.images.unwrap_or(test.len()).min(test.len());
-    let bar = if a.json { indicatif::ProgressBar::hidden() } else { indicatif::ProgressBar::new(total as u64) };
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("encrypted inference {bar:30} {pos}/{len} images [{elapsed}]")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    let mut file = match &a.trace {
-        Some(path) => Some(std::io::BufWriter::new(
-            std::fs::File::create(path)
-                .map_err(|_| wgfhe::Error::InvalidField { field: "trace", reason: "cannot create file" })?,
-        )),
-        None => None,
-    };
+    let bar = image_bar(total, a.json);
+    let mut file = create_trace(a.trace.as_deref())?;
     let trace = file.as_mut().map(|f| f as &mut dyn std::io::Write);
     let progress = |done: usize, _| bar.set_position(done as u64);
     let (backend_name, run) = match choice {

@@ -32,7 +32,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::cnn::{argmax, patches, QuantCnn, CLASSES, POSITIONS, TAPS};
+use super::cnn::{argmax, patches, CnnBounds, QuantCnn, CLASSES, POSITIONS, TAPS};
 use super::mnist::Split;
 use crate::backend::ledger::{write_trace, Ledger, Totals};
 use crate::backend::Backend;
@@ -72,6 +72,7 @@ struct Shape {
 #[derive(Debug)]
 pub struct CnnCircuit {
     model: QuantCnn,
+    bounds: CnnBounds,
     lut1: Lut,
     lut2: Lut,
     fc1: Diagonals,
@@ -145,6 +146,7 @@ impl CnnCircuit {
         let conv_bias = model.conv_b.iter().map(|&b| enc(&per_block(&|_| b))).collect::<Result<Vec<_>>>()?;
         Ok(Self {
             model: model.clone(),
+            bounds,
             lut1,
             lut2,
             fc1,
@@ -309,7 +311,7 @@ impl CnnCircuit {
             return Err(Error::DimensionMismatch { what: "input ciphertexts", expected: TAPS, found: inputs.len() });
         }
         let m = &self.model;
-        let bounds = m.bounds();
+        let bounds = self.bounds;
         let clock = Instant::now();
         let mut conv = Vec::with_capacity(m.channels);
         for (c, bias) in self.conv_bias.iter().enumerate() {
