@@ -207,6 +207,13 @@ pub fn run(a: &MnistArgs, variant: Variant) -> Result<()> {
             run.bytes_moved as f64 / 1e9,
             run.dispatches
         );
+        let stages: Vec<String> = run
+            .stats
+            .noise
+            .iter()
+            .map(|n| format!("{} L{} {:.0}/{:.0}", n.stage, n.level, n.noise_bits, n.modulus_bits))
+            .collect();
+        println!("level and estimated noise/modulus bits after each stage: {}", stages.join(", "));
     }
     if run.agreement < 1.0 || run.score_mismatches > 0 {
         return Err(Error::InvalidParameters {

@@ -437,3 +437,47 @@ fn mixed_correction_factors_and_degrees() {
     assert_eq!(decrypt(&f, &deg2_low), ab);
     assert_noise_within_estimate(&f, &deg2_low);
 }
+
+/// `mul_plain_as` lets products of ciphertexts with different correction factors be added
+/// without the rescaling `add` would do: same decryption, and a smaller noise estimate that
+/// still bounds the measured noise.
+#[test]
+fn mul_plain_as_aligns_correction_factors() {
+    let p = params::insecure_test_bgv(10, 6, 2, 3, 65537).unwrap();
+    let mut f = fixture(&p, 7);
+    let t = u64::from(f.bgv.plaintext_modulus());
+    let (x, y, w) = (random_values(&mut f), random_values(&mut f), random_values(&mut f));
+    let top = f.bgv.max_level();
+    let pt = f.bgv.encoder().encode(&w).unwrap();
+    let expected: Vec<u64> =
+        zip_with(&zip_with(&x, &w, t, |u, v| u * v), &zip_with(&y, &w, t, |u, v| u * v), t, |u, v| u + v);
+
+    // A fresh ciphertext whose correction factor differs from `b`'s.
+    // A product switched down (correction factor c^2 / q) next to a fresh ciphertext at its level.
+    let ones = vec![1u64; x.len()];
+    let prod = f.bgv.mul_relin(&encrypt_at(&f, &y, top - 1), &encrypt_at(&f, &ones, top - 1), &f.keys).unwrap();
+    let b2 = f.bgv.mod_switch(&prod, 1).unwrap();
+    let c = encrypt_at(&f, &x, b2.level());
+    assert_ne!(c.correction_factor(), b2.correction_factor(), "the test needs different factors");
+
+    let target = c.correction_factor();
+    let aligned = f
+        .bgv
+        .add(&f.bgv.mul_plain_as(&c, &pt, target).unwrap(), &f.bgv.mul_plain_as(&b2, &pt, target).unwrap())
+        .unwrap();
+    assert_eq!(aligned.correction_factor(), target);
+    assert_eq!(decrypt(&f, &aligned), expected);
+    assert_noise_within_estimate(&f, &aligned);
+
+    let rescaled = f.bgv.add(&f.bgv.mul_plain(&c, &pt).unwrap(), &f.bgv.mul_plain(&b2, &pt).unwrap()).unwrap();
+    assert_eq!(decrypt(&f, &rescaled), expected);
+    assert!(
+        aligned.noise_estimate() < rescaled.noise_estimate(),
+        "aligned 2^{:.1} vs rescaled 2^{:.1}",
+        aligned.noise_estimate(),
+        rescaled.noise_estimate()
+    );
+
+    // A factor that is not invertible mod t (0) is a typed error.
+    assert!(matches!(f.bgv.mul_plain_as(&c, &pt, 0), Err(Error::InvalidCorrectionFactor { .. })));
+}

@@ -182,12 +182,33 @@ impl<B: Backend> Bgv<B> {
 
     /// `ct * pt` (PMULT).
     pub fn mul_plain(&self, ct: &Ciphertext<B>, pt: &Plaintext) -> Result<Ciphertext<B>> {
+        self.mul_plain_as(ct, pt, ct.correction)
+    }
+
+    /// `ct * pt` with the result's correction factor set to `correction`: the plaintext is
+    /// multiplied by `correction / ct.correction_factor() mod t` before the product. Products of
+    /// inputs with different correction factors can then be added without rescaling one of them
+    /// by an integer up to `t/2` (which [`Bgv::add`] must do, multiplying its noise by as
+    /// much); here the factor only changes the plaintext, whose exact norm enters the noise
+    /// estimate. Errors: [`Error::InvalidCorrectionFactor`] if `correction` is not invertible
+    /// mod t, and those of [`Bgv::mul_plain`].
+    pub fn mul_plain_as(&self, ct: &Ciphertext<B>, pt: &Plaintext, correction: u32) -> Result<Ciphertext<B>> {
         self.check_ct(ct)?;
-        let m = self.lift(pt, 1, ct.level())?;
+        let invalid =
+            |factor: u32| Error::InvalidCorrectionFactor { factor: u64::from(factor), t: u64::from(self.t.value()) };
+        if correction == 0 || correction >= self.t.value() || self.t.inv(correction).is_none() {
+            return Err(invalid(correction));
+        }
+        let factor = if correction == ct.correction {
+            1
+        } else {
+            self.t.mul(correction, self.t.inv(ct.correction).ok_or_else(|| invalid(ct.correction))?)
+        };
+        let m = self.lift(pt, factor, ct.level())?;
         let polys = ct.polys.iter().map(|p| p.mul(self.backend(), &m)).collect::<Result<Vec<_>>>()?;
-        let noise = self.noise.mul_plain(ct.noise_log2, self.plain_norm_log2(pt, 1));
+        let noise = self.noise.mul_plain(ct.noise_log2, self.plain_norm_log2(pt, factor));
         self.check_noise(noise, ct.level())?;
-        Ok(Ciphertext { polys, correction: ct.correction, noise_log2: noise, seed: None, param_id: ct.param_id })
+        Ok(Ciphertext { polys, correction, noise_log2: noise, seed: None, param_id: ct.param_id })
     }
 
     // ---- multiplication ----------------------------------------------------------------------

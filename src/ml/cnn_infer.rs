@@ -253,9 +253,18 @@ impl CnnCircuit {
         diags: &Diagonals,
         stats: &mut CnnStats,
     ) -> Result<Ciphertext<B>> {
+        // Drop the primes the noise allows (the products then run on fewer limbs and cost no
+        // more budget), at one common level.
+        let inputs = inputs.iter().map(|x| bgv.mod_switch_auto(x)).collect::<Result<Vec<_>>>()?;
+        let level = inputs.iter().map(Ciphertext::level).min().unwrap_or(0);
+        let inputs = inputs.iter().map(|x| bgv.mod_switch_to_level(x, level)).collect::<Result<Vec<_>>>()?;
+        // Inputs with different correction factors would be rescaled when the products are
+        // added, multiplying the noise by up to t/2: every product takes the first input's
+        // factor instead (folded into its plaintext diagonal, free in noise).
+        let target = inputs.first().map_or(1, Ciphertext::correction_factor);
         // Baby steps of every input.
         let mut babies: Vec<Vec<Ciphertext<B>>> = Vec::with_capacity(inputs.len());
-        for x in inputs {
+        for x in &inputs {
             let mut row = Vec::with_capacity(self.baby);
             row.push(x.duplicate(bgv.backend())?);
             for j in 1..self.baby {
@@ -272,7 +281,7 @@ impl CnnCircuit {
                     .get(*input)
                     .and_then(|r| r.get(*j))
                     .ok_or(Error::InvalidField { field: "cnn", reason: "diagonal refers to a missing baby step" })?;
-                let prod = bgv.mul_plain(b, pt)?;
+                let prod = bgv.mul_plain_as(b, pt, target)?;
                 stats.pmults += 1;
                 inner = Some(match inner {
                     None => prod,
@@ -325,6 +334,10 @@ impl CnnCircuit {
         }
         bgv.backend().synchronize()?;
         stats.conv_ms += clock.elapsed().as_secs_f64() * 1e3;
+        stats.noise.clear();
+        if let Some(z) = conv.first() {
+            stats.noise.push(StageNoise::of(bgv, "conv", z.ciphertext()));
+        }
         let clock = Instant::now();
         let mut act1 = Vec::with_capacity(m.channels);
         for z in &conv {
@@ -333,6 +346,9 @@ impl CnnCircuit {
             act1.push(a.into_ciphertext());
         }
         drop(conv);
+        if let Some(a) = act1.first() {
+            stats.noise.push(StageNoise::of(bgv, "relu1", a));
+        }
         bgv.backend().synchronize()?;
         stats.relu1_ms += clock.elapsed().as_secs_f64() * 1e3;
         let clock = Instant::now();
@@ -340,6 +356,7 @@ impl CnnCircuit {
         let act1 = act1.iter().map(|c| bgv.mod_switch_to_level(c, level)).collect::<Result<Vec<_>>>()?;
         let z2 = bgv.add_plain(&self.matvec(bgv, keys, &act1, &self.fc1, stats)?, &self.fc1_bias)?;
         drop(act1);
+        stats.noise.push(StageNoise::of(bgv, "fc1", &z2));
         let z2 = Bounded::fresh(bgv, z2, bounds.fc1)?;
         bgv.backend().synchronize()?;
         stats.fc1_ms += clock.elapsed().as_secs_f64() * 1e3;
@@ -350,10 +367,12 @@ impl CnnCircuit {
         stats.relu2_ms += clock.elapsed().as_secs_f64() * 1e3;
         let clock = Instant::now();
         let a2 = a2.into_ciphertext();
+        stats.noise.push(StageNoise::of(bgv, "relu2", &a2));
         let scores =
             bgv.add_plain(&self.matvec(bgv, keys, std::slice::from_ref(&a2), &self.fc2, stats)?, &self.fc2_bias)?;
         bgv.backend().synchronize()?;
         stats.fc2_ms += clock.elapsed().as_secs_f64() * 1e3;
+        stats.noise.push(StageNoise::of(bgv, "fc2", &scores));
         Ok(scores)
     }
 }
@@ -377,6 +396,33 @@ pub struct CnnStats {
     pub relu2_ms: f64,
     /// FC10.
     pub fc2_ms: f64,
+    /// Level and estimated noise after each stage of the last batch (public metadata: the
+    /// estimate depends only on the parameters and the plaintext weights).
+    pub noise: Vec<StageNoise>,
+}
+
+/// Where a stage left its output ciphertext: level, estimated noise and modulus, in bits.
+#[derive(Debug, Clone, Serialize)]
+pub struct StageNoise {
+    /// Stage name (`conv`, `relu1`, `fc1`, `relu2`, `fc2`).
+    pub stage: &'static str,
+    /// Level of the output (index of its last chain prime).
+    pub level: usize,
+    /// log2 of the estimated noise bound.
+    pub noise_bits: f64,
+    /// log2 of the ciphertext modulus at that level.
+    pub modulus_bits: f64,
+}
+
+impl StageNoise {
+    fn of<B: Backend>(bgv: &Bgv<B>, stage: &'static str, ct: &Ciphertext<B>) -> Self {
+        Self {
+            stage,
+            level: ct.level(),
+            noise_bits: ct.noise_estimate(),
+            modulus_bits: bgv.noise_model().log_q_at(ct.level()),
+        }
+    }
 }
 
 /// What an encrypted CNN run measured.
