@@ -428,7 +428,13 @@ fn cmd_bench(
         }
         BackendChoice::Gpu(dev) => {
             let device = format!("{} ({})", dev.summary().name, dev.summary().backend);
-            wgfhe::bench::bxt::run_with(GpuBackend::new(RingContext::new(&params)?, dev), device, reps, trace_out, timed)?
+            wgfhe::bench::bxt::run_with(
+                GpuBackend::new(RingContext::new(&params)?, dev),
+                device,
+                reps,
+                trace_out,
+                timed,
+            )?
         }
     };
     if let Some(mut f) = file {
@@ -640,7 +646,20 @@ fn main() -> ExitCode {
         Command::Demo { params } => cmd_demo(&params),
         Command::Info { json } => cmd_info(json),
         Command::Mnist { model, images, relu, variant, keep, backend, params, insecure, data, trace, timed, json } => {
-            cmd_mnist(&MnistArgs { model, images, relu, variant, keep, backend, params, insecure, data, trace, timed, json })
+            cmd_mnist(&MnistArgs {
+                model,
+                images,
+                relu,
+                variant,
+                keep,
+                backend,
+                params,
+                insecure,
+                data,
+                trace,
+                timed,
+                json,
+            })
         }
         Command::Bench { suite, params, reps, trace, timed, lut_bits, json } => {
             cmd_bench(suite, &params, reps, trace.as_deref(), timed, lut_bits, json)

@@ -297,7 +297,9 @@ pub struct ProgramTraffic {
     pub prng_words: u64,
     /// Modular multiplications (`Mul` nodes, and 4 per regenerated residue for the reduction).
     pub modmuls: u64,
-    /// Residues unpacked on load or packed on store (bit-packed operands and outputs).
+    /// Residues unpacked on load (bit-packed operands).
+    pub unpacked_residues: u64,
+    /// Residues packed on store (bit-packed outputs).
     pub packed_residues: u64,
 }
 
@@ -402,7 +404,7 @@ impl<B: Backend> Program<'_, B> {
                     let bytes = match format {
                         Format::Words => 4 * limbs * n,
                         Format::Packed => {
-                            t.packed_residues += limbs * n;
+                            t.unpacked_residues += limbs * n;
                             packed
                         }
                     };

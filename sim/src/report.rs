@@ -1,0 +1,186 @@
+//! Per-operation summaries and the comparison with the BXT paper's figures.
+
+use serde::Serialize;
+
+use crate::gpu::Gpu;
+use crate::model::{predict, total, Options};
+use crate::trace::Dispatch;
+
+/// Label printed on every output: the numbers are predictions of a model.
+pub const MODEL_LABEL: &str = "MODEL PREDICTION (wgfhe-sim roofline + L2-reuse model, not a measurement)";
+
+/// The operations the paper averages per-op speedups over.
+pub const PAPER_OPS: [&str; 5] = ["padd", "pmult", "hadd", "hmult", "hrotate"];
+
+/// The paper's per-op average speedups over its baseline: C, CS, CSO.
+pub const PAPER_PER_OP: [(&str, f64); 3] = [("c", 1.3), ("cs", 2.5), ("cso", 2.9)];
+
+/// The paper's workload speedups: `(workload, variant, speedup)`.
+pub const PAPER_WORKLOADS: [(&str, &str, f64); 3] = [("lr", "cso", 2.8), ("cnn", "cso", 2.4), ("cso50", "cso", 3.8)];
+
+/// Predicted time of one (operation, variant).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OpRow {
+    /// Operation.
+    pub op: String,
+    /// Variant.
+    pub variant: String,
+    /// Dispatches.
+    pub dispatches: usize,
+    /// Predicted microseconds.
+    pub predicted_us: f64,
+    /// Baseline's predicted time over this one, same operation.
+    pub speedup: Option<f64>,
+    /// Measured microseconds (sum of `elapsed_ns`, timed traces only).
+    pub measured_us: Option<f64>,
+    /// The dominant term over the operation's time (`dram`, `l2`, `int`, `prng_unit`, `launch`).
+    pub bound: String,
+}
+
+/// Groups `trace` by (op, variant) in first-seen order and predicts each group on its own,
+/// starting from a cold L2 (a bench trace runs each group separately, on inputs no other group
+/// wrote; an unlabelled trace is one group replayed in order).
+#[must_use]
+pub fn per_op(gpu: &Gpu, trace: &[Dispatch], opts: &Options) -> Vec<OpRow> {
+    let label =
+        |d: &Dispatch| (d.op.clone().unwrap_or_else(|| "all".into()), d.variant.clone().unwrap_or_else(|| "-".into()));
+    let mut keys: Vec<(String, String)> = Vec::new();
+    for d in trace {
+        let k = label(d);
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    let mut rows: Vec<OpRow> = keys
+        .into_iter()
+        .map(|(op, variant)| {
+            let group: Vec<Dispatch> =
+                trace.iter().filter(|d| label(d) == (op.clone(), variant.clone())).cloned().collect();
+            let preds = predict(gpu, &group, opts);
+            let predicted = total(&preds);
+            let measured = if group.iter().all(|d| d.elapsed_ns.is_some()) {
+                Some(group.iter().filter_map(|d| d.elapsed_ns).sum::<u64>() as f64 / 1e3)
+            } else {
+                None
+            };
+            let mut by_bound: Vec<(&str, f64)> = Vec::new();
+            for p in &preds {
+                match by_bound.iter_mut().find(|(b, _)| *b == p.bound) {
+                    Some(e) => e.1 += p.seconds,
+                    None => by_bound.push((p.bound, p.seconds)),
+                }
+            }
+            let bound = by_bound.iter().max_by(|a, b| a.1.total_cmp(&b.1)).map_or("-", |b| b.0).to_string();
+            OpRow {
+                op,
+                variant,
+                dispatches: group.len(),
+                predicted_us: predicted * 1e6,
+                speedup: None,
+                measured_us: measured,
+                bound,
+            }
+        })
+        .collect();
+    let bases: Vec<(String, f64)> =
+        rows.iter().filter(|r| r.variant == "baseline").map(|r| (r.op.clone(), r.predicted_us)).collect();
+    for r in &mut rows {
+        r.speedup = bases
+            .iter()
+            .find(|(op, _)| *op == r.op)
+            .and_then(|(_, b)| (r.predicted_us > 0.0).then(|| b / r.predicted_us));
+    }
+    rows
+}
+
+/// Mean over [`PAPER_OPS`] of the speedup of `variant` in `rows` (`None` if an op is missing).
+#[must_use]
+pub fn mean_speedup(rows: &[OpRow], variant: &str) -> Option<f64> {
+    let mut sum = 0.0;
+    for op in PAPER_OPS {
+        sum += rows.iter().find(|r| r.op == op && r.variant == variant)?.speedup?;
+    }
+    Some(sum / PAPER_OPS.len() as f64)
+}
+
+/// One row of the paper comparison.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PaperRow {
+    /// What is compared (`per-op mean`, or a workload name).
+    pub what: String,
+    /// Variant.
+    pub variant: String,
+    /// The paper's speedup.
+    pub paper: f64,
+    /// Our predicted speedup with our kernels as they are (software PRNG and unpack).
+    pub ours_software: Option<f64>,
+    /// Our predicted speedup with the paper's hardware (PRNG unit, converter).
+    pub ours_hardware: Option<f64>,
+    /// `ours_hardware - paper`.
+    pub difference: Option<f64>,
+    /// Why a number is missing.
+    pub note: String,
+}
+
+/// A workload trace given on the command line: `name:variant=FILE`.
+#[derive(Debug, Clone)]
+pub struct Workload {
+    /// Workload (`lr`, `cnn`, `cso50`).
+    pub name: String,
+    /// Variant.
+    pub variant: String,
+    /// Its dispatches.
+    pub trace: Vec<Dispatch>,
+}
+
+/// The comparison table: per-op means from `bench` (a labelled bench trace) and workload
+/// speedups from `workloads`, on `gpu`, with software and with `hardware` options.
+#[must_use]
+pub fn compare_paper(
+    gpu: &Gpu,
+    bench: Option<&[Dispatch]>,
+    workloads: &[Workload],
+    hardware: &Options,
+) -> Vec<PaperRow> {
+    let sw = Options::software();
+    let mut out = Vec::new();
+    let (rows_sw, rows_hw) = match bench {
+        Some(t) => (per_op(gpu, t, &sw), per_op(gpu, t, hardware)),
+        None => (Vec::new(), Vec::new()),
+    };
+    for (variant, paper) in PAPER_PER_OP {
+        let (s, h) = (mean_speedup(&rows_sw, variant), mean_speedup(&rows_hw, variant));
+        out.push(PaperRow {
+            what: "per-op mean".into(),
+            variant: variant.into(),
+            paper,
+            ours_software: s,
+            ours_hardware: h,
+            difference: h.map(|h| h - paper),
+            note: if bench.is_none() { "no trace".into() } else { String::new() },
+        });
+    }
+    for (name, variant, paper) in PAPER_WORKLOADS {
+        let find = |v: &str| workloads.iter().find(|w| w.name == name && w.variant == v);
+        let (row_sw, row_hw, note) = match (find("baseline"), find(variant)) {
+            (Some(b), Some(v)) => {
+                let speed = |o: &Options| {
+                    let (tb, tv) = (total(&predict(gpu, &b.trace, o)), total(&predict(gpu, &v.trace, o)));
+                    (tv > 0.0).then(|| tb / tv)
+                };
+                (speed(&sw), speed(hardware), String::new())
+            }
+            _ => (None, None, "no trace".to_string()),
+        };
+        out.push(PaperRow {
+            what: name.into(),
+            variant: variant.into(),
+            paper,
+            ours_software: row_sw,
+            ours_hardware: row_hw,
+            difference: row_hw.map(|h| h - paper),
+            note,
+        });
+    }
+    out
+}
