@@ -173,18 +173,19 @@ fn cmd_compare(a: &Args) -> Result<()> {
             report::PAPER_OPS.join(", ")
         );
         println!(
-            "{:<12} {:<8} {:>8} {:>10} {:>10} {:>10}  note",
-            "what", "variant", "paper", "ours sw", "ours hw", "hw-paper"
+            "{:<12} {:<8} {:>8} {:>10} {:>10} {:>10} {:>12}  note",
+            "what", "variant", "paper", "ours sw", "ours hw", "hw-paper", "hw vs 64-bit"
         );
         for r in &rows {
             println!(
-                "{:<12} {:<8} {:>8} {:>10} {:>10} {:>10}  {}",
+                "{:<12} {:<8} {:>8} {:>10} {:>10} {:>10} {:>12}  {}",
                 r.what,
                 r.variant,
                 format!("{:.1}x", r.paper),
                 fmt_x(r.ours_software),
                 fmt_x(r.ours_hardware),
                 r.difference.map_or("-".into(), |d| format!("{d:+.2}")),
+                fmt_x(r.ours_hardware_vs_64),
                 r.note
             );
         }
