@@ -1,9 +1,11 @@
 //! Calibration against measured (timed) traces, for devices we have: the CPU backend and
 //! lavapipe. Their per-device constants are fitted, not looked up: the time of a dispatch is
-//! modelled as `launch * passes + per_byte * bytes + per_modmul * modmuls + per_prng_word *
+//! modelled as `launch * passes (copy_launch for buffer copies, which run no shader) + per_byte * bytes + per_residue * residues + per_modmul *
+//! modmuls + per_conversion_modmul * (modmuls of base_convert and scale_down) + per_prng_word *
 //! prng_words + per_packed * (unpacked + packed residues)` (additive: these devices overlap
-//! memory and arithmetic little), with non-negative constants that minimise the squared
-//! relative error over the fitting traces. The error is then reported per kernel family on
+//! memory and arithmetic little), with non-negative constants that minimise
+//! `sum (predicted - measured)^2 / measured` over the fitting traces (Poisson-type weights:
+//! large dispatches count more than in a relative fit, small ones more than in an absolute one). The error is then reported per kernel family on
 //! held-out dispatches.
 
 use serde::Serialize;
@@ -13,25 +15,48 @@ use crate::model::{passes, Costs};
 use crate::trace::Dispatch;
 
 /// Names of the fitted constants, in order.
-pub const CONSTANTS: [&str; 5] =
-    ["launch_ns", "ns_per_byte", "ns_per_modmul", "ns_per_prng_word", "ns_per_packed_residue"];
+pub const CONSTANTS: [&str; K] = [
+    "launch_ns",
+    "copy_launch_ns",
+    "ns_per_byte",
+    "ns_per_residue",
+    "ns_per_modmul",
+    "ns_per_conversion_modmul",
+    "ns_per_prng_word",
+    "ns_per_packed_residue",
+];
+
+/// Number of fitted constants.
+pub const K: usize = 8;
 
 /// Fitted constants of a measured device.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Fit {
     /// The constants, in the order of [`CONSTANTS`].
-    pub constants: [f64; 5],
+    pub constants: [f64; K],
     /// Dispatches fitted.
     pub dispatches: usize,
 }
 
 /// The features of a dispatch (the terms of the additive model).
 #[must_use]
-pub fn features(d: &Dispatch) -> [f64; 5] {
+pub fn features(d: &Dispatch) -> [f64; K] {
     let p = passes(d, &Costs::default());
     let bytes = (d.ciphertext_bytes() + d.bytes_written) as f64 * p as f64
         + (d.key_bytes + d.table_bytes + d.plaintext_bytes) as f64;
-    [p as f64, bytes, d.modmuls as f64, d.prng_words as f64, (d.unpacked_residues + d.packed_residues) as f64]
+    let conversion = matches!(d.kernel.as_str(), "base_convert" | "scale_down");
+    let (mm, conv) = if conversion { (0.0, d.modmuls as f64) } else { (d.modmuls as f64, 0.0) };
+    let (launch, copy_launch) = if d.family() == "copy" { (0.0, p as f64) } else { (p as f64, 0.0) };
+    [
+        launch,
+        copy_launch,
+        bytes,
+        (d.n * d.limbs * p) as f64,
+        mm,
+        conv,
+        d.prng_words as f64,
+        (d.unpacked_residues + d.packed_residues) as f64,
+    ]
 }
 
 impl Fit {
@@ -80,7 +105,7 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
 /// Fits the constants on the timed dispatches of `trace` (non-negative least squares on
 /// relative error, by trying every subset of active constants).
 pub fn fit(trace: &[Dispatch]) -> Result<Fit> {
-    let rows: Vec<([f64; 5], f64)> =
+    let rows: Vec<([f64; K], f64)> =
         trace.iter().filter_map(|d| d.elapsed_ns.filter(|&t| t > 0).map(|t| (features(d), t as f64))).collect();
     if rows.len() < CONSTANTS.len() {
         return Err(Error::Calibration(format!(
@@ -89,18 +114,32 @@ pub fn fit(trace: &[Dispatch]) -> Result<Fit> {
             CONSTANTS.len()
         )));
     }
-    let mut best: Option<(f64, [f64; 5])> = None;
+    // Column scales, so that the normal equations are well conditioned.
+    let mut scale = [0.0f64; K];
+    for (x, _) in &rows {
+        for (s, v) in scale.iter_mut().zip(x) {
+            *s = s.max(v.abs());
+        }
+    }
+    let mut best: Option<(f64, [f64; K])> = None;
     for mask in 1u32..(1 << CONSTANTS.len()) {
         let idx: Vec<usize> = (0..CONSTANTS.len()).filter(|i| mask & (1 << i) != 0).collect();
-        // Weighted normal equations: rows scaled by 1 / measured time.
+        // Weighted normal equations: rows scaled by 1 / sqrt(measured time).
         let k = idx.len();
         let mut a = vec![vec![0.0; k]; k];
         let mut b = vec![0.0; k];
         for (x, t) in &rows {
-            let xs: Vec<f64> = idx.iter().map(|&i| x.get(i).copied().unwrap_or(0.0) / t).collect();
+            let w = t.sqrt();
+            let xs: Vec<f64> = idx
+                .iter()
+                .map(|&i| {
+                    let s = scale.get(i).copied().filter(|&s| s > 0.0).unwrap_or(1.0);
+                    x.get(i).copied().unwrap_or(0.0) / s / w
+                })
+                .collect();
             for (r, xr) in xs.iter().enumerate() {
                 if let Some(br) = b.get_mut(r) {
-                    *br += xr;
+                    *br += xr * w;
                 }
                 if let Some(ar) = a.get_mut(r) {
                     for (cell, xc) in ar.iter_mut().zip(&xs) {
@@ -113,17 +152,18 @@ pub fn fit(trace: &[Dispatch]) -> Result<Fit> {
         if sol.iter().any(|&c| c < 0.0 || !c.is_finite()) {
             continue;
         }
-        let mut constants = [0.0; 5];
+        let mut constants = [0.0; K];
         for (&i, &c) in idx.iter().zip(&sol) {
+            let s = scale.get(i).copied().filter(|&s| s > 0.0).unwrap_or(1.0);
             if let Some(slot) = constants.get_mut(i) {
-                *slot = c;
+                *slot = c / s;
             }
         }
         let err: f64 = rows
             .iter()
             .map(|(x, t)| {
                 let p: f64 = x.iter().zip(&constants).map(|(a, c)| a * c).sum();
-                ((p - t) / t).powi(2)
+                (p - t).powi(2) / t
             })
             .sum();
         if best.as_ref().is_none_or(|(e, _)| err < *e) {
@@ -204,4 +244,28 @@ pub fn split_alternate(trace: &[Dispatch]) -> (Vec<Dispatch>, Vec<Dispatch>) {
         }
     }
     (a, b)
+}
+
+/// The measurement noise floor: over groups of timed dispatches with identical shape (kernel,
+/// every count), the median of `|t - median of its group| / median of its group` (groups of at
+/// least 3). No model of the shapes alone can be more accurate per dispatch. `None` without such
+/// groups.
+#[must_use]
+pub fn noise_floor(trace: &[Dispatch]) -> Option<f64> {
+    let mut groups: std::collections::HashMap<Dispatch, Vec<f64>> = std::collections::HashMap::new();
+    for d in trace {
+        let Some(t) = d.elapsed_ns.filter(|&t| t > 0) else { continue };
+        let key = Dispatch { op: None, variant: None, elapsed_ns: None, ..d.clone() };
+        groups.entry(key).or_default().push(t as f64);
+    }
+    let mut dev = Vec::new();
+    for ts in groups.values_mut().filter(|ts| ts.len() >= 3) {
+        ts.sort_by(f64::total_cmp);
+        let m = ts.get(ts.len() / 2).copied().unwrap_or(0.0);
+        if m > 0.0 {
+            dev.extend(ts.iter().map(|t| (t - m).abs() / m));
+        }
+    }
+    dev.sort_by(f64::total_cmp);
+    dev.get(dev.len() / 2).copied()
 }

@@ -248,6 +248,7 @@ fn cmd_calibrate(a: &Args) -> Result<()> {
             "label": "MODEL FIT (additive model of a measured device; errors are model vs measurement)",
             "fit_traces": a.fit, "check_traces": a.check, "fitted_dispatches": fit.dispatches,
             "constants": constants, "fit_error": train_err, "held_out_error": held_err,
+            "noise_floor_fit": calibrate::noise_floor(&train), "noise_floor_held_out": calibrate::noise_floor(&held),
         }));
         return Ok(());
     }
@@ -256,8 +257,9 @@ fn cmd_calibrate(a: &Args) -> Result<()> {
     for (n, c) in CONSTANTS.iter().zip(fit.constants) {
         println!("  {n:<22} {c:.6}");
     }
-    for (title, errs) in [("fit set", &train_err), ("held out", &held_err)] {
-        println!("{title}:");
+    for (title, errs, set) in [("fit set", &train_err, &train), ("held out", &held_err, &held)] {
+        let noise = calibrate::noise_floor(set).map_or("-".into(), |x| format!("{:.1}%", 100.0 * x));
+        println!("{title} (noise floor: median deviation of identical dispatches from their median {noise}):");
         println!(
             "  {:<14} {:>6} {:>12} {:>12} {:>10} {:>12}",
             "family", "disp", "measured ms", "model ms", "sum err", "median |err|"

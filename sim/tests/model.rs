@@ -172,9 +172,13 @@ fn ntt_passes_follow_the_tile_size() {
 
 #[test]
 fn calibration_recovers_known_constants() {
-    let truth = [2000.0, 0.25, 3.0, 0.0, 1.5];
+    let truth = [2000.0, 300.0, 0.25, 0.5, 3.0, 7.0, 0.0, 1.5];
     let mut t = Vec::new();
-    for (i, kernel) in ["add", "mul", "fused", "ntt_forward", "uniform", "fused", "duplicate"].iter().enumerate() {
+    for (i, kernel) in
+        ["add", "mul", "fused", "ntt_forward", "uniform", "fused", "duplicate", "base_convert", "scale_down"]
+            .iter()
+            .enumerate()
+    {
         for limbs in 1..6u64 {
             let n = 1u64 << (10 + i % 4);
             let mut d = Dispatch {
