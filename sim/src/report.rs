@@ -35,6 +35,8 @@ pub struct OpRow {
     pub measured_us: Option<f64>,
     /// The dominant term over the operation's time (`dram`, `l2`, `int`, `prng_unit`, `launch`).
     pub bound: String,
+    /// Predicted microseconds per kernel, in first-seen order.
+    pub by_kernel: Vec<(String, f64)>,
 }
 
 /// Groups `trace` by (op, variant) in first-seen order and predicts each group on its own,
@@ -71,6 +73,13 @@ pub fn per_op(gpu: &Gpu, trace: &[Dispatch], opts: &Options) -> Vec<OpRow> {
                 }
             }
             let bound = by_bound.iter().max_by(|a, b| a.1.total_cmp(&b.1)).map_or("-", |b| b.0).to_string();
+            let mut by_kernel: Vec<(String, f64)> = Vec::new();
+            for p in &preds {
+                match by_kernel.iter_mut().find(|(k, _)| *k == p.kernel) {
+                    Some(e) => e.1 += p.seconds * 1e6,
+                    None => by_kernel.push((p.kernel.clone(), p.seconds * 1e6)),
+                }
+            }
             OpRow {
                 op,
                 variant,
@@ -79,6 +88,7 @@ pub fn per_op(gpu: &Gpu, trace: &[Dispatch], opts: &Options) -> Vec<OpRow> {
                 speedup: None,
                 measured_us: measured,
                 bound,
+                by_kernel,
             }
         })
         .collect();

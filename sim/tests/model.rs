@@ -256,3 +256,34 @@ fn paper_comparison_reports_missing_traces() {
     assert_eq!(lr.note, "no trace");
     assert!(lr.ours_hardware.is_none());
 }
+
+#[test]
+fn committed_traces_replay_and_compare_with_the_paper() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("traces");
+    let read = |name: &str| trace::read(&dir.join(name)).unwrap();
+    let bench = read("bxt-n16-cpu.jsonl.gz");
+    assert!(bench.iter().all(|d| d.op.is_some() && d.variant.is_some()));
+    // The packed variants unpack residues; the baseline never does.
+    assert!(bench.iter().any(|d| d.variant.as_deref() == Some("cs") && d.unpacked_residues > 0));
+    assert!(bench.iter().filter(|d| d.variant.as_deref() == Some("baseline")).all(|d| d.unpacked_residues == 0));
+    let workloads: Vec<report::Workload> = ["baseline", "cso"]
+        .into_iter()
+        .map(|v| report::Workload { name: "lr".into(), variant: v.into(), trace: read(&format!("lr-{v}.jsonl.gz")) })
+        .collect();
+    let gpu = Gpu::load("a6000").unwrap();
+    let rows = report::compare_paper(&gpu, Some(&bench), &workloads, &Options::bxt_hardware(2.0));
+    for r in &rows {
+        if r.what == "cnn" || r.what == "cso50" {
+            assert_eq!(r.note, "no trace");
+        } else {
+            let (s, h) = (r.ours_software.unwrap(), r.ours_hardware.unwrap());
+            assert!(s.is_finite() && s > 0.0 && h.is_finite() && h > 0.0, "{r:?}");
+            // The hardware options never make a compressed variant slower than software.
+            assert!(h >= s * 0.999, "{r:?}");
+        }
+    }
+    // Timed traces carry measurements that calibration can fit.
+    let timed = read("bxt-n13-lvp-timed.jsonl.gz");
+    assert!(timed.iter().all(|d| d.elapsed_ns.is_some()));
+    assert!(calibrate::fit(&timed).is_ok());
+}
