@@ -48,7 +48,7 @@ fn pure_copy_runs_at_dram_bandwidth() {
     let gpu = test_gpu(0.0);
     // 64 MiB read and 64 MiB written, far above L2: every byte crosses DRAM once.
     let d = copy(1 << 16, 256);
-    let p = &predict(&gpu, &[d.clone()], &Options::software())[0];
+    let p = &predict(&gpu, std::slice::from_ref(&d), &Options::software())[0];
     let bytes = 2.0 * d.bytes_read as f64;
     assert!(close(p.seconds, bytes / 100e9), "{} vs {}", p.seconds, bytes / 100e9);
     assert_eq!(p.bound, "dram");
@@ -74,7 +74,7 @@ fn compute_bound_kernel_runs_at_integer_peak() {
     let c = Costs::default();
     let ops = 1e9 * c.modmul_emulated + n as f64 * c.per_residue;
     let peak = 10.0 * 64.0 * 1e9;
-    let p = &predict(&gpu, &[d.clone()], &Options::software())[0];
+    let p = &predict(&gpu, std::slice::from_ref(&d), &Options::software())[0];
     assert_eq!(p.bound, "int");
     assert!(close(p.seconds, ops / peak), "{} vs {}", p.seconds, ops / peak);
     // A native high product makes the same kernel cheaper by the cost ratio.
@@ -98,7 +98,7 @@ fn prng_unit_replaces_software_chacha() {
         ..Dispatch::default()
     };
     let c = Costs::default();
-    let sw = &predict(&gpu, &[d.clone()], &Options::software())[0];
+    let sw = &predict(&gpu, std::slice::from_ref(&d), &Options::software())[0];
     let expect_ops =
         words as f64 * (c.chacha_block / c.words_per_block + c.modmul_emulated) + (n * 8) as f64 * c.per_residue;
     assert!(close(sw.int_ops, expect_ops));
@@ -124,19 +124,19 @@ fn converter_removes_unpack_work_and_its_latency_costs_bandwidth() {
         unpacked_residues: n * limbs,
         ..Dispatch::default()
     };
-    let sw = &predict(&gpu, &[d.clone()], &Options::software())[0];
+    let sw = &predict(&gpu, std::slice::from_ref(&d), &Options::software())[0];
     let c = Costs::default();
     assert!(close(sw.int_ops, (n * limbs) as f64 * (c.unpack + c.per_residue)));
     let mut last = 0.0;
     for lat in [0.0, 2.0, 8.0, 32.0] {
         let o = Options { unpack: Unpack::Converter { latency_cycles: lat }, ..Options::software() };
-        let p = &predict(&gpu, &[d.clone()], &o)[0];
+        let p = &predict(&gpu, std::slice::from_ref(&d), &o)[0];
         assert!(close(p.int_ops, (n * limbs) as f64 * c.per_residue));
         assert!(p.seconds >= last);
         last = p.seconds;
     }
     let zero = Options { unpack: Unpack::Converter { latency_cycles: 0.0 }, ..Options::software() };
-    let p0 = &predict(&gpu, &[d.clone()], &zero)[0];
+    let p0 = &predict(&gpu, std::slice::from_ref(&d), &zero)[0];
     let p32 =
         &predict(&gpu, &[d], &Options { unpack: Unpack::Converter { latency_cycles: 32.0 }, ..Options::software() })[0];
     assert!(p32.dram_s > p0.dram_s);
