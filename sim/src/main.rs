@@ -10,6 +10,16 @@ use wgfhe_sim::model::{Options, Prng, Unpack};
 use wgfhe_sim::report::{self, Workload, MODEL_LABEL};
 use wgfhe_sim::{trace, Error, Result};
 
+/// Prints a line to stdout; a closed stdout (a pipe into `head`) ends the program quietly.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if writeln!(std::io::stdout().lock(), $($arg)*).is_err() {
+            std::process::exit(0);
+        }
+    }};
+}
+
 /// Predicts per-dispatch GPU time for wgfhe ledger traces with a memory-hierarchy model.
 #[derive(Debug, Parser)]
 #[command(name = "wgfhe-sim", version)]
@@ -93,7 +103,7 @@ fn parse_workload(s: &str) -> Result<Workload> {
 }
 
 fn json_out(v: &serde_json::Value) {
-    println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+    say!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
 }
 
 fn fmt_x(x: Option<f64>) -> String {
@@ -110,14 +120,20 @@ fn cmd_predict(a: &Args, opts: &Options) -> Result<()> {
             all.push(serde_json::json!({ "gpu": gpu.name, "options": opts, "ops": rows }));
             continue;
         }
-        println!("{MODEL_LABEL}");
-        println!("{} ({}): {}, trace {}", gpu.name, gpu.description, opts.label(), path.display());
-        println!(
+        say!("{MODEL_LABEL}");
+        say!("{} ({}): {}, trace {}", gpu.name, gpu.description, opts.label(), path.display());
+        say!(
             "{:<12} {:<10} {:>6} {:>14} {:>9} {:>14} {:>10}",
-            "op", "variant", "disp", "predicted us", "speedup", "measured us", "bound"
+            "op",
+            "variant",
+            "disp",
+            "predicted us",
+            "speedup",
+            "measured us",
+            "bound"
         );
         for r in rows {
-            println!(
+            say!(
                 "{:<12} {:<10} {:>6} {:>14.1} {:>9} {:>14} {:>10}",
                 r.op,
                 r.variant,
@@ -128,7 +144,7 @@ fn cmd_predict(a: &Args, opts: &Options) -> Result<()> {
                 r.bound
             );
         }
-        println!();
+        say!();
     }
     if a.json {
         json_out(&serde_json::json!({ "label": MODEL_LABEL, "trace": path.display().to_string(), "results": all }));
@@ -164,20 +180,26 @@ fn cmd_compare(a: &Args) -> Result<()> {
             }));
             continue;
         }
-        println!("{MODEL_LABEL}");
-        println!(
+        say!("{MODEL_LABEL}");
+        say!(
             "{} ({}); 'sw' = our kernels as they are, 'hw' = {}; per-op mean over {}",
             gpu.name,
             gpu.description,
             hw.label(),
             report::PAPER_OPS.join(", ")
         );
-        println!(
+        say!(
             "{:<12} {:<8} {:>8} {:>10} {:>10} {:>10} {:>12}  note",
-            "what", "variant", "paper", "ours sw", "ours hw", "hw-paper", "hw vs 64-bit"
+            "what",
+            "variant",
+            "paper",
+            "ours sw",
+            "ours hw",
+            "hw-paper",
+            "hw vs 64-bit"
         );
         for r in &rows {
-            println!(
+            say!(
                 "{:<12} {:<8} {:>8} {:>10} {:>10} {:>10} {:>12}  {}",
                 r.what,
                 r.variant,
@@ -190,17 +212,24 @@ fn cmd_compare(a: &Args) -> Result<()> {
             );
         }
         if bench.is_some() {
-            println!("converter latency sweep (hw, per-op mean): {}", {
+            say!("converter latency sweep (hw, per-op mean): {}", {
                 let s: Vec<String> =
                     sweep.iter().map(|(l, cs, cso)| format!("{l} cy: cs {} cso {}", fmt_x(*cs), fmt_x(*cso))).collect();
                 s.join("; ")
             });
-            println!(
+            say!(
                 "{:<12} {:<10} {:>12} {:>9} {:>10} {:>12} {:>9} {:>10}",
-                "op", "variant", "sw us", "sw x", "sw bound", "hw us", "hw x", "hw bound"
+                "op",
+                "variant",
+                "sw us",
+                "sw x",
+                "sw bound",
+                "hw us",
+                "hw x",
+                "hw bound"
             );
             for (s, h) in per_sw.iter().zip(&per_hw) {
-                println!(
+                say!(
                     "{:<12} {:<10} {:>12.1} {:>9} {:>10} {:>12.1} {:>9} {:>10}",
                     s.op,
                     s.variant,
@@ -213,7 +242,7 @@ fn cmd_compare(a: &Args) -> Result<()> {
                 );
             }
         }
-        println!();
+        say!();
     }
     if a.json {
         json_out(&serde_json::json!({ "label": MODEL_LABEL, "results": all }));
@@ -252,20 +281,25 @@ fn cmd_calibrate(a: &Args) -> Result<()> {
         }));
         return Ok(());
     }
-    println!("MODEL FIT (additive model of a measured device; errors are model vs measurement)");
-    println!("fitted on {} timed dispatches:", fit.dispatches);
+    say!("MODEL FIT (additive model of a measured device; errors are model vs measurement)");
+    say!("fitted on {} timed dispatches:", fit.dispatches);
     for (n, c) in CONSTANTS.iter().zip(fit.constants) {
-        println!("  {n:<22} {c:.6}");
+        say!("  {n:<22} {c:.6}");
     }
     for (title, errs, set) in [("fit set", &train_err, &train), ("held out", &held_err, &held)] {
         let noise = calibrate::noise_floor(set).map_or("-".into(), |x| format!("{:.1}%", 100.0 * x));
-        println!("{title} (noise floor: median deviation of identical dispatches from their median {noise}):");
-        println!(
+        say!("{title} (noise floor: median deviation of identical dispatches from their median {noise}):");
+        say!(
             "  {:<14} {:>6} {:>12} {:>12} {:>10} {:>12}",
-            "family", "disp", "measured ms", "model ms", "sum err", "median |err|"
+            "family",
+            "disp",
+            "measured ms",
+            "model ms",
+            "sum err",
+            "median |err|"
         );
         for e in errs.iter() {
-            println!(
+            say!(
                 "  {:<14} {:>6} {:>12.3} {:>12.3} {:>9.1}% {:>11.1}%",
                 e.family,
                 e.dispatches,
@@ -284,9 +318,15 @@ fn run() -> Result<()> {
     if a.list_gpus {
         for (n, _) in BUILT_IN {
             let g = Gpu::load(n)?;
-            println!(
+            say!(
                 "{:<10} {} ({} SMs, {} MHz, {} GB/s, L2 {} MB; {})",
-                g.name, g.description, g.sms, g.clock_mhz, g.dram_gbs, g.l2_mb, g.source
+                g.name,
+                g.description,
+                g.sms,
+                g.clock_mhz,
+                g.dram_gbs,
+                g.l2_mb,
+                g.source
             );
         }
         return Ok(());
