@@ -78,6 +78,9 @@ enum Command {
         /// Write the server's traffic-ledger records (JSON lines) here.
         #[arg(long)]
         trace: Option<std::path::PathBuf>,
+        /// Time every dispatch (`elapsed_ns` in the trace; serialises the queue; LR only).
+        #[arg(long)]
+        timed: bool,
         /// Print one JSON object instead of the summary.
         #[arg(long)]
         json: bool,
@@ -97,6 +100,9 @@ enum Command {
         /// (bxt suite).
         #[arg(long)]
         trace: Option<std::path::PathBuf>,
+        /// Time every dispatch (`elapsed_ns` in the trace; serialises the queue; bxt suite).
+        #[arg(long)]
+        timed: bool,
         /// Width of the lookup tables' domain, sign included (compare suite).
         #[arg(long, default_value_t = 8)]
         lut_bits: u32,
@@ -391,6 +397,7 @@ fn cmd_bench(
     name: &str,
     reps: usize,
     trace: Option<&std::path::Path>,
+    timed: bool,
     lut_bits: u32,
     json: bool,
 ) -> wgfhe::Result<()> {
@@ -417,11 +424,17 @@ fn cmd_bench(
     let report = match BackendChoice::from_env()? {
         BackendChoice::Cpu => {
             let device = format!("CPU, {} threads", rayon::current_num_threads());
-            wgfhe::bench::bxt::run(CpuBackend::new(RingContext::new(&params)?), device, reps, trace_out)?
+            wgfhe::bench::bxt::run_with(CpuBackend::new(RingContext::new(&params)?), device, reps, trace_out, timed)?
         }
         BackendChoice::Gpu(dev) => {
             let device = format!("{} ({})", dev.summary().name, dev.summary().backend);
-            wgfhe::bench::bxt::run(GpuBackend::new(RingContext::new(&params)?, dev), device, reps, trace_out)?
+            wgfhe::bench::bxt::run_with(
+                GpuBackend::new(RingContext::new(&params)?, dev),
+                device,
+                reps,
+                trace_out,
+                timed,
+            )?
         }
     };
     if let Some(mut f) = file {
@@ -478,6 +491,7 @@ pub(crate) struct MnistArgs {
     pub(crate) insecure: bool,
     pub(crate) data: std::path::PathBuf,
     pub(crate) trace: Option<std::path::PathBuf>,
+    pub(crate) timed: bool,
     pub(crate) json: bool,
 }
 
@@ -491,6 +505,9 @@ fn cmd_mnist(a: &MnistArgs) -> wgfhe::Result<()> {
     }
     let variant = wgfhe::compress::Variant::parse(&a.variant)?;
     if a.model == Model::Cnn {
+        if a.timed {
+            return Err(wgfhe::Error::InvalidField { field: "timed", reason: "--timed is for the LR model only" });
+        }
         return cnn_cmd::run(a, variant);
     }
     let params = resolve_params(a.params.as_deref().unwrap_or(params::LR_SET), a.insecure)?;
@@ -536,7 +553,7 @@ fn cmd_mnist(a: &MnistArgs) -> wgfhe::Result<()> {
     let (backend_name, run) = match choice {
         BackendChoice::Cpu => (
             "cpu",
-            infer::run_lr(
+            infer::run_lr_with(
                 CpuBackend::new(RingContext::new(&params)?),
                 &model,
                 &test,
@@ -544,11 +561,12 @@ fn cmd_mnist(a: &MnistArgs) -> wgfhe::Result<()> {
                 variant,
                 progress,
                 trace,
+                a.timed,
             )?,
         ),
         BackendChoice::Gpu(dev) => (
             "gpu",
-            infer::run_lr(
+            infer::run_lr_with(
                 GpuBackend::new(RingContext::new(&params)?, dev),
                 &model,
                 &test,
@@ -556,6 +574,7 @@ fn cmd_mnist(a: &MnistArgs) -> wgfhe::Result<()> {
                 variant,
                 progress,
                 trace,
+                a.timed,
             )?,
         ),
     };
@@ -626,11 +645,24 @@ fn main() -> ExitCode {
         Command::Params { json } => cmd_params(json),
         Command::Demo { params } => cmd_demo(&params),
         Command::Info { json } => cmd_info(json),
-        Command::Mnist { model, images, relu, variant, keep, backend, params, insecure, data, trace, json } => {
-            cmd_mnist(&MnistArgs { model, images, relu, variant, keep, backend, params, insecure, data, trace, json })
+        Command::Mnist { model, images, relu, variant, keep, backend, params, insecure, data, trace, timed, json } => {
+            cmd_mnist(&MnistArgs {
+                model,
+                images,
+                relu,
+                variant,
+                keep,
+                backend,
+                params,
+                insecure,
+                data,
+                trace,
+                timed,
+                json,
+            })
         }
-        Command::Bench { suite, params, reps, trace, lut_bits, json } => {
-            cmd_bench(suite, &params, reps, trace.as_deref(), lut_bits, json)
+        Command::Bench { suite, params, reps, trace, timed, lut_bits, json } => {
+            cmd_bench(suite, &params, reps, trace.as_deref(), timed, lut_bits, json)
         }
         Command::Verify { params, seed, json } => match cmd_verify(&params, seed, json) {
             Ok(true) => Ok(()),

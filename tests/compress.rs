@@ -409,3 +409,23 @@ fn long_weighted_sums_run_in_chunks() {
         assert!(long_sum_words(&gpu, Variant::Cso) == base, "cso differs on the GPU");
     }
 }
+
+#[test]
+fn timed_bxt_trace_times_every_dispatch_and_counts_packing() {
+    let p = params();
+    let mut out = Vec::new();
+    wgfhe::bench::bxt::run_with(CpuBackend::new(RingContext::new(&p).unwrap()), "cpu".into(), 1, Some(&mut out), true)
+        .unwrap();
+    let lines: Vec<serde_json::Value> =
+        String::from_utf8(out).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(!lines.is_empty());
+    for l in &lines {
+        assert!(l["elapsed_ns"].as_u64().is_some(), "{l}");
+    }
+    let count = |variant: &str, field: &str| -> u64 {
+        lines.iter().filter(|l| l["variant"] == variant).map(|l| l[field].as_u64().unwrap_or(0)).sum()
+    };
+    // Packed variants unpack and pack residues; the unpacked ones never do.
+    assert!(count("cs", "unpacked_residues") > 0 && count("cs", "packed_residues") > 0);
+    assert_eq!(count("baseline", "unpacked_residues") + count("c", "packed_residues"), 0);
+}

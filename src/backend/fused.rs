@@ -297,6 +297,10 @@ pub struct ProgramTraffic {
     pub prng_words: u64,
     /// Modular multiplications (`Mul` nodes, and 4 per regenerated residue for the reduction).
     pub modmuls: u64,
+    /// Residues unpacked on load (bit-packed operands).
+    pub unpacked_residues: u64,
+    /// Residues packed on store (bit-packed outputs).
+    pub packed_residues: u64,
 }
 
 impl<B: Backend> Program<'_, B> {
@@ -389,6 +393,9 @@ impl<B: Backend> Program<'_, B> {
             });
             t.modmuls += e.mul_count() * limbs * n;
             t.bytes_written += 4 * buffer_words(ctx, self.basis, *format)? as u64;
+            if *format == Format::Packed {
+                t.packed_residues += limbs * n;
+            }
         }
         let packed = 4 * buffer_words(ctx, self.basis, Format::Packed)? as u64;
         for (op, _) in self.operands.iter().zip(&used).filter(|(_, &u)| u) {
@@ -396,7 +403,10 @@ impl<B: Backend> Program<'_, B> {
                 Operand::Buffer { format, traffic, .. } => {
                     let bytes = match format {
                         Format::Words => 4 * limbs * n,
-                        Format::Packed => packed,
+                        Format::Packed => {
+                            t.unpacked_residues += limbs * n;
+                            packed
+                        }
                     };
                     match traffic {
                         Traffic::Ciphertext => t.ciphertext_bytes += bytes,

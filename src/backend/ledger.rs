@@ -7,7 +7,9 @@
 //! method), `n`, `limbs`, `bytes_read`, `bytes_written`, `key_bytes` (the part of `bytes_read`
 //! that is key material), `table_bytes` (constant tables: twiddles, conversion matrices,
 //! permutations), `plaintext_bytes` (plaintext limbs; only fused kernels know their operands'
-//! kinds), `prng_words` (32-bit words of ChaCha20 output), `modmuls` and, from a timed ledger only,
+//! kinds), `prng_words` (32-bit words of ChaCha20 output), `modmuls`, `unpacked_residues` and
+//! `packed_residues` (residues a fused kernel unpacks on load and packs on store; omitted when 0)
+//! and, from a timed ledger only,
 //! `elapsed_ns` (the dispatch's wall-clock time, device synchronised around it). Ciphertext bytes are
 //! `bytes_read - key_bytes - table_bytes - plaintext_bytes`. Bit-packed operands count their
 //! packed size.
@@ -57,11 +59,24 @@ pub struct Record {
     pub prng_words: u64,
     /// Modular multiplications.
     pub modmuls: u64,
+    /// Residues unpacked on load (bit-packed operands of fused kernels); omitted from the trace
+    /// when 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub unpacked_residues: u64,
+    /// Residues packed on store (bit-packed outputs of fused kernels); omitted when 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub packed_residues: u64,
     /// Wall-clock nanoseconds of the dispatch, measured only by a [`Ledger::timed`] ledger
     /// (the device is synchronised before and after the kernel, so the time includes its
     /// launch and completion but no other queued work); absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub elapsed_ns: Option<u64>,
+}
+
+/// Whether a count is zero (fields left out of the trace).
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn is_zero(x: &u64) -> bool {
+    *x == 0
 }
 
 impl Record {
@@ -389,6 +404,8 @@ impl<B: Backend> Backend for Ledger<B> {
             plaintext_bytes: t.plaintext_bytes,
             prng_words: t.prng_words,
             modmuls: t.modmuls,
+            unpacked_residues: t.unpacked_residues,
+            packed_residues: t.packed_residues,
             elapsed_ns: None,
         });
         self.run(|k| k.fused(&inner))

@@ -174,9 +174,23 @@ fn row(op: &'static str, variant: &'static str, records: &[Record]) -> Row {
 
 /// Runs the suite on `backend` (wrapped in a ledger), `reps` timed rounds, writing the labelled
 /// ledger records of the warm-up runs to `trace` if given.
-pub fn run<B: Backend>(backend: B, device: String, reps: usize, mut trace: Option<&mut dyn Write>) -> Result<Report> {
+pub fn run<B: Backend>(backend: B, device: String, reps: usize, trace: Option<&mut dyn Write>) -> Result<Report> {
+    run_with(backend, device, reps, trace, false)
+}
+
+/// [`run`], and with `timed` a timed ledger ([`Ledger::timed`]): every trace record then carries
+/// its dispatch's `elapsed_ns`, taken from the last timed round (not the warm-up, whose first
+/// dispatches include pipeline builds). Timing each dispatch serialises the queue, so the
+/// medians of a timed run are slower than those of an untimed one.
+pub fn run_with<B: Backend>(
+    backend: B,
+    device: String,
+    reps: usize,
+    mut trace: Option<&mut dyn Write>,
+    timed: bool,
+) -> Result<Report> {
     let reps = reps.max(1);
-    let bgv = Bgv::new(Ledger::new(backend))?;
+    let bgv = Bgv::new(if timed { Ledger::timed(backend) } else { Ledger::new(backend) })?;
     let ledger = bgv.backend();
     let params = bgv.params().clone();
     let sk = bgv.gen_secret_key()?;
@@ -220,6 +234,7 @@ pub fn run<B: Backend>(backend: B, device: String, reps: usize, mut trace: Optio
     ledger.take();
     // Warm-up run: the ledger records.
     let mut rows = Vec::new();
+    let mut traced: Vec<(&'static str, &'static str, Vec<Record>)> = Vec::new();
     let mut times: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); Variant::ALL.len()]; OPS.len()];
     for op in OPS {
         for (v, inp) in Variant::ALL.into_iter().zip(&inputs) {
@@ -228,15 +243,8 @@ pub fn run<B: Backend>(backend: B, device: String, reps: usize, mut trace: Optio
             ledger.synchronize()?;
             drop(out);
             let records = ledger.take();
-            if let Some(out) = trace.as_mut() {
-                for r in &records {
-                    let line = serde_json::to_string(&TraceLine { op, variant: v.name(), record: r })
-                        .map_err(|_| Error::InvalidField { field: "trace", reason: "record did not serialise" })?;
-                    writeln!(out, "{line}")
-                        .map_err(|_| Error::InvalidField { field: "trace", reason: "write failed" })?;
-                }
-            }
             rows.push(row(op, v.name(), &records));
+            traced.push((op, v.name(), records));
         }
     }
     // Timed rounds, interleaved.
@@ -249,10 +257,24 @@ pub fn run<B: Backend>(backend: B, device: String, reps: usize, mut trace: Optio
                 ledger.synchronize()?;
                 let ms = start.elapsed().as_secs_f64() * 1e3;
                 drop(out);
-                ledger.take();
+                let records = ledger.take();
+                if timed {
+                    if let Some(slot) = traced.get_mut(oi * Variant::ALL.len() + vi) {
+                        slot.2 = records;
+                    }
+                }
                 if let Some(slot) = times.get_mut(oi).and_then(|t| t.get_mut(vi)) {
                     slot.push(ms);
                 }
+            }
+        }
+    }
+    if let Some(out) = trace.as_mut() {
+        for (op, variant, records) in &traced {
+            for r in records {
+                let line = serde_json::to_string(&TraceLine { op, variant, record: r })
+                    .map_err(|_| Error::InvalidField { field: "trace", reason: "record did not serialise" })?;
+                writeln!(out, "{line}").map_err(|_| Error::InvalidField { field: "trace", reason: "write failed" })?;
             }
         }
     }

@@ -1,0 +1,229 @@
+//! Per-operation summaries and the comparison with the BXT paper's figures.
+
+use serde::Serialize;
+
+use crate::gpu::Gpu;
+use crate::model::{predict, total, Options};
+use crate::trace::Dispatch;
+
+/// Label printed on every output: the numbers are predictions of a model.
+pub const MODEL_LABEL: &str = "MODEL PREDICTION (wgfhe-sim roofline + L2-reuse model, not a measurement)";
+
+/// The operations the paper averages per-op speedups over.
+pub const PAPER_OPS: [&str; 5] = ["padd", "pmult", "hadd", "hmult", "hrotate"];
+
+/// The paper's per-op average speedups over its baseline: C, CS, CSO.
+pub const PAPER_PER_OP: [(&str, f64); 3] = [("c", 1.3), ("cs", 2.5), ("cso", 2.9)];
+
+/// The paper's workload speedups: `(workload, variant, speedup)`.
+pub const PAPER_WORKLOADS: [(&str, &str, f64); 3] = [("lr", "cso", 2.8), ("cnn", "cso", 2.4), ("cso50", "cso", 3.8)];
+
+/// Predicted time of one (operation, variant).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OpRow {
+    /// Operation.
+    pub op: String,
+    /// Variant.
+    pub variant: String,
+    /// Dispatches.
+    pub dispatches: usize,
+    /// Predicted microseconds.
+    pub predicted_us: f64,
+    /// Baseline's predicted time over this one, same operation.
+    pub speedup: Option<f64>,
+    /// Measured microseconds (sum of `elapsed_ns`, timed traces only).
+    pub measured_us: Option<f64>,
+    /// The dominant term over the operation's time (`dram`, `l2`, `int`, `prng_unit`, `launch`).
+    pub bound: String,
+    /// Predicted microseconds per kernel, in first-seen order.
+    pub by_kernel: Vec<(String, f64)>,
+}
+
+/// Groups `trace` by (op, variant) in first-seen order and predicts each group on its own,
+/// starting from a cold L2 (a bench trace runs each group separately, on inputs no other group
+/// wrote; an unlabelled trace is one group replayed in order).
+#[must_use]
+pub fn per_op(gpu: &Gpu, trace: &[Dispatch], opts: &Options) -> Vec<OpRow> {
+    let label =
+        |d: &Dispatch| (d.op.clone().unwrap_or_else(|| "all".into()), d.variant.clone().unwrap_or_else(|| "-".into()));
+    let mut keys: Vec<(String, String)> = Vec::new();
+    for d in trace {
+        let k = label(d);
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    let mut rows: Vec<OpRow> = keys
+        .into_iter()
+        .map(|(op, variant)| {
+            let group: Vec<Dispatch> =
+                trace.iter().filter(|d| label(d) == (op.clone(), variant.clone())).cloned().collect();
+            let preds = predict(gpu, &group, opts);
+            let predicted = total(&preds);
+            let measured = if group.iter().all(|d| d.elapsed_ns.is_some()) {
+                Some(group.iter().filter_map(|d| d.elapsed_ns).sum::<u64>() as f64 / 1e3)
+            } else {
+                None
+            };
+            let mut by_bound: Vec<(&str, f64)> = Vec::new();
+            for p in &preds {
+                match by_bound.iter_mut().find(|(b, _)| *b == p.bound) {
+                    Some(e) => e.1 += p.seconds,
+                    None => by_bound.push((p.bound, p.seconds)),
+                }
+            }
+            let bound = by_bound.iter().max_by(|a, b| a.1.total_cmp(&b.1)).map_or("-", |b| b.0).to_string();
+            let mut by_kernel: Vec<(String, f64)> = Vec::new();
+            for p in &preds {
+                match by_kernel.iter_mut().find(|(k, _)| *k == p.kernel) {
+                    Some(e) => e.1 += p.seconds * 1e6,
+                    None => by_kernel.push((p.kernel.clone(), p.seconds * 1e6)),
+                }
+            }
+            OpRow {
+                op,
+                variant,
+                dispatches: group.len(),
+                predicted_us: predicted * 1e6,
+                speedup: None,
+                measured_us: measured,
+                bound,
+                by_kernel,
+            }
+        })
+        .collect();
+    let bases: Vec<(String, f64)> =
+        rows.iter().filter(|r| r.variant == "baseline").map(|r| (r.op.clone(), r.predicted_us)).collect();
+    for r in &mut rows {
+        r.speedup = bases
+            .iter()
+            .find(|(op, _)| *op == r.op)
+            .and_then(|(_, b)| (r.predicted_us > 0.0).then(|| b / r.predicted_us));
+    }
+    rows
+}
+
+/// Mean over [`PAPER_OPS`] of the speedup of `variant` in `rows` (`None` if an op is missing).
+#[must_use]
+pub fn mean_speedup(rows: &[OpRow], variant: &str) -> Option<f64> {
+    let mut sum = 0.0;
+    for op in PAPER_OPS {
+        sum += rows.iter().find(|r| r.op == op && r.variant == variant)?.speedup?;
+    }
+    Some(sum / PAPER_OPS.len() as f64)
+}
+
+/// One row of the paper comparison.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PaperRow {
+    /// What is compared (`per-op mean`, or a workload name).
+    pub what: String,
+    /// Variant.
+    pub variant: String,
+    /// The paper's speedup.
+    pub paper: f64,
+    /// Our predicted speedup with our kernels as they are (software PRNG and unpack).
+    pub ours_software: Option<f64>,
+    /// Our predicted speedup with the paper's hardware (PRNG unit, converter).
+    pub ours_hardware: Option<f64>,
+    /// `ours_hardware - paper`.
+    pub difference: Option<f64>,
+    /// Our predicted speedup with the paper's hardware over a baseline whose residues and
+    /// tables sit in 64-bit words (twice the bytes; the layout of the paper's baseline), the
+    /// variants unchanged.
+    pub ours_hardware_vs_64: Option<f64>,
+    /// Why a number is missing.
+    pub note: String,
+}
+
+/// The trace with every byte count of the `baseline` variant's dispatches doubled (residues in
+/// 64-bit words, as in 64-bit-word libraries; arithmetic unchanged). `all` doubles every
+/// dispatch (an unlabelled baseline workload trace).
+#[must_use]
+pub fn as_baseline64(trace: &[Dispatch], all: bool) -> Vec<Dispatch> {
+    trace
+        .iter()
+        .map(|d| {
+            let mut d = d.clone();
+            if all || d.variant.as_deref() == Some("baseline") {
+                for x in [
+                    &mut d.bytes_read,
+                    &mut d.bytes_written,
+                    &mut d.key_bytes,
+                    &mut d.table_bytes,
+                    &mut d.plaintext_bytes,
+                ] {
+                    *x *= 2;
+                }
+            }
+            d
+        })
+        .collect()
+}
+
+/// A workload trace given on the command line: `name:variant=FILE`.
+#[derive(Debug, Clone)]
+pub struct Workload {
+    /// Workload (`lr`, `cnn`, `cso50`).
+    pub name: String,
+    /// Variant.
+    pub variant: String,
+    /// Its dispatches.
+    pub trace: Vec<Dispatch>,
+}
+
+/// The comparison table: per-op means from `bench` (a labelled bench trace) and workload
+/// speedups from `workloads`, on `gpu`, with software and with `hardware` options.
+#[must_use]
+pub fn compare_paper(
+    gpu: &Gpu,
+    bench: Option<&[Dispatch]>,
+    workloads: &[Workload],
+    hardware: &Options,
+) -> Vec<PaperRow> {
+    let sw = Options::software();
+    let mut out = Vec::new();
+    let (rows_sw, rows_hw, rows_64) = match bench {
+        Some(t) => (per_op(gpu, t, &sw), per_op(gpu, t, hardware), per_op(gpu, &as_baseline64(t, false), hardware)),
+        None => (Vec::new(), Vec::new(), Vec::new()),
+    };
+    for (variant, paper) in PAPER_PER_OP {
+        let (s, h) = (mean_speedup(&rows_sw, variant), mean_speedup(&rows_hw, variant));
+        let h64 = mean_speedup(&rows_64, variant);
+        out.push(PaperRow {
+            what: "per-op mean".into(),
+            variant: variant.into(),
+            paper,
+            ours_software: s,
+            ours_hardware: h,
+            difference: h.map(|h| h - paper),
+            ours_hardware_vs_64: h64,
+            note: if bench.is_none() { "no trace".into() } else { String::new() },
+        });
+    }
+    for (name, variant, paper) in PAPER_WORKLOADS {
+        let find = |v: &str| workloads.iter().find(|w| w.name == name && w.variant == v);
+        let (row_sw, row_hw, row_64, note) = match (find("baseline"), find(variant)) {
+            (Some(b), Some(v)) => {
+                let speed = |base: &[Dispatch], o: &Options| {
+                    let (tb, tv) = (total(&predict(gpu, base, o)), total(&predict(gpu, &v.trace, o)));
+                    (tv > 0.0).then(|| tb / tv)
+                };
+                let b64 = as_baseline64(&b.trace, true);
+                (speed(&b.trace, &sw), speed(&b.trace, hardware), speed(&b64, hardware), String::new())
+            }
+            _ => (None, None, None, "no trace".to_string()),
+        };
+        out.push(PaperRow {
+            what: name.into(),
+            variant: variant.into(),
+            paper,
+            ours_software: row_sw,
+            ours_hardware: row_hw,
+            difference: row_hw.map(|h| h - paper),
+            ours_hardware_vs_64: row_64,
+            note,
+        });
+    }
+    out
+}

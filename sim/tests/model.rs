@@ -1,0 +1,289 @@
+//! Known-answer tests of the model on hand-built traces.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
+
+use wgfhe_sim::calibrate;
+use wgfhe_sim::gpu::{Gpu, BUILT_IN};
+use wgfhe_sim::model::{predict, Costs, Options, Prng, Unpack};
+use wgfhe_sim::report;
+use wgfhe_sim::trace::{self, Dispatch};
+
+/// A made-up GPU with round numbers and no launch overhead.
+fn test_gpu(launch_us: f64) -> Gpu {
+    Gpu::from_toml(
+        "test",
+        &format!(
+            r#"
+name = "test"
+description = "round numbers"
+sms = 10
+clock_mhz = 1000.0
+int_ops_per_clk_per_sm = 64.0
+resident_threads_per_sm = 1024
+register_file_kb_per_sm = 256
+l1_kb_per_sm = 128
+l2_mb = 4.0
+dram_gbs = 100.0
+l2_gbs = 400.0
+dram_latency_cycles = 500.0
+launch_us = {launch_us}
+prng_unit_words_per_clk_per_sm = 16.0
+source = "test"
+"#
+        ),
+    )
+    .unwrap()
+}
+
+fn copy(n: u64, limbs: u64) -> Dispatch {
+    let bytes = 4 * n * limbs;
+    Dispatch { kernel: "duplicate".into(), n, limbs, bytes_read: bytes, bytes_written: bytes, ..Dispatch::default() }
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs())
+}
+
+#[test]
+fn pure_copy_runs_at_dram_bandwidth() {
+    let gpu = test_gpu(0.0);
+    // 64 MiB read and 64 MiB written, far above L2: every byte crosses DRAM once.
+    let d = copy(1 << 16, 256);
+    let p = &predict(&gpu, std::slice::from_ref(&d), &Options::software())[0];
+    let bytes = 2.0 * d.bytes_read as f64;
+    assert!(close(p.seconds, bytes / 100e9), "{} vs {}", p.seconds, bytes / 100e9);
+    assert_eq!(p.bound, "dram");
+    assert!(close(p.dram_bytes, bytes));
+    // The launch overhead adds on top.
+    let with_launch = &predict(&test_gpu(5.0), &[d], &Options::software())[0];
+    assert!(close(with_launch.seconds, bytes / 100e9 + 5e-6));
+}
+
+#[test]
+fn compute_bound_kernel_runs_at_integer_peak() {
+    let gpu = test_gpu(0.0);
+    let n = 1u64 << 16;
+    let d = Dispatch {
+        kernel: "mul".into(),
+        n,
+        limbs: 1,
+        bytes_read: 8 * n,
+        bytes_written: 4 * n,
+        modmuls: 1_000_000_000,
+        ..Dispatch::default()
+    };
+    let c = Costs::default();
+    let ops = 1e9 * c.modmul_emulated + n as f64 * c.per_residue;
+    let peak = 10.0 * 64.0 * 1e9;
+    let p = &predict(&gpu, std::slice::from_ref(&d), &Options::software())[0];
+    assert_eq!(p.bound, "int");
+    assert!(close(p.seconds, ops / peak), "{} vs {}", p.seconds, ops / peak);
+    // A native high product makes the same kernel cheaper by the cost ratio.
+    let native = Options { native_mulhi: true, ..Options::software() };
+    let q = &predict(&gpu, &[d], &native)[0];
+    assert!(close(q.seconds, (1e9 * c.modmul_native + n as f64 * c.per_residue) / peak));
+}
+
+#[test]
+fn prng_unit_replaces_software_chacha() {
+    let gpu = test_gpu(0.0);
+    let n = 1u64 << 16;
+    let words = 4 * n * 8;
+    let d = Dispatch {
+        kernel: "uniform".into(),
+        n,
+        limbs: 8,
+        bytes_written: 4 * n * 8,
+        prng_words: words,
+        modmuls: words,
+        ..Dispatch::default()
+    };
+    let c = Costs::default();
+    let sw = &predict(&gpu, std::slice::from_ref(&d), &Options::software())[0];
+    let expect_ops =
+        words as f64 * (c.chacha_block / c.words_per_block + c.modmul_emulated) + (n * 8) as f64 * c.per_residue;
+    assert!(close(sw.int_ops, expect_ops));
+    let unit = Options { prng: Prng::Unit, ..Options::software() };
+    let hw = &predict(&gpu, &[d], &unit)[0];
+    assert!(close(hw.prng_unit_s, words as f64 / (10.0 * 16.0 * 1e9) + 40.0 / 1e9));
+    assert!(hw.seconds < sw.seconds / 5.0, "{} vs {}", hw.seconds, sw.seconds);
+}
+
+#[test]
+fn converter_removes_unpack_work_and_its_latency_costs_bandwidth() {
+    let gpu = test_gpu(0.0);
+    let n = 1u64 << 16;
+    let limbs = 256;
+    // A packed copy: 30-bit residues read packed, written as words.
+    let packed = 30 * n * limbs / 8;
+    let d = Dispatch {
+        kernel: "fused".into(),
+        n,
+        limbs,
+        bytes_read: packed,
+        bytes_written: 4 * n * limbs,
+        unpacked_residues: n * limbs,
+        ..Dispatch::default()
+    };
+    let sw = &predict(&gpu, std::slice::from_ref(&d), &Options::software())[0];
+    let c = Costs::default();
+    assert!(close(sw.int_ops, (n * limbs) as f64 * (c.unpack + c.per_residue)));
+    let mut last = 0.0;
+    for lat in [0.0, 2.0, 8.0, 32.0] {
+        let o = Options { unpack: Unpack::Converter { latency_cycles: lat }, ..Options::software() };
+        let p = &predict(&gpu, std::slice::from_ref(&d), &o)[0];
+        assert!(close(p.int_ops, (n * limbs) as f64 * c.per_residue));
+        assert!(p.seconds >= last);
+        last = p.seconds;
+    }
+    let zero = Options { unpack: Unpack::Converter { latency_cycles: 0.0 }, ..Options::software() };
+    let p0 = &predict(&gpu, std::slice::from_ref(&d), &zero)[0];
+    let p32 =
+        &predict(&gpu, &[d], &Options { unpack: Unpack::Converter { latency_cycles: 32.0 }, ..Options::software() })[0];
+    assert!(p32.dram_s > p0.dram_s);
+}
+
+#[test]
+fn chained_kernels_reuse_l2_when_the_working_set_fits() {
+    let gpu = test_gpu(0.0);
+    // 1 MiB in, 1 MiB out: fits in 3 MiB of usable L2.
+    let small = copy(1 << 12, 64);
+    let p = predict(&gpu, &[small.clone(), small.clone()], &Options::software());
+    assert!(close(p[0].dram_bytes, 2.0 * small.bytes_read as f64));
+    assert!(close(p[1].dram_bytes, small.bytes_written as f64), "second copy reads from L2");
+    assert!(close(p[1].l2_hit_bytes, small.bytes_read as f64));
+    // 64 MiB does not fit: no reuse.
+    let big = copy(1 << 16, 256);
+    let q = predict(&gpu, &[big.clone(), big.clone()], &Options::software());
+    assert!(close(q[1].dram_bytes, 2.0 * big.bytes_read as f64));
+}
+
+#[test]
+fn ntt_passes_follow_the_tile_size() {
+    let c = Costs::default();
+    let ntt = |n: u64| Dispatch { kernel: "ntt_forward".into(), n, limbs: 1, ..Dispatch::default() };
+    assert_eq!(wgfhe_sim::model::passes(&ntt(1 << 16), &c), 6);
+    assert_eq!(wgfhe_sim::model::passes(&ntt(1 << 13), &c), 3);
+    assert_eq!(wgfhe_sim::model::passes(&ntt(1 << 11), &c), 1);
+    assert_eq!(wgfhe_sim::model::passes(&copy(1 << 16, 1), &c), 1);
+    let p = &predict(&test_gpu(2.0), &[ntt(1 << 16)], &Options::software())[0];
+    assert_eq!(p.launches, 6);
+    assert!(close(p.launch_s, 12e-6));
+}
+
+#[test]
+fn calibration_recovers_known_constants() {
+    let truth = [2000.0, 300.0, 0.25, 0.5, 3.0, 7.0, 0.0, 1.5];
+    let mut t = Vec::new();
+    for (i, kernel) in
+        ["add", "mul", "fused", "ntt_forward", "uniform", "fused", "duplicate", "base_convert", "scale_down"]
+            .iter()
+            .enumerate()
+    {
+        for limbs in 1..6u64 {
+            let n = 1u64 << (10 + i % 4);
+            let mut d = Dispatch {
+                kernel: (*kernel).into(),
+                n,
+                limbs,
+                bytes_read: 8 * n * limbs * (1 + i as u64 % 3),
+                bytes_written: 4 * n * limbs,
+                modmuls: n * limbs * (i as u64 % 4),
+                unpacked_residues: if i % 2 == 0 { n * limbs } else { 0 },
+                packed_residues: if i == 2 { n * limbs } else { 0 },
+                ..Dispatch::default()
+            };
+            let x = calibrate::features(&d);
+            let ns: f64 = x.iter().zip(&truth).map(|(a, b)| a * b).sum();
+            d.elapsed_ns = Some(ns.round() as u64);
+            t.push(d);
+        }
+    }
+    let (train, held) = calibrate::split_alternate(&t);
+    let fit = calibrate::fit(&train).unwrap();
+    for (got, want) in fit.constants.iter().zip(&truth) {
+        assert!((got - want).abs() <= 1e-3 * want.max(1.0), "{:?} vs {truth:?}", fit.constants);
+    }
+    let errs = calibrate::errors(&fit, &held);
+    let all = errs.iter().find(|e| e.family == "all").unwrap();
+    assert!(all.total_error.abs() < 1e-3 && all.median_abs_error < 1e-3);
+    // Untimed traces cannot be fitted.
+    let untimed: Vec<Dispatch> = t.iter().map(|d| Dispatch { elapsed_ns: None, ..d.clone() }).collect();
+    assert!(calibrate::fit(&untimed).is_err());
+}
+
+#[test]
+fn traces_parse_and_bad_lines_name_their_line() {
+    let text = "{\"op\":\"padd\",\"variant\":\"baseline\",\"kernel\":\"add\",\"n\":8192,\"limbs\":3,\"bytes_read\":196608,\"bytes_written\":98304,\"key_bytes\":0,\"table_bytes\":0,\"plaintext_bytes\":0,\"prng_words\":0,\"modmuls\":0}\n\n{\"kernel\":\"fused\",\"n\":8192,\"limbs\":3,\"bytes_read\":1,\"bytes_written\":2,\"key_bytes\":0,\"table_bytes\":0,\"plaintext_bytes\":0,\"prng_words\":4,\"modmuls\":5,\"unpacked_residues\":6,\"elapsed_ns\":7}\n";
+    let t = trace::parse("mem", text.as_bytes()).unwrap();
+    assert_eq!(t.len(), 2);
+    assert_eq!(t[0].op.as_deref(), Some("padd"));
+    assert_eq!(t[1].unpacked_residues, 6);
+    assert_eq!(t[1].elapsed_ns, Some(7));
+    let err = trace::parse("mem", "{\"kernel\":\"add\"}\n{\"kernel\": 3}\n".as_bytes()).unwrap_err();
+    assert!(err.to_string().contains("line 2"), "{err}");
+}
+
+#[test]
+fn built_in_gpus_load_and_bad_descriptions_are_refused() {
+    for (name, _) in BUILT_IN {
+        let g = Gpu::load(name).unwrap();
+        assert_eq!(g.name, name);
+        assert!(g.int_ops_per_s() > 0.0);
+    }
+    let a6000 = Gpu::load("a6000").unwrap();
+    assert_eq!((a6000.sms, a6000.clock_mhz, a6000.l2_mb, a6000.dram_gbs), (84, 1410.0, 6.0, 936.2));
+    assert!(Gpu::load("no-such-gpu").is_err());
+    let bad = BUILT_IN[0].1.replace("dram_gbs = 936.2", "dram_gbs = 0.0");
+    assert!(Gpu::from_toml("bad", &bad).is_err());
+}
+
+#[test]
+fn paper_comparison_reports_missing_traces() {
+    let gpu = test_gpu(1.0);
+    let mut bench = Vec::new();
+    for op in report::PAPER_OPS {
+        for (variant, scale) in [("baseline", 4), ("c", 2), ("cs", 1), ("cso", 1)] {
+            let mut d = copy(1 << 14, 4 * scale);
+            d.op = Some(op.into());
+            d.variant = Some(variant.into());
+            bench.push(d);
+        }
+    }
+    let rows = report::compare_paper(&gpu, Some(&bench), &[], &Options::bxt_hardware(2.0));
+    let c = rows.iter().find(|r| r.what == "per-op mean" && r.variant == "c").unwrap();
+    assert!(c.ours_software.unwrap() > 1.9 && c.ours_software.unwrap() < 2.0);
+    let lr = rows.iter().find(|r| r.what == "lr").unwrap();
+    assert_eq!(lr.note, "no trace");
+    assert!(lr.ours_hardware.is_none());
+}
+
+#[test]
+fn committed_traces_replay_and_compare_with_the_paper() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("traces");
+    let read = |name: &str| trace::read(&dir.join(name)).unwrap();
+    let bench = read("bxt-n16-cpu.jsonl.gz");
+    assert!(bench.iter().all(|d| d.op.is_some() && d.variant.is_some()));
+    // The packed variants unpack residues; the baseline never does.
+    assert!(bench.iter().any(|d| d.variant.as_deref() == Some("cs") && d.unpacked_residues > 0));
+    assert!(bench.iter().filter(|d| d.variant.as_deref() == Some("baseline")).all(|d| d.unpacked_residues == 0));
+    let workloads: Vec<report::Workload> = ["baseline", "cso"]
+        .into_iter()
+        .map(|v| report::Workload { name: "lr".into(), variant: v.into(), trace: read(&format!("lr-{v}.jsonl.gz")) })
+        .collect();
+    let gpu = Gpu::load("a6000").unwrap();
+    let rows = report::compare_paper(&gpu, Some(&bench), &workloads, &Options::bxt_hardware(2.0));
+    for r in &rows {
+        if r.what == "cnn" || r.what == "cso50" {
+            assert_eq!(r.note, "no trace");
+        } else {
+            let (s, h) = (r.ours_software.unwrap(), r.ours_hardware.unwrap());
+            assert!(s.is_finite() && s > 0.0 && h.is_finite() && h > 0.0, "{r:?}");
+            // The hardware options never make a compressed variant slower than software.
+            assert!(h >= s * 0.999, "{r:?}");
+        }
+    }
+    // Timed traces carry measurements that calibration can fit.
+    let timed = read("bxt-n13-lvp-timed.jsonl.gz");
+    assert!(timed.iter().all(|d| d.elapsed_ns.is_some()));
+    assert!(calibrate::fit(&timed).is_ok());
+}
