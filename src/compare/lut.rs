@@ -70,6 +70,17 @@ impl Lut {
     /// [`Error::BoundTooLarge`] if `domain >= (t-1)/2` (then `2 domain + 1` could exceed `t`, or
     /// the domain would hold every residue and bounds would mean nothing).
     pub fn compile(t: u32, domain: u64, f: impl Fn(i64) -> i64) -> Result<Self> {
+        Self::compile_with(t, domain, f, Some(Objective::Hmults))
+    }
+
+    /// [`Lut::compile`] without the planner's search: the plan is [`Strategy::Direct`] with the
+    /// closed-form best `k` ([`poly_eval::best_dense`]), its cost simulated exactly. For tables
+    /// that are only evaluated inside a [`LutSet`], which plans the whole set.
+    pub(crate) fn compile_for_set(t: u32, domain: u64, f: impl Fn(i64) -> i64) -> Result<Self> {
+        Self::compile_with(t, domain, f, None)
+    }
+
+    fn compile_with(t: u32, domain: u64, f: impl Fn(i64) -> i64, objective: Option<Objective>) -> Result<Self> {
         let tm = Modulus::new(u64::from(t))?;
         if !is_prime(u64::from(t)) {
             return Err(Error::InvalidPlaintextModulus {
@@ -83,7 +94,7 @@ impl Lut {
         let values: Vec<u32> = (-b..=b).map(|x| tm.reduce_i64(f(x))).collect();
         let output_bound = values.iter().map(|&v| tm.center(v).unsigned_abs()).max().unwrap_or(0);
         let coeffs = interpolate(tm, domain, &values)?;
-        Self::from_coefficients(tm, domain, coeffs, output_bound, Objective::Hmults)
+        Self::from_coefficients(tm, domain, coeffs, output_bound, objective)
     }
 
     fn from_coefficients(
@@ -91,7 +102,7 @@ impl Lut {
         domain: u64,
         mut coeffs: Vec<u32>,
         output_bound: u64,
-        objective: Objective,
+        objective: Option<Objective>,
     ) -> Result<Self> {
         while coeffs.last() == Some(&0) {
             coeffs.pop();
@@ -112,7 +123,14 @@ impl Lut {
             Parity::Neither
         };
         let parts = Parts { coeffs: &coeffs, even: &even, odd: &odd };
-        let plan = poly_eval::best_plan(t, parts, objective)?;
+        let plan = match objective {
+            Some(objective) => poly_eval::best_plan(t, parts, objective)?,
+            None => {
+                let k = poly_eval::best_dense(coeffs.len().saturating_sub(1), Objective::Hmults).0;
+                let cost = poly_eval::simulate(t, parts, Strategy::Direct, k)?;
+                EvalPlan { strategy: Strategy::Direct, baby_steps: k, cost }
+            }
+        };
         Ok(Self { t, domain, coeffs, even, odd, parity, output_bound, plan })
     }
 
@@ -155,7 +173,7 @@ impl Lut {
 
     /// The same table with the cheapest plan under another objective.
     pub fn with_objective(&self, objective: Objective) -> Result<Self> {
-        Self::from_coefficients(self.t, self.domain, self.coeffs.clone(), self.output_bound, objective)
+        Self::from_coefficients(self.t, self.domain, self.coeffs.clone(), self.output_bound, Some(objective))
     }
 
     /// The plaintext modulus.
