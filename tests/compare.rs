@@ -400,6 +400,9 @@ fn gpu_evaluation_is_bit_identical_to_cpu() {
     for (lut, reference) in [
         (Lut::relu(T, b as u64).unwrap(), Box::new(|v: i64| v.max(0)) as Box<dyn Fn(i64) -> i64>),
         (Lut::less_than(T, b as u64, 3).unwrap(), Box::new(|v: i64| i64::from(v < 3))),
+        (Lut::sign(T, b as u64).unwrap(), Box::new(i64::signum)),
+        (Lut::equals(T, b as u64, -2).unwrap(), Box::new(|v: i64| i64::from(v == -2))),
+        (Lut::relu_requant(T, b as u64, 77, 4, 127).unwrap(), Box::new(relu_requant_ref(77, 4, 127))),
     ] {
         let (out_cpu, stats_cpu) = eval_lut(&cpu.bgv, &cpu.keys, &x_cpu, &lut).unwrap();
         let (out_gpu, stats_gpu) = eval_lut(&gpu.bgv, &gpu.keys, &x_gpu, &lut).unwrap();
