@@ -212,11 +212,13 @@ fn lt_eq_words<B: Backend>(f: &Fixture<B>, layout: Digits, xs: &[i64], ys: &[i64
 
 #[test]
 fn compare_report_has_every_row() {
-    let p = test_params();
+    // Deeper than test_params: the extract rows run the digit pipeline (depth about 10).
+    let p = params::insecure_test_bgv(10, 22, 4, 6, 65537).unwrap();
     let report =
-        wgfhe::bench::compare::run(CpuBackend::new(RingContext::new(&p).unwrap()), "cpu".into(), 1, 5).unwrap();
+        wgfhe::bench::compare::run_with_extract(CpuBackend::new(RingContext::new(&p).unwrap()), "cpu".into(), 1, 5, 4)
+            .unwrap();
     let ops: Vec<&str> = report.rows.iter().map(|r| r.op).collect();
-    for op in ["eq", "lt", "max", "relu_lut", "sign_lut"] {
+    for op in ["eq", "lt", "max", "relu_lut", "sign_lut", "extract"] {
         assert!(ops.contains(&op), "{op}");
     }
     for r in &report.rows {
@@ -224,7 +226,7 @@ fn compare_report_has_every_row() {
         if r.keep == 1.0 {
             assert_eq!(r.error_rate, 0.0, "{r:?}");
         }
-        if r.op == "lt" && r.inputs == "vs_zero" && r.convention == "floor" {
+        if (r.op == "lt" || r.op == "extract") && r.inputs == "vs_zero" && r.convention == "floor" {
             assert_eq!(r.error_rate, 0.0, "floor sign test is exact at any pruning: {r:?}");
         }
     }
@@ -234,6 +236,14 @@ fn compare_report_has_every_row() {
             report.rows.iter().filter(|r| r.op == "lt" && r.inputs == "uniform" && r.convention == conv).collect();
         assert_eq!(lt.len(), 4);
         assert!(lt.windows(2).all(|w| w[1].hmults < w[0].hmults), "{conv}");
+    }
+    // Extraction of only the kept digits: pruning saves multiplications there too.
+    for conv in ["floor", "balanced"] {
+        let ex: Vec<_> =
+            report.rows.iter().filter(|r| r.op == "extract" && r.inputs == "vs_zero" && r.convention == conv).collect();
+        assert_eq!(ex.len(), 4, "{conv}");
+        assert!(ex.windows(2).all(|w| w[1].hmults <= w[0].hmults), "{conv}");
+        assert!(ex[3].hmults < ex[0].hmults, "{conv}");
     }
 }
 
