@@ -12,7 +12,7 @@
 //!   needs `p = 1 mod 2N`. The smallest such primes are 40961 (`N = 2^12`), 65537
 //!   (`N = 2^13 .. 2^15`) and 786433 (`N = 2^16, 2^17`), so `p^2` is at least
 //!   `40961^2 ~ 2^30.6 > 2^30`: `e = 1` at every ring size, and with `e = 1` there is nothing
-//!   to extract (the "digit" is the value). [`tests`] recomputes these numbers.
+//!   to extract (the "digit" is the value). A unit test of this module recomputes these numbers.
 //! * A small `p` gives few slots: `X^N + 1` splits mod `p` into `N / d` factors with `d` the
 //!   order of `p` mod `2N`, so at `N = 2^14`: `p = 3, 5`: 2 slots; `p = 17`: 8; `p = 257`: 128
 //!   (and the same counts at `N = 2^16`), against 16384 slots for `t = 65537`. With `p = 257`,
