@@ -392,10 +392,16 @@ fn gpu_evaluation_is_bit_identical_to_cpu() {
     let cpu = fixture(&p, 12);
     let gpu = fixture_on(Bgv::new(GpuBackend::new(RingContext::new(&p).unwrap(), dev)).unwrap(), 12);
     let mut rng = ChaCha8Rng::seed_from_u64(12);
-    let b = 15;
-    let values = inputs(cpu.bgv.encoder().slots(), b, &mut rng);
-    let x_cpu = encrypt(&cpu, &values, b as u64);
-    let x_gpu = encrypt(&gpu, &values, b as u64);
+    for b in [7i64, 15, 63] {
+        gpu_tables_at(&cpu, &gpu, b, &mut rng);
+    }
+}
+
+/// Every built-in table on `[-b, b]`, >= 1000 inputs with the edge cases, CPU against GPU.
+fn gpu_tables_at(cpu: &Fixture<CpuBackend>, gpu: &Fixture<GpuBackend>, b: i64, rng: &mut ChaCha8Rng) {
+    let values = inputs(cpu.bgv.encoder().slots(), b, rng);
+    let x_cpu = encrypt(cpu, &values, b as u64);
+    let x_gpu = encrypt(gpu, &values, b as u64);
     assert_eq!(words(&cpu.bgv, x_cpu.ciphertext()), words(&gpu.bgv, x_gpu.ciphertext()), "fresh encryptions");
     for (lut, reference) in [
         (Lut::relu(T, b as u64).unwrap(), Box::new(|v: i64| v.max(0)) as Box<dyn Fn(i64) -> i64>),
@@ -409,10 +415,10 @@ fn gpu_evaluation_is_bit_identical_to_cpu() {
         assert_eq!(stats_cpu, stats_gpu);
         assert_eq!(out_cpu.level(), out_gpu.level());
         assert_eq!(out_cpu.correction_factor(), out_gpu.correction_factor());
-        assert_eq!(words(&cpu.bgv, &out_cpu), words(&gpu.bgv, &out_gpu), "output ciphertexts differ");
-        let got = decrypt(&gpu, &out_gpu);
+        assert_eq!(words(&cpu.bgv, &out_cpu), words(&gpu.bgv, &out_gpu), "B' = {b}: output ciphertexts differ");
+        let got = decrypt(gpu, &out_gpu);
         for (&g, &v) in got.iter().zip(&values) {
-            assert_eq!(g, modt(reference(v)), "GPU decryption, x = {v}");
+            assert_eq!(g, modt(reference(v)), "GPU decryption, B' = {b}, x = {v}");
         }
     }
 }
