@@ -275,6 +275,19 @@ pub enum Error {
         limit: u64,
     },
 
+    /// A digit extraction cannot hold the value: the bound is not below `(t-1)/2`, exceeds the
+    /// range of the digit layout, or exceeds the bound the extractor was built for.
+    #[error("digit extraction: bound {bound} {reason} (limit {limit})")]
+    DigitRange {
+        /// The bound of the value to extract (saturated at `u64::MAX`).
+        bound: u64,
+        /// The largest bound allowed.
+        limit: u64,
+        /// Which limit: `"not below (t-1)/2"`, `"outside the digit layout"`,
+        /// `"above the extractor's bound"`.
+        reason: &'static str,
+    },
+
     // ---- wire format -----------------------------------------------------------------------
     /// The bytes do not start with the wgfhe magic.
     #[error("bad magic: not a wgfhe object")]

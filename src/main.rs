@@ -106,6 +106,10 @@ enum Command {
         /// Width of the lookup tables' domain, sign included (compare suite).
         #[arg(long, default_value_t = 8)]
         lut_bits: u32,
+        /// Width of the values whose digits the `extract` rows extract, sign included; 0 skips
+        /// them (compare suite).
+        #[arg(long, default_value_t = wgfhe::bench::compare::EXTRACT_BITS)]
+        extract_bits: u32,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -398,7 +402,7 @@ fn cmd_bench(
     reps: usize,
     trace: Option<&std::path::Path>,
     timed: bool,
-    lut_bits: u32,
+    (lut_bits, extract_bits): (u32, u32),
     json: bool,
 ) -> wgfhe::Result<()> {
     let params = params::by_name(name)?;
@@ -409,11 +413,23 @@ fn cmd_bench(
         let report = match BackendChoice::from_env()? {
             BackendChoice::Cpu => {
                 let device = format!("CPU, {} threads", rayon::current_num_threads());
-                wgfhe::bench::compare::run(CpuBackend::new(RingContext::new(&params)?), device, reps, lut_bits)?
+                wgfhe::bench::compare::run_with_extract(
+                    CpuBackend::new(RingContext::new(&params)?),
+                    device,
+                    reps,
+                    lut_bits,
+                    extract_bits,
+                )?
             }
             BackendChoice::Gpu(dev) => {
                 let device = format!("{} ({})", dev.summary().name, dev.summary().backend);
-                wgfhe::bench::compare::run(GpuBackend::new(RingContext::new(&params)?, dev), device, reps, lut_bits)?
+                wgfhe::bench::compare::run_with_extract(
+                    GpuBackend::new(RingContext::new(&params)?, dev),
+                    device,
+                    reps,
+                    lut_bits,
+                    extract_bits,
+                )?
             }
         };
         let table = report.table();
@@ -661,8 +677,8 @@ fn main() -> ExitCode {
                 json,
             })
         }
-        Command::Bench { suite, params, reps, trace, timed, lut_bits, json } => {
-            cmd_bench(suite, &params, reps, trace.as_deref(), timed, lut_bits, json)
+        Command::Bench { suite, params, reps, trace, timed, lut_bits, extract_bits, json } => {
+            cmd_bench(suite, &params, reps, trace.as_deref(), timed, (lut_bits, extract_bits), json)
         }
         Command::Verify { params, seed, json } => match cmd_verify(&params, seed, json) {
             Ok(true) => Ok(()),

@@ -166,8 +166,9 @@ fn builtins_exact_on_encrypted_inputs_b31_b63() {
 #[test]
 fn measured_costs_match_the_formula() {
     // Degree 30 (B' = 15), dense (a table without structure): 11 HMULTs at depth 5 with k = 8.
-    assert_eq!(dense_cost(30, 8), Some(EvalStats { hmults: 11, depth: 5 }));
-    assert_eq!(best_dense(30, Objective::Hmults), (8, EvalStats { hmults: 11, depth: 5 }));
+    // The closed form counts a relinearisation per HMULT (eager).
+    assert_eq!(dense_cost(30, 8), Some(EvalStats { hmults: 11, depth: 5, relins: 11 }));
+    assert_eq!(best_dense(30, Objective::Hmults), (8, EvalStats { hmults: 11, depth: 5, relins: 11 }));
     let f = fixture(&test_params(), 3);
     let mut rng = ChaCha8Rng::seed_from_u64(3);
     let values = inputs(f.bgv.encoder().slots(), 15, &mut rng);
@@ -175,17 +176,23 @@ fn measured_costs_match_the_formula() {
     // less_than(3) on [-15, 15] has all 31 coefficients non-zero.
     let lt = Lut::less_than(T, 15, 3).unwrap();
     assert!(lt.coefficients().iter().all(|&c| c != 0) && lt.degree() == 30);
-    assert_eq!(lt.plan(), EvalPlan { strategy: Strategy::Direct, baby_steps: 8, cost: dense_cost(30, 8).unwrap() });
+    let plan = lt.plan();
+    assert_eq!((plan.strategy, plan.baby_steps), (Strategy::Direct, 8));
+    assert_eq!((plan.cost.hmults, plan.cost.depth), (11, 5));
     let stats = check_lut(&f, &x, &values, &lt, "x < 3", |v| i64::from(v < 3));
-    assert_eq!(stats, EvalStats { hmults: 11, depth: 5 });
+    assert_eq!((stats.hmults, stats.depth), (11, 5));
+    // Lazy relinearisation: fewer key switches than products, as the plan predicted.
+    assert!(stats.relins < stats.hmults, "{stats:?}");
     // ReLU: p_e(x^2) + x/2, so 1 + dense(15) = 1 + 7 at depth 1 + 4 (p_e is dense).
     let relu = Lut::relu(T, 15).unwrap();
     assert_eq!(relu.plan().strategy, Strategy::EvenOdd);
     // p_e = |x|/2 on the squares: every coefficient but the constant (0) is non-zero.
     assert!(relu.even_part().iter().skip(1).all(|&c| c != 0));
     let want = dense_cost(15, relu.plan().baby_steps).unwrap();
-    assert_eq!(relu.plan().cost, EvalStats { hmults: 1 + want.hmults, depth: 1 + want.depth });
-    assert_eq!(relu.plan().cost, EvalStats { hmults: 8, depth: 5 });
+    let cost = relu.plan().cost;
+    assert_eq!((cost.hmults, cost.depth), (1 + want.hmults, 1 + want.depth));
+    assert_eq!((cost.hmults, cost.depth), (8, 5));
+    assert!(cost.relins <= cost.hmults, "{cost:?}");
     check_lut(&f, &x, &values, &relu, "relu", |v| v.max(0));
 }
 
@@ -385,24 +392,33 @@ fn gpu_evaluation_is_bit_identical_to_cpu() {
     let cpu = fixture(&p, 12);
     let gpu = fixture_on(Bgv::new(GpuBackend::new(RingContext::new(&p).unwrap(), dev)).unwrap(), 12);
     let mut rng = ChaCha8Rng::seed_from_u64(12);
-    let b = 15;
-    let values = inputs(cpu.bgv.encoder().slots(), b, &mut rng);
-    let x_cpu = encrypt(&cpu, &values, b as u64);
-    let x_gpu = encrypt(&gpu, &values, b as u64);
+    for b in [7i64, 15, 63] {
+        gpu_tables_at(&cpu, &gpu, b, &mut rng);
+    }
+}
+
+/// Every built-in table on `[-b, b]`, >= 1000 inputs with the edge cases, CPU against GPU.
+fn gpu_tables_at(cpu: &Fixture<CpuBackend>, gpu: &Fixture<GpuBackend>, b: i64, rng: &mut ChaCha8Rng) {
+    let values = inputs(cpu.bgv.encoder().slots(), b, rng);
+    let x_cpu = encrypt(cpu, &values, b as u64);
+    let x_gpu = encrypt(gpu, &values, b as u64);
     assert_eq!(words(&cpu.bgv, x_cpu.ciphertext()), words(&gpu.bgv, x_gpu.ciphertext()), "fresh encryptions");
     for (lut, reference) in [
         (Lut::relu(T, b as u64).unwrap(), Box::new(|v: i64| v.max(0)) as Box<dyn Fn(i64) -> i64>),
         (Lut::less_than(T, b as u64, 3).unwrap(), Box::new(|v: i64| i64::from(v < 3))),
+        (Lut::sign(T, b as u64).unwrap(), Box::new(i64::signum)),
+        (Lut::equals(T, b as u64, -2).unwrap(), Box::new(|v: i64| i64::from(v == -2))),
+        (Lut::relu_requant(T, b as u64, 77, 4, 127).unwrap(), Box::new(relu_requant_ref(77, 4, 127))),
     ] {
         let (out_cpu, stats_cpu) = eval_lut(&cpu.bgv, &cpu.keys, &x_cpu, &lut).unwrap();
         let (out_gpu, stats_gpu) = eval_lut(&gpu.bgv, &gpu.keys, &x_gpu, &lut).unwrap();
         assert_eq!(stats_cpu, stats_gpu);
         assert_eq!(out_cpu.level(), out_gpu.level());
         assert_eq!(out_cpu.correction_factor(), out_gpu.correction_factor());
-        assert_eq!(words(&cpu.bgv, &out_cpu), words(&gpu.bgv, &out_gpu), "output ciphertexts differ");
-        let got = decrypt(&gpu, &out_gpu);
+        assert_eq!(words(&cpu.bgv, &out_cpu), words(&gpu.bgv, &out_gpu), "B' = {b}: output ciphertexts differ");
+        let got = decrypt(gpu, &out_gpu);
         for (&g, &v) in got.iter().zip(&values) {
-            assert_eq!(g, modt(reference(v)), "GPU decryption, x = {v}");
+            assert_eq!(g, modt(reference(v)), "GPU decryption, B' = {b}, x = {v}");
         }
     }
 }

@@ -212,11 +212,13 @@ fn lt_eq_words<B: Backend>(f: &Fixture<B>, layout: Digits, xs: &[i64], ys: &[i64
 
 #[test]
 fn compare_report_has_every_row() {
-    let p = test_params();
+    // Deeper than test_params: the extract rows run the digit pipeline (depth about 10).
+    let p = params::insecure_test_bgv(10, 22, 4, 6, 65537).unwrap();
     let report =
-        wgfhe::bench::compare::run(CpuBackend::new(RingContext::new(&p).unwrap()), "cpu".into(), 1, 5).unwrap();
+        wgfhe::bench::compare::run_with_extract(CpuBackend::new(RingContext::new(&p).unwrap()), "cpu".into(), 1, 5, 4)
+            .unwrap();
     let ops: Vec<&str> = report.rows.iter().map(|r| r.op).collect();
-    for op in ["eq", "lt", "max", "relu_lut", "sign_lut"] {
+    for op in ["eq", "lt", "max", "relu_lut", "sign_lut", "extract"] {
         assert!(ops.contains(&op), "{op}");
     }
     for r in &report.rows {
@@ -224,7 +226,7 @@ fn compare_report_has_every_row() {
         if r.keep == 1.0 {
             assert_eq!(r.error_rate, 0.0, "{r:?}");
         }
-        if r.op == "lt" && r.inputs == "vs_zero" && r.convention == "floor" {
+        if (r.op == "lt" || r.op == "extract") && r.inputs == "vs_zero" && r.convention == "floor" {
             assert_eq!(r.error_rate, 0.0, "floor sign test is exact at any pruning: {r:?}");
         }
     }
@@ -235,4 +237,52 @@ fn compare_report_has_every_row() {
         assert_eq!(lt.len(), 4);
         assert!(lt.windows(2).all(|w| w[1].hmults < w[0].hmults), "{conv}");
     }
+    // Extraction of only the kept digits: pruning saves multiplications there too.
+    for conv in ["floor", "balanced"] {
+        let ex: Vec<_> =
+            report.rows.iter().filter(|r| r.op == "extract" && r.inputs == "vs_zero" && r.convention == conv).collect();
+        assert_eq!(ex.len(), 4, "{conv}");
+        assert!(ex.windows(2).all(|w| w[1].hmults <= w[0].hmults), "{conv}");
+        assert!(ex[3].hmults < ex[0].hmults, "{conv}");
+    }
+}
+
+#[test]
+fn gpu_eq_lt_max_are_exact_and_bit_identical_on_every_layout() {
+    let Some(dev) = common::device() else { return };
+    let ctx = RingContext::new(&test_params()).unwrap();
+    let cpu = fixture(CpuBackend::new(Arc::clone(&ctx)));
+    let gpu = fixture(GpuBackend::new(Arc::clone(&ctx), dev));
+    let slots = cpu.bgv.encoder().slots();
+    assert!(slots >= 1000);
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    for layout in layouts() {
+        let (xs, ys) = pairs(&layout, slots, &mut rng);
+        let (lt_c, eq_c, max_c) = lt_eq_max(&cpu, layout, &xs, &ys);
+        let (lt_g, eq_g, max_g) = lt_eq_max(&gpu, layout, &xs, &ys);
+        for (what, a, b) in [("LT", &lt_c, &lt_g), ("EQ", &eq_c, &eq_g), ("MAX", &max_c, &max_g)] {
+            let wa: Vec<Vec<u32>> = a.polys().iter().map(|p| cpu.bgv.backend().download(p.buffer()).unwrap()).collect();
+            let wb: Vec<Vec<u32>> = b.polys().iter().map(|p| gpu.bgv.backend().download(p.buffer()).unwrap()).collect();
+            assert!(wa == wb, "{layout:?} {what}: GPU ciphertext differs from the CPU's");
+        }
+        let want_lt: Vec<i64> = xs.iter().zip(&ys).map(|(a, b)| i64::from(a < b)).collect();
+        let want_eq: Vec<i64> = xs.iter().zip(&ys).map(|(a, b)| i64::from(a == b)).collect();
+        let want_max: Vec<i64> = xs.iter().zip(&ys).map(|(a, b)| *a.max(b)).collect();
+        assert_eq!(decrypt(&gpu, &lt_g), want_lt, "{layout:?} GPU LT");
+        assert_eq!(decrypt(&gpu, &eq_g), want_eq, "{layout:?} GPU EQ");
+        assert_eq!(decrypt(&gpu, &max_g), want_max, "{layout:?} GPU MAX");
+    }
+}
+
+type Triple<B> = (Ciphertext<B>, Ciphertext<B>, Ciphertext<B>);
+
+/// LT, EQ and MAX at full precision.
+fn lt_eq_max<B: Backend>(f: &Fixture<B>, layout: Digits, xs: &[i64], ys: &[i64]) -> Triple<B> {
+    let l = layout.count();
+    let x = EncryptedDigits::encrypt(&f.bgv, &f.sk, layout, xs).unwrap();
+    let y = EncryptedDigits::encrypt(&f.bgv, &f.sk, layout, ys).unwrap();
+    let c = compare(&f.bgv, &f.keys, &x, &y, l).unwrap();
+    let (e, _) = equal(&f.bgv, &f.keys, &x, &y, l).unwrap();
+    let (m, _) = max(&f.bgv, &f.keys, &x, &y, l).unwrap();
+    (c.lt, e, m)
 }

@@ -6,8 +6,11 @@
 //! Layouts: 4 digits, 16-bit integers (bases 16 and 15) for `t >= 2^18`, else 12-bit (bases 8
 //! and 7). Inputs: every slot holds a pair of uniformly random integers of the declared width (`lt`
 //! rows also run with `y = 0`, the sign test, where pruning behaves differently per
-//! convention). Keys and encryptions are outside the timed region; every (op, layout, keep)
-//! runs once as a warm-up whose decryption gives the error rate, then `reps` interleaved rounds.
+//! convention). `extract` rows extract the top digits of bounded values (floor base 2, balanced
+//! base 3) and run the pruned sign test or LT on them, extraction included in the time. Keys,
+//! encryptions and table compilation are outside the timed region; every (op, layout, keep)
+//! runs once as a warm-up whose decryption gives the error rate (and is checked against the
+//! plaintext model of pruning), then `reps` interleaved rounds.
 
 use std::time::Instant;
 
@@ -16,7 +19,9 @@ use serde::Serialize;
 use crate::backend::Backend;
 use crate::bgv::{Bgv, Ciphertext, EvaluationKeys};
 use crate::compare::digits::{eq_pruned, lt_pruned, Convention, Digits};
+use crate::compare::extract::{layout_for_bound, less_than, sign_test, sign_test_model, DigitExtractor};
 use crate::compare::lut::{eval_lut, Bounded, Lut};
+use crate::compare::poly_eval::EvalStats;
 use crate::compare::wordwise::{compare, equal, max, EncryptedDigits};
 use crate::error::{Error, Result};
 use crate::rlwe::SecretKey;
@@ -27,9 +32,12 @@ pub const KEEPS: [f64; 4] = [1.0, 0.75, 0.5, 0.25];
 /// One row of the report.
 #[derive(Debug, Clone, Serialize)]
 pub struct Row {
-    /// `eq`, `lt`, `max`, `relu_lut` or `sign_lut`.
+    /// `eq`, `lt`, `max`, `relu_lut`, `sign_lut` or `extract` (digit extraction of a bounded
+    /// value followed by the pruned comparison: `vs_zero` the sign test, `uniform` LT of two
+    /// extracted values).
     pub op: &'static str,
-    /// Width of the compared integers (or of the table's domain, sign included).
+    /// Width of the compared integers (or of the table's domain, or of the extracted values,
+    /// sign included).
     pub bits: u32,
     /// Digits of the layout (1 for tables).
     pub digits: usize,
@@ -111,9 +119,33 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// A timed evaluation and the row it belongs to.
 type Job<'a> = Box<dyn Fn() -> Result<()> + 'a>;
 
+/// Default width of the values whose digits the `extract` rows extract (sign included).
+pub const EXTRACT_BITS: u32 = 6;
+
+/// The digit layouts of the `extract` rows for values bounded by `bound`: floor digits in base
+/// 2 and balanced digits in base 3, the fewest digits covering the bound.
+fn extract_layouts(bound: u64) -> Result<Vec<Digits>> {
+    Ok(vec![layout_for_bound(bound, 2, Convention::Floor)?, layout_for_bound(bound, 3, Convention::Balanced)?])
+}
+
 /// Runs the suite on `backend` (`reps` timed rounds; the tables' domain is
-/// `[-(2^(lut_bits-1) - 1), 2^(lut_bits-1) - 1]`).
+/// `[-(2^(lut_bits-1) - 1), 2^(lut_bits-1) - 1]`), with `extract` rows at [`EXTRACT_BITS`].
 pub fn run<B: Backend>(backend: B, device: String, reps: usize, lut_bits: u32) -> Result<Report> {
+    run_with_extract(backend, device, reps, lut_bits, EXTRACT_BITS)
+}
+
+/// [`run`] with the `extract` rows on values in `[-(2^(extract_bits-1) - 1), 2^(extract_bits-1) - 1]`
+/// (none for `extract_bits = 0`): per layout and pruning level, the top digits are extracted
+/// homomorphically ([`crate::compare::extract`]) and compared with 0 (`vs_zero`, the sign test)
+/// or with the digits of a second extracted value (`uniform`, LT); the timed region is the
+/// whole pipeline, extraction included.
+pub fn run_with_extract<B: Backend>(
+    backend: B,
+    device: String,
+    reps: usize,
+    lut_bits: u32,
+    extract_bits: u32,
+) -> Result<Report> {
     let reps = reps.max(1);
     let bgv_owned = Bgv::new(backend)?;
     let bgv = &bgv_owned;
@@ -144,6 +176,31 @@ pub fn run<B: Backend>(backend: B, device: String, reps: usize, lut_bits: u32) -
     let pt = bgv.encoder().encode(&values.iter().map(|&v| u64::from(tm.reduce_i64(v))).collect::<Vec<_>>())?;
     let x = Bounded::fresh(bgv, bgv.encrypt_symmetric(&sk, &pt)?, domain)?;
     let tables = [("relu_lut", Lut::relu(t, domain)?, 0), ("sign_lut", Lut::sign(t, domain)?, 1)];
+    let extract_inputs = if extract_bits >= 2 {
+        let bound = (1u64 << (extract_bits.min(30) - 1)) - 1;
+        let b = bound as i64;
+        let mut xs: Vec<i64> = vec![0, 1, -1, b, -b];
+        xs.truncate(slots);
+        while xs.len() < slots {
+            xs.push(rng.range(-b, b));
+        }
+        let ys: Vec<i64> = (0..slots).map(|_| rng.range(-b, b)).collect();
+        let enc = |v: &[i64]| -> Result<Bounded<B>> {
+            let pt = bgv.encoder().encode(&v.iter().map(|&x| u64::from(tm.reduce_i64(x))).collect::<Vec<_>>())?;
+            Bounded::fresh(bgv, bgv.encrypt_symmetric(&sk, &pt)?, bound)
+        };
+        let (ex, ey) = (enc(&xs)?, enc(&ys)?);
+        let mut extractors = Vec::new();
+        for layout in extract_layouts(bound)? {
+            for keep in KEEPS {
+                let kept = layout.kept(keep)?;
+                extractors.push((layout, keep, kept, DigitExtractor::top_digits(t, bound, layout, kept)?));
+            }
+        }
+        Some((xs, ys, ex, ey, extractors))
+    } else {
+        None
+    };
     let mut timed: Vec<(usize, Job<'_>)> = Vec::new();
     for (bits, layout, xs, ys, zeros, ex, ey, ez) in &cases {
         let dx: Vec<Vec<i64>> = xs.iter().map(|&v| layout.decompose(v)).collect::<Result<_>>()?;
@@ -240,6 +297,56 @@ pub fn run<B: Backend>(backend: B, device: String, reps: usize, lut_bits: u32) -
         });
         let x = &x;
         timed.push((rows.len() - 1, Box::new(move || eval_lut(bgv, keys, x, table).map(|_| ()))));
+    }
+
+    // Digit extraction and the pruned comparisons on the extracted digits.
+    if let Some((xs, ys, ex, ey, extractors)) = &extract_inputs {
+        for (layout, keep, kept, extractor) in extractors {
+            let kept = *kept;
+            let mk = |inputs, stats: EvalStats, err| Row {
+                op: "extract",
+                bits: extract_bits,
+                digits: layout.count(),
+                base: layout.base(),
+                keep: *keep,
+                convention: layout.convention().name(),
+                inputs,
+                hmults: stats.hmults,
+                depth: stats.depth,
+                median_ms: 0.0,
+                per_comparison_us: 0.0,
+                error_rate: err,
+            };
+            let (neg, stats) = sign_test(bgv, keys, ex, extractor)?;
+            let got = decrypt_signed(bgv, &sk, &neg)?;
+            let model: Vec<i64> =
+                xs.iter().map(|&v| sign_test_model(layout, kept, v).map(i64::from)).collect::<Result<_>>()?;
+            if got != model {
+                return Err(Error::Backend {
+                    backend: "compare",
+                    reason: "sign test on extracted digits differs from its plaintext model".into(),
+                });
+            }
+            let want: Vec<i64> = xs.iter().map(|&v| i64::from(v < 0)).collect();
+            rows.push(mk("vs_zero", stats, error_rate(&got, &want)));
+            timed.push((rows.len() - 1, Box::new(move || sign_test(bgv, keys, ex, extractor).map(|_| ()))));
+            let c = less_than(bgv, keys, ex, ey, extractor)?;
+            let got = decrypt_signed(bgv, &sk, &c.lt)?;
+            let model: Vec<i64> = xs
+                .iter()
+                .zip(ys)
+                .map(|(&a, &b)| Ok(i64::from(lt_pruned(&layout.decompose(a)?, &layout.decompose(b)?, kept))))
+                .collect::<Result<_>>()?;
+            if got != model {
+                return Err(Error::Backend {
+                    backend: "compare",
+                    reason: "LT of extracted digits differs from its plaintext model".into(),
+                });
+            }
+            let want: Vec<i64> = xs.iter().zip(ys).map(|(a, b)| i64::from(a < b)).collect();
+            rows.push(mk("uniform", c.stats, error_rate(&got, &want)));
+            timed.push((rows.len() - 1, Box::new(move || less_than(bgv, keys, ex, ey, extractor).map(|_| ()))));
+        }
     }
 
     // Interleaved timed rounds.

@@ -257,13 +257,28 @@ impl<B: Backend> Bgv<B> {
     }
 
     /// HMULT: switches each operand down as far as its noise allows, aligns the levels, takes the
-    /// tensor product and relinearises.
+    /// tensor product and relinearises ([`Bgv::mul_lazy`] followed by [`Bgv::relinearize`]).
     pub fn mul_relin(&self, a: &Ciphertext<B>, b: &Ciphertext<B>, keys: &EvaluationKeys<B>) -> Result<Ciphertext<B>> {
-        self.check_ct(a)?;
-        self.check_ct(b)?;
         if keys.relin.is_none() {
             return Err(Error::MissingRelinKey);
         }
+        let prod = self.mul_lazy(a, b)?;
+        let out = self.relinearize(&prod, keys)?;
+        self.check_noise(out.noise_log2, out.level())?;
+        Ok(out)
+    }
+
+    /// The first half of [`Bgv::mul_relin`], without the relinearisation: switches each operand
+    /// (of degree 1) down as far as its noise allows, aligns the levels and returns the tensor
+    /// product, a degree-2 ciphertext `(c_0, c_1, c_2)` decrypting under `(1, s, s^2)`.
+    ///
+    /// Degree-2 ciphertexts can be added to each other and to degree-1 ones ([`Bgv::add`] pads
+    /// the shorter), multiplied by integers and plaintexts and switched down; a sum of products
+    /// then needs one [`Bgv::relinearize`] instead of one per product (lazy relinearisation).
+    /// Errors: [`Error::CiphertextDegree`] for an operand of degree 2.
+    pub fn mul_lazy(&self, a: &Ciphertext<B>, b: &Ciphertext<B>) -> Result<Ciphertext<B>> {
+        self.check_ct(a)?;
+        self.check_ct(b)?;
         // The level after each operand's automatic switch, then the lower of the two; operands
         // already there are used as they are (no copy).
         let auto_level = |c: &Ciphertext<B>| c.level() - self.noise.primes_to_drop(c.noise_log2, c.level());
@@ -281,10 +296,7 @@ impl<B: Backend> Bgv<B> {
             b_sw = self.mod_switch_to_level(b, level)?;
             &b_sw
         };
-        let prod = self.mul(a, b)?;
-        let out = self.relinearize(&prod, keys)?;
-        self.check_noise(out.noise_log2, out.level())?;
-        Ok(out)
+        self.mul(a, b)
     }
 
     // ---- modulus switching -------------------------------------------------------------------

@@ -70,6 +70,17 @@ impl Lut {
     /// [`Error::BoundTooLarge`] if `domain >= (t-1)/2` (then `2 domain + 1` could exceed `t`, or
     /// the domain would hold every residue and bounds would mean nothing).
     pub fn compile(t: u32, domain: u64, f: impl Fn(i64) -> i64) -> Result<Self> {
+        Self::compile_with(t, domain, f, Some(Objective::Hmults))
+    }
+
+    /// [`Lut::compile`] without the planner's search: the plan is [`Strategy::Direct`] with the
+    /// closed-form best `k` ([`poly_eval::best_dense`]), its cost simulated exactly. For tables
+    /// that are only evaluated inside a [`LutSet`], which plans the whole set.
+    pub(crate) fn compile_for_set(t: u32, domain: u64, f: impl Fn(i64) -> i64) -> Result<Self> {
+        Self::compile_with(t, domain, f, None)
+    }
+
+    fn compile_with(t: u32, domain: u64, f: impl Fn(i64) -> i64, objective: Option<Objective>) -> Result<Self> {
         let tm = Modulus::new(u64::from(t))?;
         if !is_prime(u64::from(t)) {
             return Err(Error::InvalidPlaintextModulus {
@@ -83,7 +94,7 @@ impl Lut {
         let values: Vec<u32> = (-b..=b).map(|x| tm.reduce_i64(f(x))).collect();
         let output_bound = values.iter().map(|&v| tm.center(v).unsigned_abs()).max().unwrap_or(0);
         let coeffs = interpolate(tm, domain, &values)?;
-        Self::from_coefficients(tm, domain, coeffs, output_bound, Objective::Hmults)
+        Self::from_coefficients(tm, domain, coeffs, output_bound, objective)
     }
 
     fn from_coefficients(
@@ -91,7 +102,7 @@ impl Lut {
         domain: u64,
         mut coeffs: Vec<u32>,
         output_bound: u64,
-        objective: Objective,
+        objective: Option<Objective>,
     ) -> Result<Self> {
         while coeffs.last() == Some(&0) {
             coeffs.pop();
@@ -112,7 +123,14 @@ impl Lut {
             Parity::Neither
         };
         let parts = Parts { coeffs: &coeffs, even: &even, odd: &odd };
-        let plan = poly_eval::best_plan(t, parts, objective)?;
+        let plan = match objective {
+            Some(objective) => poly_eval::best_plan(t, parts, objective)?,
+            None => {
+                let k = poly_eval::best_dense(coeffs.len().saturating_sub(1), Objective::Hmults).0;
+                let cost = poly_eval::simulate(t, parts, Strategy::Direct, k)?;
+                EvalPlan { strategy: Strategy::Direct, baby_steps: k, cost }
+            }
+        };
         Ok(Self { t, domain, coeffs, even, odd, parity, output_bound, plan })
     }
 
@@ -155,7 +173,7 @@ impl Lut {
 
     /// The same table with the cheapest plan under another objective.
     pub fn with_objective(&self, objective: Objective) -> Result<Self> {
-        Self::from_coefficients(self.t, self.domain, self.coeffs.clone(), self.output_bound, objective)
+        Self::from_coefficients(self.t, self.domain, self.coeffs.clone(), self.output_bound, Some(objective))
     }
 
     /// The plaintext modulus.
@@ -429,32 +447,163 @@ pub fn eval_lut_with_plan<B: Backend>(
     lut: &Lut,
     plan: &EvalPlan,
 ) -> Result<(Ciphertext<B>, EvalStats)> {
+    check_input(bgv, x, lut.t, lut.domain)?;
+    let (mut outs, stats) = evaluate_on(bgv, keys, x, &[lut.parts()], lut.t, plan)?;
+    let out = outs.pop().ok_or(Error::InvalidField { field: "lookup table evaluation", reason: "no output" })?;
+    Ok((out, stats))
+}
+
+/// Evaluates `set` on `x` (checked by the caller) and turns constant results into ciphertexts.
+fn evaluate_on<B: Backend>(
+    bgv: &Bgv<B>,
+    keys: &EvaluationKeys<B>,
+    x: &Bounded<B>,
+    set: &[Parts<'_>],
+    t: Modulus,
+    plan: &EvalPlan,
+) -> Result<(Vec<Ciphertext<B>>, EvalStats)> {
+    let mut ops = BgvOps::new(bgv, keys)?;
+    let input = ops.node(x.ct.duplicate(bgv.backend())?, 0);
+    let vals = poly_eval::evaluate_set(&mut ops, t, input, set, plan.strategy, plan.baby_steps)?;
+    let mut outs = Vec::with_capacity(vals.len());
+    let mut depth = 0;
+    for v in vals {
+        outs.push(match v {
+            Val::Enc(node) => {
+                depth = depth.max(node.depth);
+                node.ct
+            }
+            Val::Const(c) => {
+                // A constant table: 0 * x + c.
+                let zero = poly_eval::mul_int(bgv, &x.ct, 0)?;
+                let pt = ops.constant(c)?;
+                bgv.add_plain(&zero, pt)?
+            }
+        });
+    }
+    Ok((outs, EvalStats { hmults: ops.hmults, depth, relins: ops.relins }))
+}
+
+fn check_input<B: Backend>(bgv: &Bgv<B>, x: &Bounded<B>, t: Modulus, domain: u64) -> Result<()> {
     bgv.check_ct(&x.ct)?;
-    let t = bgv.plaintext_modulus();
-    if lut.t.value() != t {
+    let bt = bgv.plaintext_modulus();
+    if t.value() != bt {
         return Err(Error::InvalidPlaintextModulus {
-            t: u64::from(lut.t.value()),
+            t: u64::from(t.value()),
             reason: "the table was compiled for another plaintext modulus",
         });
     }
     if bgv.encoder().slots() == 0 {
-        return Err(Error::BatchingUnavailable { t: u64::from(t), n: bgv.params().n() as u64 });
+        return Err(Error::BatchingUnavailable { t: u64::from(bt), n: bgv.params().n() as u64 });
     }
-    if x.bound > lut.domain {
-        return Err(Error::LutDomain { bound: x.bound, domain: lut.domain });
+    if x.bound > domain {
+        return Err(Error::LutDomain { bound: x.bound, domain });
     }
-    let mut ops = BgvOps::new(bgv, keys)?;
-    let input = ops.node(x.ct.duplicate(bgv.backend())?, 0);
-    let out = match poly_eval::evaluate(&mut ops, lut.t, input, lut.parts(), plan.strategy, plan.baby_steps)? {
-        Val::Enc(node) => (node.ct, node.depth),
-        Val::Const(c) => {
-            // A constant table: 0 * x + c.
-            let zero = poly_eval::mul_int(bgv, &x.ct, 0)?;
-            let pt = ops.constant(c)?;
-            (bgv.add_plain(&zero, pt)?, 0)
+    Ok(())
+}
+
+// ---- sets of tables -------------------------------------------------------------------------
+
+/// Several lookup tables on the same domain, evaluated together on one input: the powers of the
+/// input (baby and giant steps) are computed once and shared, each table adds only its own
+/// merges (see [`poly_eval`]). Digit extraction ([`super::extract`]) is one such set.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LutSet {
+    t: Modulus,
+    domain: u64,
+    tables: Vec<Lut>,
+    plan: EvalPlan,
+}
+
+impl LutSet {
+    /// The set of `tables` (at least one, all for the same `t` and domain) with the cheapest
+    /// common plan ([`Objective::Hmults`]). Errors: [`Error::InvalidField`] for an empty set or
+    /// tables of different domains; [`Error::InvalidPlaintextModulus`] for different `t`.
+    pub fn new(tables: Vec<Lut>) -> Result<Self> {
+        Self::with_objective(tables, Objective::Hmults)
+    }
+
+    /// [`LutSet::new`] with the plan chosen under `objective`.
+    pub fn with_objective(tables: Vec<Lut>, objective: Objective) -> Result<Self> {
+        let first = tables.first().ok_or(Error::InvalidField { field: "lookup table set", reason: "no tables" })?;
+        let (t, domain) = (first.t, first.domain);
+        for lut in &tables {
+            if lut.t != t {
+                return Err(Error::InvalidPlaintextModulus {
+                    t: u64::from(lut.t.value()),
+                    reason: "the tables of a set must share the plaintext modulus",
+                });
+            }
+            if lut.domain != domain {
+                return Err(Error::InvalidField {
+                    field: "lookup table set",
+                    reason: "the tables have different domains",
+                });
+            }
         }
-    };
-    Ok((out.0, EvalStats { hmults: ops.hmults, depth: out.1 }))
+        let parts: Vec<Parts<'_>> = tables.iter().map(Lut::parts).collect();
+        let plan = poly_eval::best_plan_set(t, &parts, objective)?;
+        Ok(Self { t, domain, tables, plan })
+    }
+
+    /// The tables, in evaluation order.
+    #[must_use]
+    pub fn tables(&self) -> &[Lut] {
+        &self.tables
+    }
+
+    /// The common domain `B'`.
+    #[must_use]
+    pub fn domain(&self) -> u64 {
+        self.domain
+    }
+
+    /// The plan [`eval_lut_set`] follows (its cost is that of the whole set).
+    #[must_use]
+    pub fn plan(&self) -> EvalPlan {
+        self.plan
+    }
+
+    /// The exact cost of evaluating the whole set with `strategy` and `baby_steps` (`>= 1`).
+    pub fn cost(&self, strategy: Strategy, baby_steps: usize) -> Result<EvalStats> {
+        let parts: Vec<Parts<'_>> = self.tables.iter().map(Lut::parts).collect();
+        poly_eval::simulate_set(self.t, &parts, strategy, baby_steps)
+    }
+
+    /// The sum of the tables' costs when each is evaluated alone with its own plan.
+    #[must_use]
+    pub fn separate_cost(&self) -> EvalStats {
+        self.tables.iter().fold(EvalStats::default(), |acc, l| EvalStats {
+            hmults: acc.hmults + l.plan.cost.hmults,
+            depth: acc.depth.max(l.plan.cost.depth),
+            relins: acc.relins + l.plan.cost.relins,
+        })
+    }
+}
+
+/// Evaluates every table of `set` on `x` with the set's plan, sharing the powers of `x`: one
+/// ciphertext per table (in the set's order), each slot `f_i(x) mod t`, and what the whole
+/// evaluation did. Errors as [`eval_lut`].
+pub fn eval_lut_set<B: Backend>(
+    bgv: &Bgv<B>,
+    keys: &EvaluationKeys<B>,
+    x: &Bounded<B>,
+    set: &LutSet,
+) -> Result<(Vec<Ciphertext<B>>, EvalStats)> {
+    eval_lut_set_with_plan(bgv, keys, x, set, &set.plan)
+}
+
+/// [`eval_lut_set`] with an explicit strategy and number of baby steps.
+pub fn eval_lut_set_with_plan<B: Backend>(
+    bgv: &Bgv<B>,
+    keys: &EvaluationKeys<B>,
+    x: &Bounded<B>,
+    set: &LutSet,
+    plan: &EvalPlan,
+) -> Result<(Vec<Ciphertext<B>>, EvalStats)> {
+    check_input(bgv, x, set.t, set.domain)?;
+    let parts: Vec<Parts<'_>> = set.tables.iter().map(Lut::parts).collect();
+    evaluate_on(bgv, keys, x, &parts, set.t, plan)
 }
 
 #[cfg(test)]

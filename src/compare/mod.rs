@@ -1,5 +1,5 @@
-//! Exact non-linear functions on BGV ciphertexts: range-restricted lookup tables and word-wise
-//! comparison of digit vectors with pruning.
+//! Exact non-linear functions on BGV ciphertexts: range-restricted lookup tables, word-wise
+//! comparison of digit vectors with pruning, and digit extraction feeding it.
 //!
 //! After a linear layer with plaintext weights the server knows an exact bound `|x| <= B` on
 //! every slot. Any integer function `f` on `[-B', B']` (`B' >= B`) is then the Lagrange
@@ -14,11 +14,16 @@
 //! * [`digits`]: integers as digit vectors (floor/offset and balanced conventions), pruning and
 //!   its plaintext reference.
 //! * [`wordwise`]: encrypted word-wise EQ, LT and MAX (Iliashenko-Zucca) with digit pruning.
+//! * [`extract`]: homomorphic digit extraction of bounded values (one [`lut::LutSet`] of digit
+//!   tables), and the pipeline to pruned sign tests, comparisons and ReLU.
 
 pub mod digits;
+pub mod extract;
 pub mod lut;
 pub mod poly_eval;
 pub mod wordwise;
 
-pub use lut::{eval_lut, eval_lut_bounded, eval_lut_with_plan, Bounded, Lut, Parity};
+pub use lut::{
+    eval_lut, eval_lut_bounded, eval_lut_set, eval_lut_set_with_plan, eval_lut_with_plan, Bounded, Lut, LutSet, Parity,
+};
 pub use poly_eval::{EvalPlan, EvalStats, Objective, Strategy};

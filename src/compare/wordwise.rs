@@ -25,11 +25,13 @@ use crate::error::{Error, Result};
 use crate::math::zq::Modulus;
 use crate::rlwe::SecretKey;
 
-/// Integers as encrypted digits: `digits[i]` holds digit `i` (least significant first) of the
-/// value in each slot.
+/// Integers as encrypted digits: `digits[i]` holds digit `pruned + i` (least significant first)
+/// of the value in each slot; the `pruned` least significant digits may be absent (a digit
+/// extraction that computes only the digits a pruned comparison reads).
 #[derive(Debug)]
 pub struct EncryptedDigits<B: Backend> {
     layout: Digits,
+    pruned: usize,
     digits: Vec<Ciphertext<B>>,
 }
 
@@ -52,7 +54,22 @@ impl<B: Backend> EncryptedDigits<B> {
         }
         let digits =
             columns.iter().map(|c| bgv.encrypt_symmetric(sk, &bgv.encoder().encode(c)?)).collect::<Result<Vec<_>>>()?;
-        Ok(Self { layout, digits })
+        Ok(Self { layout, pruned: 0, digits })
+    }
+
+    /// The digits of the public constant `value` in every slot, as noiseless ciphertexts at the
+    /// level and correction factor of `like` (`0 * like + digit`): the second operand of a
+    /// comparison with a constant (a sign test is `x < 0`).
+    pub fn constant(bgv: &Bgv<B>, like: &Ciphertext<B>, layout: Digits, value: i64) -> Result<Self> {
+        let t = Modulus::new(u64::from(bgv.plaintext_modulus()))?;
+        let slots = bgv.encoder().slots();
+        let zero = super::poly_eval::mul_int(bgv, like, 0)?;
+        let digits = layout
+            .decompose(value)?
+            .into_iter()
+            .map(|d| bgv.add_plain(&zero, &bgv.encoder().encode(&vec![u64::from(t.reduce_i64(d)); slots])?))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self { layout, pruned: 0, digits })
     }
 
     /// Wraps digit ciphertexts (least significant first) the caller knows to hold digits of
@@ -65,7 +82,27 @@ impl<B: Backend> EncryptedDigits<B> {
                 found: digits.len(),
             });
         }
-        Ok(Self { layout, digits })
+        Ok(Self { layout, pruned: 0, digits })
+    }
+
+    /// Wraps the ciphertexts of the top `digits.len()` digits of `layout` (least significant
+    /// first), the lower ones absent: enough for comparisons keeping at most `digits.len()`
+    /// digits ([`compare`] refuses more), not for [`recompose`] or [`max`].
+    pub fn from_top_digits(layout: Digits, digits: Vec<Ciphertext<B>>) -> Result<Self> {
+        if digits.is_empty() || digits.len() > layout.count() {
+            return Err(Error::DimensionMismatch {
+                what: "top digit ciphertexts",
+                expected: layout.count(),
+                found: digits.len(),
+            });
+        }
+        Ok(Self { layout, pruned: layout.count() - digits.len(), digits })
+    }
+
+    /// How many of the least significant digits are absent.
+    #[must_use]
+    pub fn pruned(&self) -> usize {
+        self.pruned
     }
 
     /// The layout.
@@ -74,7 +111,7 @@ impl<B: Backend> EncryptedDigits<B> {
         self.layout
     }
 
-    /// The digit ciphertexts, least significant first.
+    /// The digit ciphertexts present, least significant first (digit `pruned()` first).
     #[must_use]
     pub fn digits(&self) -> &[Ciphertext<B>] {
         &self.digits
@@ -118,10 +155,13 @@ fn kept_differences<B: Backend>(
     if kept == 0 || kept > l {
         return Err(Error::InvalidField { field: "kept digits", reason: "must be in 1..=digit count" });
     }
+    if kept > l - x.pruned.max(y.pruned) {
+        return Err(Error::InvalidField { field: "kept digits", reason: "more than the digits present (extracted)" });
+    }
     let bound = x.layout.difference_bound();
     let mut out = Vec::with_capacity(kept);
     for i in (l - kept..l).rev() {
-        let (xi, yi) = match (x.digits.get(i), y.digits.get(i)) {
+        let (xi, yi) = match (x.digits.get(i - x.pruned), y.digits.get(i - y.pruned)) {
             (Some(a), Some(b)) => aligned(bgv, a, b)?,
             _ => return Err(Error::DimensionMismatch { what: "digit ciphertexts", expected: l, found: i }),
         };
@@ -146,11 +186,13 @@ pub fn compare<B: Backend>(
     let mut lts = Vec::with_capacity(kept);
     let mut eqs = Vec::with_capacity(kept);
     let mut hmults = 0;
+    let mut relins = 0;
     let mut table_depth = 0;
     for d in &diffs {
         let (lt, s1) = eval_lut(bgv, keys, d, &lt_table)?;
         let (eq, s2) = eval_lut(bgv, keys, d, &eq_table)?;
         hmults += s1.hmults + s2.hmults;
+        relins += s1.relins + s2.relins;
         table_depth = table_depth.max(s1.depth).max(s2.depth);
         lts.push(lt);
         eqs.push(eq);
@@ -167,6 +209,7 @@ pub fn compare<B: Backend>(
             next.push(match i.checked_sub(step).and_then(|j| scan.get(j)) {
                 Some(prev) => {
                     hmults += 1;
+                    relins += 1;
                     bgv.mul_relin(cur, prev, keys)?
                 }
                 None => cur.duplicate(bgv.backend())?,
@@ -176,17 +219,22 @@ pub fn compare<B: Backend>(
         step *= 2;
         rounds += 1;
     }
-    // LT = lts[0] + sum_{i >= 1} lts[i] * scan[i - 1].
+    // LT = lts[0] + sum_{i >= 1} lts[i] * scan[i - 1]: the products stay unrelinearised and
+    // their sum is relinearised once (lazy relinearisation).
     let mut lts = lts.into_iter();
     let mut lt = lts.next().ok_or(Error::InvalidField { field: "kept digits", reason: "none" })?;
     for (i, lti) in lts.enumerate() {
         let prefix = scan.get(i).ok_or(Error::InvalidField { field: "scan", reason: "index" })?;
         hmults += 1;
-        lt = add(bgv, &lt, &bgv.mul_relin(&lti, prefix, keys)?)?;
+        lt = add(bgv, &lt, &bgv.mul_lazy(&lti, prefix)?)?;
+    }
+    if lt.degree() == 2 {
+        relins += 1;
+        lt = bgv.relinearize(&lt, keys)?;
     }
     let eq = scan.pop().ok_or(Error::InvalidField { field: "scan", reason: "empty" })?;
     let depth = table_depth + rounds + usize::from(kept > 1);
-    Ok(Comparison { lt, eq, stats: EvalStats { hmults, depth } })
+    Ok(Comparison { lt, eq, stats: EvalStats { hmults, depth, relins } })
 }
 
 /// `x == y` on the top `kept` digits alone: the `EQ` tables and a product tree (cheaper than
@@ -201,10 +249,11 @@ pub fn equal<B: Backend>(
     let (diffs, bound) = kept_differences(bgv, x, y, kept)?;
     let eq_table = Lut::equals(bgv.plaintext_modulus(), bound, 0)?;
     let mut level: Vec<Ciphertext<B>> = Vec::with_capacity(kept);
-    let (mut hmults, mut depth) = (0, 0);
+    let (mut hmults, mut depth, mut relins) = (0, 0, 0);
     for d in &diffs {
         let (eq, s) = eval_lut(bgv, keys, d, &eq_table)?;
         hmults += s.hmults;
+        relins += s.relins;
         depth = depth.max(s.depth);
         level.push(eq);
     }
@@ -216,6 +265,7 @@ pub fn equal<B: Backend>(
             match it.next() {
                 Some(b) => {
                     hmults += 1;
+                    relins += 1;
                     next.push(bgv.mul_relin(&a, &b, keys)?);
                 }
                 None => next.push(a),
@@ -225,7 +275,7 @@ pub fn equal<B: Backend>(
         depth += 1;
     }
     let eq = level.pop().ok_or(Error::InvalidField { field: "kept digits", reason: "none" })?;
-    Ok((eq, EvalStats { hmults, depth }))
+    Ok((eq, EvalStats { hmults, depth, relins }))
 }
 
 /// `max(x, y)` slot-wise: `x + LT(x, y) (y - x)` on the top `kept` digits, as one ciphertext of
@@ -243,6 +293,9 @@ pub fn max<B: Backend>(
     if (hi.max(-lo) as u64).saturating_mul(2) >= (t - 1) / 2 {
         return Err(Error::BoundTooLarge { bound: hi.max(-lo) as u64 * 2, limit: (t - 1) / 2 });
     }
+    if x.pruned > 0 || y.pruned > 0 {
+        return Err(Error::InvalidField { field: "digits", reason: "low digits absent: cannot recompose" });
+    }
     let cmp = compare(bgv, keys, x, y, kept)?;
     let xv = recompose(bgv, x)?;
     let yv = recompose(bgv, y)?;
@@ -250,11 +303,16 @@ pub fn max<B: Backend>(
     let diff = bgv.sub(&yv, &xv2)?;
     let prod = bgv.mul_relin(&cmp.lt, &diff, keys)?;
     let out = add(bgv, &xv, &prod)?;
-    Ok((out, EvalStats { hmults: cmp.stats.hmults + 1, depth: cmp.stats.depth + 1 }))
+    let stats = EvalStats { hmults: cmp.stats.hmults + 1, depth: cmp.stats.depth + 1, relins: cmp.stats.relins + 1 };
+    Ok((out, stats))
 }
 
-/// The value `sum_i x_i b^i` (minus the floor offset) as one ciphertext.
+/// The value `sum_i x_i b^i` (minus the floor offset) as one ciphertext
+/// ([`Error::InvalidField`] if low digits are absent).
 pub fn recompose<B: Backend>(bgv: &Bgv<B>, x: &EncryptedDigits<B>) -> Result<Ciphertext<B>> {
+    if x.pruned > 0 {
+        return Err(Error::InvalidField { field: "digits", reason: "low digits absent: cannot recompose" });
+    }
     let b = i64::from(x.layout.base());
     let level =
         x.digits.iter().map(Ciphertext::level).min().ok_or(Error::InvalidField { field: "digits", reason: "none" })?;
