@@ -13,6 +13,7 @@ use wgfhe::params::{self, Parameters, Scheme};
 use wgfhe::poly::RingContext;
 use wgfhe::verify;
 
+mod bench_cmd;
 mod cnn_cmd;
 
 /// wgfhe: GPU-accelerated fully homomorphic encryption (BGV; CKKS to come).
@@ -97,9 +98,22 @@ enum Command {
         /// (bxt suite).
         #[arg(long)]
         trace: Option<std::path::PathBuf>,
-        /// Width of the lookup tables' domain, sign included (compare suite).
+        /// Width of the lookup tables' domain, sign included (compare suite; the ledger suite's
+        /// ReLU table has domain [-(2^(bits-1) - 1), 2^(bits-1) - 1]).
         #[arg(long, default_value_t = 8)]
         lut_bits: u32,
+        /// log2 N of the kernels suite (comma-separated) and of the anchors' NTT rows.
+        #[arg(long, value_delimiter = ',', default_value = "12,13,14,15,16")]
+        log_n: Vec<u32>,
+        /// Limb counts of the kernels suite (comma-separated).
+        #[arg(long, value_delimiter = ',', default_value = "1,8")]
+        limbs: Vec<usize>,
+        /// Parameter sets of the anchors' scheme rows (comma-separated).
+        #[arg(long, value_delimiter = ',', default_value = "bgv-n14")]
+        anchor_params: Vec<String>,
+        /// Write SVG charts of the report into this directory (kernels, bxt and ledger suites).
+        #[arg(long)]
+        plot: Option<std::path::PathBuf>,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -136,6 +150,12 @@ enum Suite {
     Bxt,
     /// Word-wise EQ/LT/MAX with digit pruning, and ReLU/sign lookup tables.
     Compare,
+    /// Every kernel at each N and limb count: median, GB/s, arithmetic intensity, roofline.
+    Kernels,
+    /// Stage ledger of composite jobs (HMULT, rotation, LR batch, CNN ReLU layer).
+    Ledger,
+    /// NTT against tfhe-ntt, scheme operations against OpenFHE (if installed).
+    Anchors,
 }
 
 /// One row of `wgfhe params --json`.
@@ -375,7 +395,7 @@ fn cmd_verify(names: &[String], seed: u64, json: bool) -> wgfhe::Result<bool> {
     Ok(failed == 0)
 }
 
-fn print_report(report: &impl Serialize, table: String, json: bool) -> wgfhe::Result<()> {
+pub(crate) fn print_report(report: &impl Serialize, table: String, json: bool) -> wgfhe::Result<()> {
     if json {
         let text = serde_json::to_string_pretty(report)
             .map_err(|e| wgfhe::Error::InvalidParameters { reason: format!("JSON encoding failed: {e}") })?;
@@ -392,8 +412,15 @@ fn cmd_bench(
     reps: usize,
     trace: Option<&std::path::Path>,
     lut_bits: u32,
+    more: &bench_cmd::More,
     json: bool,
 ) -> wgfhe::Result<()> {
+    match suite {
+        Suite::Kernels => return bench_cmd::kernels(reps, more, json),
+        Suite::Ledger => return bench_cmd::ledger(name, reps, lut_bits, more, json),
+        Suite::Anchors => return bench_cmd::anchors(reps, more, json),
+        Suite::Bxt | Suite::Compare => {}
+    }
     let params = params::by_name(name)?;
     if params.scheme() != Scheme::Bgv {
         return Err(wgfhe::Error::InvalidField { field: "params", reason: "the bench suites need a BGV set" });
@@ -427,6 +454,12 @@ fn cmd_bench(
     if let Some(mut f) = file {
         std::io::Write::flush(&mut f)
             .map_err(|_| wgfhe::Error::InvalidField { field: "trace", reason: "write failed" })?;
+    }
+    if let Some(dir) = &more.plot {
+        bench_cmd::plot_dir(dir)?;
+        for p in wgfhe::bench::plots::bxt_variants(&report, dir)? {
+            eprintln!("wrote {}", p.display());
+        }
     }
     let table = report.table();
     print_report(&report, table, json)
@@ -629,8 +662,9 @@ fn main() -> ExitCode {
         Command::Mnist { model, images, relu, variant, keep, backend, params, insecure, data, trace, json } => {
             cmd_mnist(&MnistArgs { model, images, relu, variant, keep, backend, params, insecure, data, trace, json })
         }
-        Command::Bench { suite, params, reps, trace, lut_bits, json } => {
-            cmd_bench(suite, &params, reps, trace.as_deref(), lut_bits, json)
+        Command::Bench { suite, params, reps, trace, lut_bits, log_n, limbs, anchor_params, plot, json } => {
+            let more = bench_cmd::More { log_n, limbs, anchor_params, plot };
+            cmd_bench(suite, &params, reps, trace.as_deref(), lut_bits, &more, json)
         }
         Command::Verify { params, seed, json } => match cmd_verify(&params, seed, json) {
             Ok(true) => Ok(()),
