@@ -185,7 +185,7 @@ pub fn stage_ledger(report: &stages::Report, dir: &Path) -> Result<PathBuf> {
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(60)
-        .build_cartesian_2d(0.0..jobs.len().max(1) as f64, 0.0..100.0)
+        .build_cartesian_2d(0.0..jobs.len().max(1) as f64 + 1.3, 0.0..100.0)
         .map_err(fail)?;
     chart
         .configure_mesh()
