@@ -17,6 +17,7 @@ pub(crate) struct More {
     pub(crate) log_n: Vec<u32>,
     pub(crate) limbs: Vec<usize>,
     pub(crate) anchor_params: Vec<String>,
+    pub(crate) cnn_params: String,
     pub(crate) plot: Option<std::path::PathBuf>,
 }
 
@@ -61,7 +62,7 @@ pub(crate) fn ledger(name: &str, reps: usize, lut_bits: u32, more: &More, json: 
     let config = stages::Config {
         hmult: params::by_name(name)?,
         lr: params::by_name(params::LR_SET)?,
-        cnn: params::by_name(params::LUT_SET)?,
+        cnn: params::by_name(&more.cnn_params)?,
         lr_pixels: 784,
         lr_variant: Variant::Cso,
         relu_domain: (1u64 << lut_bits.clamp(2, 20).saturating_sub(1)) - 1,

@@ -111,6 +111,9 @@ enum Command {
         /// Parameter sets of the anchors' scheme rows (comma-separated).
         #[arg(long, value_delimiter = ',', default_value = "bgv-n14")]
         anchor_params: Vec<String>,
+        /// Parameter set of the ledger suite's CNN ReLU layer.
+        #[arg(long, default_value = params::LUT_SET)]
+        cnn_params: String,
         /// Write SVG charts of the report into this directory (kernels, bxt and ledger suites).
         #[arg(long)]
         plot: Option<std::path::PathBuf>,
@@ -662,8 +665,8 @@ fn main() -> ExitCode {
         Command::Mnist { model, images, relu, variant, keep, backend, params, insecure, data, trace, json } => {
             cmd_mnist(&MnistArgs { model, images, relu, variant, keep, backend, params, insecure, data, trace, json })
         }
-        Command::Bench { suite, params, reps, trace, lut_bits, log_n, limbs, anchor_params, plot, json } => {
-            let more = bench_cmd::More { log_n, limbs, anchor_params, plot };
+        Command::Bench { suite, params, reps, trace, lut_bits, log_n, limbs, anchor_params, cnn_params, plot, json } => {
+            let more = bench_cmd::More { log_n, limbs, anchor_params, cnn_params, plot };
             cmd_bench(suite, &params, reps, trace.as_deref(), lut_bits, &more, json)
         }
         Command::Verify { params, seed, json } => match cmd_verify(&params, seed, json) {

@@ -403,8 +403,12 @@ impl Report {
                 }
             );
         }
-        let mut notes: Vec<&str> = self.rows.iter().map(|r| r.note.as_str()).collect();
-        notes.dedup();
+        let mut notes: Vec<&str> = Vec::new();
+        for r in &self.rows {
+            if !notes.contains(&r.note.as_str()) {
+                notes.push(&r.note);
+            }
+        }
         for n in notes {
             let _ = writeln!(s, "  note: {n}");
         }
