@@ -665,7 +665,19 @@ fn main() -> ExitCode {
         Command::Mnist { model, images, relu, variant, keep, backend, params, insecure, data, trace, json } => {
             cmd_mnist(&MnistArgs { model, images, relu, variant, keep, backend, params, insecure, data, trace, json })
         }
-        Command::Bench { suite, params, reps, trace, lut_bits, log_n, limbs, anchor_params, cnn_params, plot, json } => {
+        Command::Bench {
+            suite,
+            params,
+            reps,
+            trace,
+            lut_bits,
+            log_n,
+            limbs,
+            anchor_params,
+            cnn_params,
+            plot,
+            json,
+        } => {
             let more = bench_cmd::More { log_n, limbs, anchor_params, cnn_params, plot };
             cmd_bench(suite, &params, reps, trace.as_deref(), lut_bits, &more, json)
         }

@@ -160,7 +160,10 @@ fn anchors_suite_without_openfhe_says_so() {
             assert_eq!(row.status, anchors::Status::Measured);
             assert!(row.ratio.is_some_and(sane), "{row:?}");
         } else {
-            assert!(matches!(&row.status, anchors::Status::Unavailable(why) if why.contains("not installed")), "{row:?}");
+            assert!(
+                matches!(&row.status, anchors::Status::Unavailable(why) if why.contains("not installed")),
+                "{row:?}"
+            );
             assert!(row.reference_ms.is_none() && row.ratio.is_none());
         }
     }

@@ -131,8 +131,9 @@ fn operand(words: usize, moduli: &[u32], n: usize, salt: u64) -> Vec<u32> {
         .collect()
 }
 
-/// The operands of one `(N, limbs)` point, resident on the backend.
-struct Operands<B: Backend> {
+/// The operands of one `(N, limbs)` point, resident on a backend: what every kernel of
+/// [`KERNELS`] reads (the criterion benches use it too).
+pub struct Point<B: Backend> {
     a: B::Buffer,
     b: B::Buffer,
     acc: B::Buffer,
@@ -144,12 +145,44 @@ struct Operands<B: Backend> {
     other: Vec<usize>,
 }
 
+impl<B: Backend> Point<B> {
+    /// Seeded operands of `limbs` limbs on `be`, whose ring must have `2 limbs + 1` primes
+    /// ([`ring_params`]).
+    pub fn new(be: &B, limbs: usize) -> Result<Self> {
+        let n = be.context().n();
+        let basis: Vec<usize> = (0..limbs).collect();
+        let other: Vec<usize> = (limbs..2 * limbs + 1).collect();
+        let moduli =
+            |b: &[usize]| -> Result<Vec<u32>> { Ok(be.context().moduli_of(b)?.iter().map(|m| m.value()).collect()) };
+        let (mq, mo) = (moduli(&basis)?, moduli(&other)?);
+        let up = |salt: u64, m: &[u32]| be.upload(&operand(m.len() * n, m, n, salt));
+        Ok(Self {
+            a: up(1, &mq)?,
+            b: up(2, &mq)?,
+            acc: up(3, &mq)?,
+            wide: up(4, &mo)?,
+            keys: (0..KS_DIGITS)
+                .map(|d| Ok((up(10 + d as u64, &mq)?, up(20 + d as u64, &mq)?)))
+                .collect::<Result<_>>()?,
+            digits: (0..KS_DIGITS).map(|d| up(30 + d as u64, &mq)).collect::<Result<_>>()?,
+            scalars: mq.iter().map(|q| q / 3).collect(),
+            basis,
+            other,
+        })
+    }
+
+    /// Runs `kernel` (a name of [`KERNELS`]) once on these operands (without synchronising).
+    pub fn run(&mut self, be: &B, kernel: &str) -> Result<()> {
+        run_kernel(be, kernel, self)
+    }
+}
+
 /// The ring of one point: `2 limbs + 1` primes (`limbs` chain primes, `limbs + 1` special).
 pub fn ring_params(log_n: u32, limbs: usize) -> Result<Parameters> {
     params::insecure_test_bgv(log_n, limbs.max(1), limbs.max(1) + 1, 1, 65537)
 }
 
-fn run_kernel<B: Backend>(be: &B, kernel: &str, o: &mut Operands<B>) -> Result<()> {
+fn run_kernel<B: Backend>(be: &B, kernel: &str, o: &mut Point<B>) -> Result<()> {
     let basis = &o.basis;
     match kernel {
         "copy" => drop(be.duplicate(&o.a)?),
@@ -179,11 +212,7 @@ fn run_kernel<B: Backend>(be: &B, kernel: &str, o: &mut Operands<B>) -> Result<(
 }
 
 /// Runs the suite with backends made by `make` (one per ring), labelled `device`.
-pub fn run<B: Backend>(
-    make: &dyn Fn(&Parameters) -> Result<B>,
-    device: String,
-    config: &Config,
-) -> Result<Report> {
+pub fn run<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>, device: String, config: &Config) -> Result<Report> {
     let reps = config.reps.max(1);
     let mut rows = Vec::new();
     let mut backend_name = String::new();
@@ -193,24 +222,7 @@ pub fn run<B: Backend>(
             let be = Ledger::new(make(&params)?);
             backend_name = be.name().to_string();
             let n = params.n();
-            let basis: Vec<usize> = (0..limbs).collect();
-            let other: Vec<usize> = (limbs..2 * limbs + 1).collect();
-            let moduli = |b: &[usize]| -> Result<Vec<u32>> {
-                Ok(be.context().moduli_of(b)?.iter().map(|m| m.value()).collect())
-            };
-            let (mq, mo) = (moduli(&basis)?, moduli(&other)?);
-            let up = |salt: u64, m: &[u32]| be.upload(&operand(m.len() * n, m, n, salt));
-            let mut o = Operands {
-                a: up(1, &mq)?,
-                b: up(2, &mq)?,
-                acc: up(3, &mq)?,
-                wide: up(4, &mo)?,
-                keys: (0..KS_DIGITS).map(|d| Ok((up(10 + d as u64, &mq)?, up(20 + d as u64, &mq)?))).collect::<Result<_>>()?,
-                digits: (0..KS_DIGITS).map(|d| up(30 + d as u64, &mq)).collect::<Result<_>>()?,
-                scalars: mq.iter().map(|q| q / 3).collect(),
-                basis,
-                other,
-            };
+            let mut o = Point::new(&be, limbs)?;
             be.synchronize()?;
             be.take();
             let mut point = Vec::with_capacity(KERNELS.len());
@@ -264,7 +276,8 @@ pub fn run<B: Backend>(
         let copy_gbps = copy.as_ref().map_or(0.0, |c| c.gbps);
         r.roofline_fraction = if copy_gbps > 0.0 { r.gbps / copy_gbps } else { 0.0 };
         r.modmul_fraction = mul.as_ref().and_then(|m| {
-            (r.arith_intensity > m.arith_intensity * 1.01 && m.gmodmul_per_s > 0.0).then(|| r.gmodmul_per_s / m.gmodmul_per_s)
+            (r.arith_intensity > m.arith_intensity * 1.01 && m.gmodmul_per_s > 0.0)
+                .then(|| r.gmodmul_per_s / m.gmodmul_per_s)
         });
     }
     // The headline rooflines: those of the largest point (DRAM-resident on most machines).

@@ -2,9 +2,9 @@
 //! traffic ledger ([`crate::backend::ledger`]) and reports bytes, PRNG words, modular
 //! multiplications and medians of interleaved timings, as rows that serialise to JSON.
 
+pub mod anchors;
 pub mod bxt;
 pub mod compare;
-pub mod anchors;
 pub mod kernels;
 pub mod plots;
 pub mod stages;
@@ -15,7 +15,12 @@ pub mod stages;
 pub fn machine() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split(':').nth(1)).map(|m| m.trim().to_string()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_string())
+        })
         .unwrap_or_else(|| "unknown CPU".into());
     let cores = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
     let load = std::fs::read_to_string("/proc/loadavg")

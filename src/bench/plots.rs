@@ -35,7 +35,10 @@ pub fn kernel_throughput(report: &kernels::Report, dir: &Path) -> Result<PathBuf
     root.fill(&WHITE).map_err(fail)?;
     let mut chart = ChartBuilder::on(&root)
         .caption(
-            format!("Kernel throughput, {} ({}), {limbs} limbs; copy roofline {:.2} GB/s", report.backend, report.device, report.copy_gbps),
+            format!(
+                "Kernel throughput, {} ({}), {limbs} limbs; copy roofline {:.2} GB/s",
+                report.backend, report.device, report.copy_gbps
+            ),
             ("sans-serif", 18),
         )
         .margin(12)

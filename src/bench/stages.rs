@@ -222,6 +222,9 @@ fn job_hmult_rotation<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>, c: &C
     };
     let (x, y) = (fresh()?, fresh()?);
     let limbs = c.hmult.q().len();
+    let relin_mb = keys.relin.as_ref().map_or(0, |r| r.0.resident_bytes(ledger)) as f64 / 1e6;
+    let g = bgv.column_rotation_element(1);
+    let galois_mb = keys.galois.get(&g).map_or(0, |k| k.key.resident_bytes(ledger)) as f64 / 1e6;
     let mut jobs = Vec::new();
     let (total, p95, stages) = time_job(ledger, c.reps, || bgv.mul_relin(&x, &y, &keys))?;
     jobs.push(Job {
@@ -229,7 +232,10 @@ fn job_hmult_rotation<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>, c: &C
         params: c.hmult.name().to_string(),
         n: c.hmult.n(),
         limbs,
-        detail: format!("two fresh ciphertexts at the top level, dnum {}", c.hmult.dnum()),
+        detail: format!(
+            "two fresh ciphertexts at the top level, dnum {}, relinearisation key {relin_mb:.1} MB",
+            c.hmult.dnum()
+        ),
         total_ms: total,
         p95_ms: p95,
         stages,
@@ -240,7 +246,10 @@ fn job_hmult_rotation<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>, c: &C
         params: c.hmult.name().to_string(),
         n: c.hmult.n(),
         limbs,
-        detail: format!("column rotation by 1 of a fresh ciphertext, dnum {}", c.hmult.dnum()),
+        detail: format!(
+            "column rotation by 1 of a fresh ciphertext, dnum {}, Galois key {galois_mb:.1} MB",
+            c.hmult.dnum()
+        ),
         total_ms: total,
         p95_ms: p95,
         stages,
