@@ -101,45 +101,20 @@ fn biguint_mod(x: &BigUint, q: &Modulus) -> u32 {
 
 /// Adds `sum_j rows_j[k] * coeffs[j]` to `acc[k]` for every `k < n`, where `rows` is limb-major
 /// (`coeffs.len() * n` words). Preconditions: `n > 0`, every `acc[k] < 2^30` on entry, every row
-/// word and coefficient `< 2^30`. Reduces `acc` mod `p` after every [`ACC_TERMS`] rows
-/// ([`reduce_acc`], no division), so no `u64` overflows; on exit `acc[k]` is congruent to the
-/// exact sum mod `p` (not reduced).
-///
-/// Only the coefficients `start..start + acc.len()` are read (`acc[k]` accumulates coefficient
-/// `start + k`): callers work in tiles of [`TILE`] coefficients so that `acc` stays in the
-/// first-level cache while the rows stream past.
-fn accumulate(acc: &mut [u64], rows: &[u32], coeffs: &[u32], n: usize, start: usize, p: &Modulus) {
-    let two32 = two_pow_32(p);
+/// word and coefficient `< 2^30`. Reduces `acc` mod `p` after every [`ACC_TERMS`] rows, so no
+/// `u64` overflows; on exit `acc[k]` is congruent to the exact sum mod `p` (not reduced).
+fn accumulate(acc: &mut [u64], rows: &[u32], coeffs: &[u32], n: usize, p: u64) {
     for (j, (row, &c)) in rows.chunks_exact(n).zip(coeffs).enumerate() {
         let c = u64::from(c);
-        for (a, &r) in acc.iter_mut().zip(row.iter().skip(start)) {
+        for (a, &r) in acc.iter_mut().zip(row) {
             *a += u64::from(r) * c;
         }
         if (j + 1) % ACC_TERMS == 0 {
             for a in acc.iter_mut() {
-                *a = u64::from(reduce_acc(p, two32, *a));
+                *a %= p;
             }
         }
     }
-}
-
-/// Coefficients per tile of [`accumulate`] (a 32 KiB `u64` accumulator).
-const TILE: usize = 4096;
-
-/// `2^32 mod p`, the constant of [`reduce_acc`].
-fn two_pow_32(p: &Modulus) -> u32 {
-    p.reduce_u64(1 << 32)
-}
-
-/// `a mod p` for any `a: u64` without a division: with `a = hi * 2^32 + lo`,
-/// `[hi]_p * [2^32]_p < p^2 < 2^(2k)` is one Barrett reduction and `lo` another; output in
-/// `[0, p)`. `two32` is [`two_pow_32`]`(p)`.
-#[inline]
-fn reduce_acc(p: &Modulus, two32: u32, a: u64) -> u32 {
-    let (hi, lo) = ((a >> 32) as u32, a as u32);
-    let h = p.reduce_u32(hi);
-    let (ph, pl) = crate::math::zq::mul_wide(h, two32);
-    p.add(p.reduce_wide(ph, pl), p.reduce_u32(lo))
 }
 
 /// A CRT basis `q_0, ..., q_{L-1}` of pairwise coprime moduli with product `Q`.
@@ -394,19 +369,14 @@ impl BaseConverter {
         // Number of digits y_i above q_i / 2, whose centred value is y_i - q_i.
         let high = count_high(&self.from, &y, n);
         let l = self.from.len();
-        let tile = TILE.min(n);
-        let mut acc_buf = vec![0u64; tile];
+        let mut acc = vec![0u64; n];
         for (((p, coeffs), out_limb), &qp) in
             self.to.iter().zip(self.qhat_mod_p.chunks_exact(l)).zip(output.chunks_exact_mut(n)).zip(&self.q_mod_p)
         {
-            let two32 = two_pow_32(p);
-            for ((t, out_tile), high_tile) in out_limb.chunks_mut(tile).enumerate().zip(high.chunks(tile)) {
-                let acc = acc_buf.get_mut(..out_tile.len()).unwrap_or_default();
-                acc.fill(0);
-                accumulate(acc, &y, coeffs, n, t * tile, p);
-                for ((o, &a), &h) in out_tile.iter_mut().zip(acc.iter()).zip(high_tile) {
-                    *o = p.sub(reduce_acc(p, two32, a), p.mul(p.reduce_u32(h), qp));
-                }
+            acc.fill(0);
+            accumulate(&mut acc, &y, coeffs, n, u64::from(p.value()));
+            for ((o, &a), &h) in out_limb.iter_mut().zip(&acc).zip(&high) {
+                *o = p.sub(p.reduce_u64(a), p.mul(p.reduce_u32(h), qp));
             }
         }
         Ok(())
@@ -634,20 +604,15 @@ impl ScaleDown {
             let high = count_high(&self.drop, &z, n);
             let t_val = self.t.unwrap_or(1);
             let l = self.drop.len();
-            let tile = TILE.min(n);
-            let mut acc_buf = vec![0u64; tile];
+            let mut acc = vec![0u64; n];
             for (i, ((k, (&di, &dis)), limb)) in per_keep {
+                acc.fill(0);
                 let coeffs = &self.lift_matrix[i * l..(i + 1) * l];
+                accumulate(&mut acc, &z, coeffs, n, u64::from(k.value()));
                 let t_k = k.reduce_u32(t_val);
-                let two32 = two_pow_32(k);
-                for ((t, limb_tile), high_tile) in limb.chunks_mut(tile).enumerate().zip(high.chunks(tile)) {
-                    let acc = acc_buf.get_mut(..limb_tile.len()).unwrap_or_default();
-                    acc.fill(0);
-                    accumulate(acc, &z, coeffs, n, t * tile, k);
-                    for ((xk, &a), &h) in limb_tile.iter_mut().zip(acc.iter()).zip(high_tile) {
-                        let back = k.mul(k.reduce_u32(h), t_k);
-                        *xk = k.add(k.sub(k.mul_shoup(*xk, di, dis), reduce_acc(k, two32, a)), back);
-                    }
+                for ((xk, &a), &h) in limb.iter_mut().zip(&acc).zip(&high) {
+                    let back = k.mul(k.reduce_u32(h), t_k);
+                    *xk = k.add(k.sub(k.mul_shoup(*xk, di, dis), k.reduce_u64(a)), back);
                 }
             }
         }
@@ -902,28 +867,10 @@ mod tests {
             let rows = vec![top; rows_count * n];
             let coeffs = vec![top; rows_count];
             let mut acc = vec![p - 1; n];
-            accumulate(&mut acc, &rows, &coeffs, n, 0, &Modulus::new(p).unwrap());
+            accumulate(&mut acc, &rows, &coeffs, n, p);
             let want = (u128::from(p - 1) + rows_count as u128 * u128::from(top) * u128::from(top)) % u128::from(p);
             for a in acc {
                 assert_eq!(u128::from(a) % u128::from(p), want);
-            }
-        }
-    }
-
-    #[test]
-    fn reduce_acc_is_u64_mod_p() {
-        let mut s = 0x1234_5678_9abc_def1u64;
-        for q in [2u64, 3, 12289, 65537, (1 << 30) - 35, 1_073_479_681] {
-            let p = Modulus::new(q).unwrap();
-            let two32 = two_pow_32(&p);
-            for a in [0, 1, q - 1, q, u64::from(u32::MAX), 1 << 32, u64::MAX, u64::MAX - 1] {
-                assert_eq!(u64::from(reduce_acc(&p, two32, a)), a % q, "{a} mod {q}");
-            }
-            for _ in 0..10_000 {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                assert_eq!(u64::from(reduce_acc(&p, two32, s)), s % q, "{s} mod {q}");
             }
         }
     }
