@@ -173,3 +173,17 @@ fn anchors_suite_without_openfhe_says_so() {
     assert!(json["rows"][4]["reason"].as_str().unwrap().contains("not installed"));
     assert!(r.table().contains("unavailable"));
 }
+
+#[test]
+fn bxt_plots_are_svg() {
+    let p = params::insecure_test_bgv(10, 3, 1, 3, 65537).unwrap();
+    let r = wgfhe::bench::bxt::run(cpu(&p).unwrap(), "test".into(), 1, None).unwrap();
+    let dir = std::env::temp_dir().join(format!("wgfhe-bench-bxt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let paths = plots::bxt_variants(&r, &dir).unwrap();
+    assert_eq!(paths.len(), 2);
+    for path in paths {
+        let svg = std::fs::read_to_string(path).unwrap();
+        assert!(svg.contains("<svg") && svg.contains("hmult"), "{svg:.200}");
+    }
+}

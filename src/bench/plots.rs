@@ -15,6 +15,16 @@ fn fail<E>(_: E) -> Error {
 
 const SIZE: (u32, u32) = (960, 560);
 
+/// The device description cut to fit a caption.
+fn short(device: &str) -> String {
+    let d = device.split(';').next().unwrap_or(device);
+    if d.chars().count() > 60 {
+        format!("{}...", d.chars().take(57).collect::<String>())
+    } else {
+        d.to_string()
+    }
+}
+
 fn color(i: usize) -> RGBColor {
     let (r, g, b) = Palette99::pick(i).rgb();
     RGBColor(r, g, b)
@@ -28,7 +38,8 @@ pub fn kernel_throughput(report: &kernels::Report, dir: &Path) -> Result<PathBuf
     let rows: Vec<&kernels::Row> = report.rows.iter().filter(|r| r.limbs == limbs).collect();
     let log_n = |r: &kernels::Row| f64::from(r.n.trailing_zeros());
     let (lo, hi) = rows.iter().map(|r| log_n(r)).fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
-    let (lo, hi) = if lo > hi { (0.0, 1.0) } else { (lo - 0.3, hi + 0.3) };
+    // Room on the right for the legend.
+    let (lo, hi) = if lo > hi { (0.0, 1.0) } else { (lo - 0.3, hi + 1.6) };
     let gmax = rows.iter().map(|r| r.gbps).fold(1e-3, f64::max) * 2.0;
     let gmin = rows.iter().map(|r| r.gbps).filter(|&g| g > 0.0).fold(gmax, f64::min) / 2.0;
     let root = SVGBackend::new(&path, SIZE).into_drawing_area();
@@ -59,7 +70,7 @@ pub fn kernel_throughput(report: &kernels::Report, dir: &Path) -> Result<PathBuf
     }
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
+        .position(SeriesLabelPosition::UpperRight)
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .draw()
@@ -91,23 +102,14 @@ fn grouped_bars(
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(60)
-        .build_cartesian_2d(0.0..groups.len() as f64, 0.0..ymax)
+        .build_cartesian_2d(0.0..groups.len() as f64 + 1.3, -0.06 * ymax..ymax)
         .map_err(fail)?;
-    let names: Vec<String> = groups.iter().map(ToString::to_string).collect();
+    chart.configure_mesh().disable_x_mesh().x_labels(0).y_desc(y_desc).draw().map_err(fail)?;
+    // Group names under the bars (the legend takes the room on the right).
     chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(groups.len() * 2 + 1)
-        .x_label_formatter(&|x| {
-            let i = x.floor() as usize;
-            if (x - x.floor() - 0.5).abs() < 0.01 {
-                names.get(i).cloned().unwrap_or_default()
-            } else {
-                String::new()
-            }
-        })
-        .y_desc(y_desc)
-        .draw()
+        .draw_series(groups.iter().enumerate().map(|(g, name)| {
+            Text::new(name.to_string(), (g as f64 + 0.15, -0.02 * ymax), ("sans-serif", 13).into_font())
+        }))
         .map_err(fail)?;
     let width = 0.8 / series.len().max(1) as f64;
     for (s, name) in series.iter().enumerate() {
@@ -127,7 +129,7 @@ fn grouped_bars(
     }
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
+        .position(SeriesLabelPosition::UpperRight)
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .draw()
@@ -155,7 +157,7 @@ pub fn bxt_variants(report: &bxt::Report, dir: &Path) -> Result<Vec<PathBuf>> {
     let timed: Vec<&str> = variants.iter().copied().filter(|v| *v != "baseline64").collect();
     grouped_bars(
         &speed,
-        &format!("BXT variant speedup over the baseline, {} on {} ({})", report.params, report.backend, report.device),
+        &format!("BXT speedup over the baseline, {} on {} ({})", report.params, report.backend, short(&report.device)),
         "speedup (x)",
         &ops,
         &timed,
@@ -184,25 +186,19 @@ pub fn stage_ledger(report: &stages::Report, dir: &Path) -> Result<PathBuf> {
     let root = SVGBackend::new(&path, SIZE).into_drawing_area();
     root.fill(&WHITE).map_err(fail)?;
     let mut chart = ChartBuilder::on(&root)
-        .caption(format!("Stage ledger, {} ({})", report.backend, report.device), ("sans-serif", 18))
+        .caption(format!("Stage ledger, {} ({})", report.backend, short(&report.device)), ("sans-serif", 16))
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(60)
-        .build_cartesian_2d(0.0..jobs.len().max(1) as f64 + 1.3, 0.0..100.0)
+        .build_cartesian_2d(0.0..jobs.len().max(1) as f64 + 1.3, -6.0..100.0)
         .map_err(fail)?;
+    chart.configure_mesh().disable_x_mesh().x_labels(0).y_desc("share of the job's time (%)").draw().map_err(fail)?;
     chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(jobs.len() * 2 + 1)
-        .x_label_formatter(&|x| {
-            if (x - x.floor() - 0.5).abs() < 0.01 {
-                jobs.get(x.floor() as usize).cloned().unwrap_or_default()
-            } else {
-                String::new()
-            }
-        })
-        .y_desc("share of the job's time (%)")
-        .draw()
+        .draw_series(
+            jobs.iter()
+                .enumerate()
+                .map(|(g, name)| Text::new(name.clone(), (g as f64 + 0.1, -2.0), ("sans-serif", 12).into_font())),
+        )
         .map_err(fail)?;
     for (s, stage) in stages::STAGES.iter().enumerate() {
         let c = color(s);
