@@ -13,6 +13,7 @@ use wgfhe::params::{self, Parameters, Scheme};
 use wgfhe::poly::RingContext;
 use wgfhe::verify;
 
+mod bench_cmd;
 mod cnn_cmd;
 
 /// wgfhe: GPU-accelerated fully homomorphic encryption (BGV; CKKS to come).
@@ -90,9 +91,10 @@ enum Command {
         /// Suite to run.
         #[arg(long, value_enum, default_value_t = Suite::Bxt)]
         suite: Suite,
-        /// Parameter set (a shipped set, or bgv-bxt-n16, the BXT paper's set).
-        #[arg(long, default_value = "bgv-n14")]
-        params: String,
+        /// Parameter set (a shipped set, or bgv-bxt-n16, the BXT paper's set); default bgv-n15
+        /// for the compare suite (its tables and digit extraction need depth 11), else bgv-n14.
+        #[arg(long)]
+        params: Option<String>,
         /// Timed rounds per operation and variant (the median is reported).
         #[arg(long, default_value_t = 5)]
         reps: usize,
@@ -103,13 +105,29 @@ enum Command {
         /// Time every dispatch (`elapsed_ns` in the trace; serialises the queue; bxt suite).
         #[arg(long)]
         timed: bool,
-        /// Width of the lookup tables' domain, sign included (compare suite).
+        /// Width of the lookup tables' domain, sign included (compare suite; the ledger suite's
+        /// ReLU table has domain [-(2^(bits-1) - 1), 2^(bits-1) - 1]).
         #[arg(long, default_value_t = 8)]
         lut_bits: u32,
         /// Width of the values whose digits the `extract` rows extract, sign included; 0 skips
         /// them (compare suite).
         #[arg(long, default_value_t = wgfhe::bench::compare::EXTRACT_BITS)]
         extract_bits: u32,
+        /// log2 N of the kernels suite (comma-separated) and of the anchors' NTT rows.
+        #[arg(long, value_delimiter = ',', default_value = "12,13,14,15,16")]
+        log_n: Vec<u32>,
+        /// Limb counts of the kernels suite (comma-separated).
+        #[arg(long, value_delimiter = ',', default_value = "1,8")]
+        limbs: Vec<usize>,
+        /// Parameter sets of the anchors' scheme rows (comma-separated).
+        #[arg(long, value_delimiter = ',', default_value = "bgv-n14")]
+        anchor_params: Vec<String>,
+        /// Parameter set of the ledger suite's CNN ReLU layer.
+        #[arg(long, default_value = params::LUT_SET)]
+        cnn_params: String,
+        /// Write SVG charts of the report into this directory (kernels, bxt and ledger suites).
+        #[arg(long)]
+        plot: Option<std::path::PathBuf>,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -146,6 +164,12 @@ enum Suite {
     Bxt,
     /// Word-wise EQ/LT/MAX with digit pruning, and ReLU/sign lookup tables.
     Compare,
+    /// Every kernel at each N and limb count: median, GB/s, arithmetic intensity, roofline.
+    Kernels,
+    /// Stage ledger of composite jobs (HMULT, rotation, LR batch, CNN ReLU layer).
+    Ledger,
+    /// NTT against tfhe-ntt, scheme operations against OpenFHE (if installed).
+    Anchors,
 }
 
 /// One row of `wgfhe params --json`.
@@ -385,7 +409,7 @@ fn cmd_verify(names: &[String], seed: u64, json: bool) -> wgfhe::Result<bool> {
     Ok(failed == 0)
 }
 
-fn print_report(report: &impl Serialize, table: String, json: bool) -> wgfhe::Result<()> {
+pub(crate) fn print_report(report: &impl Serialize, table: String, json: bool) -> wgfhe::Result<()> {
     if json {
         let text = serde_json::to_string_pretty(report)
             .map_err(|e| wgfhe::Error::InvalidParameters { reason: format!("JSON encoding failed: {e}") })?;
@@ -401,10 +425,16 @@ fn cmd_bench(
     name: &str,
     reps: usize,
     trace: Option<&std::path::Path>,
-    timed: bool,
-    (lut_bits, extract_bits): (u32, u32),
+    lut_bits: u32,
+    more: &bench_cmd::More,
     json: bool,
 ) -> wgfhe::Result<()> {
+    match suite {
+        Suite::Kernels => return bench_cmd::kernels(reps, more, json),
+        Suite::Ledger => return bench_cmd::ledger(name, reps, lut_bits, more, json),
+        Suite::Anchors => return bench_cmd::anchors(reps, more, json),
+        Suite::Bxt | Suite::Compare => {}
+    }
     let params = params::by_name(name)?;
     if params.scheme() != Scheme::Bgv {
         return Err(wgfhe::Error::InvalidField { field: "params", reason: "the bench suites need a BGV set" });
@@ -418,7 +448,7 @@ fn cmd_bench(
                     device,
                     reps,
                     lut_bits,
-                    extract_bits,
+                    more.extract_bits,
                 )?
             }
             BackendChoice::Gpu(dev) => {
@@ -428,7 +458,7 @@ fn cmd_bench(
                     device,
                     reps,
                     lut_bits,
-                    extract_bits,
+                    more.extract_bits,
                 )?
             }
         };
@@ -440,7 +470,13 @@ fn cmd_bench(
     let report = match BackendChoice::from_env()? {
         BackendChoice::Cpu => {
             let device = format!("CPU, {} threads", rayon::current_num_threads());
-            wgfhe::bench::bxt::run_with(CpuBackend::new(RingContext::new(&params)?), device, reps, trace_out, timed)?
+            wgfhe::bench::bxt::run_with(
+                CpuBackend::new(RingContext::new(&params)?),
+                device,
+                reps,
+                trace_out,
+                more.timed,
+            )?
         }
         BackendChoice::Gpu(dev) => {
             let device = format!("{} ({})", dev.summary().name, dev.summary().backend);
@@ -449,13 +485,19 @@ fn cmd_bench(
                 device,
                 reps,
                 trace_out,
-                timed,
+                more.timed,
             )?
         }
     };
     if let Some(mut f) = file {
         std::io::Write::flush(&mut f)
             .map_err(|_| wgfhe::Error::InvalidField { field: "trace", reason: "write failed" })?;
+    }
+    if let Some(dir) = &more.plot {
+        bench_cmd::plot_dir(dir)?;
+        for p in wgfhe::bench::plots::bxt_variants(&report, dir)? {
+            eprintln!("wrote {}", p.display());
+        }
     }
     let table = report.table();
     print_report(&report, table, json)
@@ -677,8 +719,30 @@ fn main() -> ExitCode {
                 json,
             })
         }
-        Command::Bench { suite, params, reps, trace, timed, lut_bits, extract_bits, json } => {
-            cmd_bench(suite, &params, reps, trace.as_deref(), timed, (lut_bits, extract_bits), json)
+        Command::Bench {
+            suite,
+            params,
+            reps,
+            trace,
+            timed,
+            lut_bits,
+            extract_bits,
+            log_n,
+            limbs,
+            anchor_params,
+            cnn_params,
+            plot,
+            json,
+        } => {
+            let more = bench_cmd::More { timed, extract_bits, log_n, limbs, anchor_params, cnn_params, plot };
+            let params = params.unwrap_or_else(|| {
+                match suite {
+                    Suite::Compare => "bgv-n15",
+                    _ => "bgv-n14",
+                }
+                .to_owned()
+            });
+            cmd_bench(suite, &params, reps, trace.as_deref(), lut_bits, &more, json)
         }
         Command::Verify { params, seed, json } => match cmd_verify(&params, seed, json) {
             Ok(true) => Ok(()),

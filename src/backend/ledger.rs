@@ -20,7 +20,8 @@
 //!
 //! Counts assume 4-byte residues and one pass over each operand; constant tables are counted
 //! once per dispatch at their full size. Buffer copies (`gather_limbs`, `merge_limbs`,
-//! `duplicate`) count as kernels too; host transfers (`upload`, `download`) do not.
+//! `duplicate`) count as kernels too; host transfers (`upload`, `download`) do not (a timed
+//! ledger times them apart, [`Ledger::take_transfers`]).
 
 use std::io::Write;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -137,11 +138,24 @@ impl Totals {
     }
 }
 
+/// Host transfers ([`Backend::upload`], [`Backend::download`]) timed by a [`Ledger::timed`]
+/// ledger; they are not dispatches and are kept apart from the records.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Transfers {
+    /// Uploads and downloads.
+    pub count: u64,
+    /// Bytes copied between host and backend.
+    pub bytes: u64,
+    /// Wall-clock nanoseconds, device synchronised around each transfer.
+    pub elapsed_ns: u64,
+}
+
 /// Wraps a backend and records every dispatch.
 #[derive(Debug)]
 pub struct Ledger<B: Backend> {
     inner: B,
     records: Arc<Mutex<Vec<Record>>>,
+    transfers: Arc<Mutex<Transfers>>,
     timed: bool,
 }
 
@@ -149,7 +163,12 @@ impl<B: Backend> Ledger<B> {
     /// Wraps `inner` with an empty ledger.
     #[must_use]
     pub fn new(inner: B) -> Self {
-        Self { inner, records: Arc::new(Mutex::new(Vec::new())), timed: false }
+        Self {
+            inner,
+            records: Arc::new(Mutex::new(Vec::new())),
+            transfers: Arc::new(Mutex::new(Transfers::default())),
+            timed: false,
+        }
     }
 
     /// Wraps `inner` with an empty ledger that also times every dispatch
@@ -175,6 +194,28 @@ impl<B: Backend> Ledger<B> {
             last.elapsed_ns = Some(ns);
         }
         Ok(out)
+    }
+
+    /// Runs the host transfer `f` of `words` words; in a timed ledger, measures it.
+    fn transfer<T>(&self, words: usize, f: impl FnOnce(&B) -> Result<T>) -> Result<T> {
+        if !self.timed {
+            return f(&self.inner);
+        }
+        self.inner.synchronize()?;
+        let start = std::time::Instant::now();
+        let out = f(&self.inner)?;
+        self.inner.synchronize()?;
+        let ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let mut t = self.transfers.lock().unwrap_or_else(PoisonError::into_inner);
+        t.count += 1;
+        t.bytes += words as u64 * WORD;
+        t.elapsed_ns = t.elapsed_ns.saturating_add(ns);
+        Ok(out)
+    }
+
+    /// Removes and returns the host transfers timed so far (all zero unless timed).
+    pub fn take_transfers(&self) -> Transfers {
+        std::mem::take(&mut *self.transfers.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// The wrapped backend.
@@ -243,10 +284,10 @@ impl<B: Backend> Backend for Ledger<B> {
         self.inner.context()
     }
     fn upload(&self, words: &[u32]) -> Result<Self::Buffer> {
-        self.inner.upload(words)
+        self.transfer(words.len(), |k| k.upload(words))
     }
     fn download(&self, buf: &Self::Buffer) -> Result<Vec<u32>> {
-        self.inner.download(buf)
+        self.transfer(self.inner.len(buf), |k| k.download(buf))
     }
     fn zeros(&self, words: usize) -> Result<Self::Buffer> {
         self.inner.zeros(words)

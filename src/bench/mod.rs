@@ -2,5 +2,30 @@
 //! traffic ledger ([`crate::backend::ledger`]) and reports bytes, PRNG words, modular
 //! multiplications and medians of interleaved timings, as rows that serialise to JSON.
 
+pub mod anchors;
 pub mod bxt;
 pub mod compare;
+pub mod kernels;
+pub mod plots;
+pub mod stages;
+
+/// The machine a report ran on, for its header: CPU model, cores, the rayon thread count and
+/// the 1-minute load average (Linux `/proc`; `unknown` elsewhere).
+#[must_use]
+pub fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "unknown".into());
+    format!("{cpu}, {cores} cores, {} rayon threads, load {load}", rayon::current_num_threads())
+}

@@ -1,0 +1,189 @@
+//! The kernels, ledger and anchors benchmark suites at tiny sizes, on the CPU and (when an
+//! adapter exists) the GPU: every row is present, its fields are sane and the report parses as
+//! JSON with the documented fields. No timing is asserted beyond "finite and not negative".
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, reason = "tests")]
+
+mod common;
+
+use std::sync::Arc;
+
+use wgfhe::backend::gpu::GpuDevice;
+use wgfhe::backend::{Backend, CpuBackend, GpuBackend};
+use wgfhe::bench::{anchors, kernels, plots, stages};
+use wgfhe::compress::Variant;
+use wgfhe::params::{self, Parameters};
+use wgfhe::poly::RingContext;
+use wgfhe::Result;
+
+fn cpu(p: &Parameters) -> Result<CpuBackend> {
+    Ok(CpuBackend::new(RingContext::new(p)?))
+}
+
+fn gpu(dev: &Arc<GpuDevice>) -> impl Fn(&Parameters) -> Result<GpuBackend> + '_ {
+    move |p| Ok(GpuBackend::new(RingContext::new(p)?, Arc::clone(dev)))
+}
+
+fn sane(x: f64) -> bool {
+    x.is_finite() && x >= 0.0
+}
+
+fn check_kernels<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>) {
+    let config = kernels::Config { log_ns: vec![6, 7], limbs: vec![1, 2], reps: 2 };
+    let r = kernels::run(make, "test".into(), &config).unwrap();
+    assert_eq!(r.rows.len(), kernels::KERNELS.len() * 4);
+    for k in kernels::KERNELS {
+        for (n, l) in [(64, 1), (64, 2), (128, 1), (128, 2)] {
+            let row = r.rows.iter().find(|x| x.kernel == k && x.n == n && x.limbs == l);
+            let row = row.unwrap_or_else(|| panic!("no row for {k} at N = {n}, {l} limbs"));
+            assert!(row.bytes > 0, "{row:?}");
+            assert!(sane(row.median_ms) && sane(row.p95_ms) && row.p95_ms >= row.median_ms, "{row:?}");
+            assert!(sane(row.gbps) && sane(row.arith_intensity) && sane(row.roofline_fraction), "{row:?}");
+            // The ledger's counts scale with the size: twice the limbs, at least twice the bytes
+            // of the operands (tables aside).
+            if k == "copy" {
+                assert_eq!(row.bytes, 2 * 4 * (n * l) as u64);
+                assert_eq!(row.modmuls, 0);
+            }
+            if k == "ntt_forward" {
+                assert_eq!(row.modmuls, (l * n / 2 * n.trailing_zeros() as usize) as u64);
+                assert!(row.modmul_fraction.is_some(), "NTT is above mul's intensity: {row:?}");
+            }
+            if k == "add" {
+                assert!(row.modmul_fraction.is_none());
+            }
+        }
+    }
+    let json: serde_json::Value = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+    let row = &json["rows"][0];
+    for key in ["kernel", "n", "limbs", "backend", "median_ms", "gbps", "arith_intensity", "roofline_fraction"] {
+        assert!(!row[key].is_null(), "missing {key} in {row}");
+    }
+    assert!(r.table().lines().count() > r.rows.len());
+    let dir = std::env::temp_dir().join(format!("wgfhe-bench-plots-{}-{}", std::process::id(), r.backend));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = plots::kernel_throughput(&r, &dir).unwrap();
+    assert!(std::fs::read_to_string(path).unwrap().contains("<svg"));
+}
+
+#[test]
+fn kernels_suite_cpu() {
+    check_kernels(&cpu);
+}
+
+#[test]
+fn kernels_suite_gpu() {
+    let Some(dev) = common::device() else { return };
+    check_kernels(&gpu(&dev));
+}
+
+fn ledger_config() -> stages::Config {
+    stages::Config {
+        hmult: params::insecure_test_bgv(10, 3, 1, 3, 65537).unwrap(),
+        lr: params::insecure_test_bgv(10, 3, 1, 3, 65537).unwrap(),
+        cnn: params::insecure_test_bgv(10, 8, 2, 4, 65537).unwrap(),
+        lr_pixels: 5,
+        lr_variant: Variant::Cso,
+        relu_domain: 3,
+        relu_channels: 1,
+        reps: 1,
+    }
+}
+
+fn check_ledger<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>) {
+    let r = stages::run(make, "test".into(), &ledger_config()).unwrap();
+    let names: Vec<&str> = r.jobs.iter().map(|j| j.job).collect();
+    assert_eq!(names, ["hmult_relin", "rotation", "lr_batch", "cnn_relu"]);
+    for j in &r.jobs {
+        assert_eq!(j.stages.len(), stages::STAGES.len());
+        assert!(sane(j.total_ms) && j.total_ms > 0.0, "{j:?}");
+        let share: f64 = j.stages.iter().map(|s| s.share).sum();
+        assert!(j.stages.iter().all(|s| sane(s.ms) && sane(s.share)), "{j:?}");
+        // Stage times never add up to more than the wall time (host is the rest).
+        assert!(share <= 1.0 + 1e-9, "{j:?}");
+        let stage = |name: &str| j.stages.iter().find(|s| s.stage == name).unwrap();
+        match j.job {
+            "hmult_relin" => {
+                assert!(stage("ntt").dispatches > 0 && stage("key_switch_inner_product").dispatches == 1);
+                assert!(stage("basis_conversion").dispatches > 0);
+                assert_eq!(stage("automorphism").dispatches, 0);
+            }
+            "rotation" => assert!(stage("automorphism").dispatches > 0),
+            // cso: the weighted sum is one fused kernel.
+            "lr_batch" => assert!(stage("fused").dispatches > 0),
+            _ => assert!(stage("key_switch_inner_product").dispatches > 0, "a table of degree > 1 relinearises"),
+        }
+    }
+    let json: serde_json::Value = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+    assert_eq!(json["jobs"][0]["stages"][0]["stage"], "ntt");
+    assert!(r.table().contains("key_switch_inner_product"));
+    let dir = std::env::temp_dir().join(format!("wgfhe-bench-ledger-{}-{}", std::process::id(), r.backend));
+    std::fs::create_dir_all(&dir).unwrap();
+    assert!(std::fs::read_to_string(plots::stage_ledger(&r, &dir).unwrap()).unwrap().contains("<svg"));
+}
+
+#[test]
+fn ledger_suite_cpu() {
+    check_ledger(&cpu);
+}
+
+#[test]
+fn ledger_suite_gpu() {
+    let Some(dev) = common::device() else { return };
+    check_ledger(&gpu(&dev));
+}
+
+#[test]
+fn stages_map_every_kernel() {
+    assert_eq!(stages::stage_of("ntt_inverse"), "ntt");
+    assert_eq!(stages::stage_of("scale_down"), "basis_conversion");
+    assert_eq!(stages::stage_of("uniform"), "prng_regeneration");
+    assert_eq!(stages::stage_of("merge_limbs"), "limb_copies");
+    assert_eq!(stages::stage_of("mul_scalar"), "elementwise");
+}
+
+#[test]
+fn anchors_suite_without_openfhe_says_so() {
+    // A reference interpreter that does not exist: the OpenFHE rows must say so, typed.
+    std::env::set_var("WGFHE_OPENFHE_PYTHON", "/nonexistent/wgfhe-test/python");
+    let config = anchors::Config {
+        ntt_log_ns: vec![8, 9],
+        sets: vec![params::insecure_test_bgv(10, 3, 1, 3, 65537).unwrap()],
+        reps: 2,
+        openfhe_threads: 1,
+    };
+    let r = anchors::run(&cpu, "test".into(), &config).unwrap();
+    assert_eq!(r.rows.len(), 2 * 2 + 4);
+    for row in &r.rows {
+        assert!(sane(row.ours_ms), "{row:?}");
+        if row.anchor.starts_with("ntt") {
+            assert_eq!(row.status, anchors::Status::Measured);
+            assert!(row.ratio.is_some_and(sane), "{row:?}");
+        } else {
+            assert!(
+                matches!(&row.status, anchors::Status::Unavailable(why) if why.contains("not installed")),
+                "{row:?}"
+            );
+            assert!(row.reference_ms.is_none() && row.ratio.is_none());
+        }
+    }
+    let json: serde_json::Value = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+    assert_eq!(json["rows"][0]["status"], "measured");
+    assert_eq!(json["rows"][4]["status"], "unavailable");
+    assert!(json["rows"][4]["reason"].as_str().unwrap().contains("not installed"));
+    assert!(r.table().contains("unavailable"));
+}
+
+#[test]
+fn bxt_plots_are_svg() {
+    let p = params::insecure_test_bgv(10, 3, 1, 3, 65537).unwrap();
+    let r = wgfhe::bench::bxt::run(cpu(&p).unwrap(), "test".into(), 1, None).unwrap();
+    let dir = std::env::temp_dir().join(format!("wgfhe-bench-bxt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let paths = plots::bxt_variants(&r, &dir).unwrap();
+    assert_eq!(paths.len(), 2);
+    for path in paths {
+        let svg = std::fs::read_to_string(path).unwrap();
+        assert!(svg.contains("<svg") && svg.contains("hmult"), "{svg:.200}");
+    }
+}
