@@ -281,7 +281,8 @@ impl<B: Backend> Bgv<B> {
         self.check_ct(b)?;
         // The level after each operand's automatic switch, then the lower of the two; operands
         // already there are used as they are (no copy).
-        let auto_level = |c: &Ciphertext<B>| c.level() - self.noise.primes_to_drop(c.noise_log2, c.level());
+        let auto_level =
+            |c: &Ciphertext<B>| c.level() - self.noise.primes_to_drop_degree(c.noise_log2, c.level(), c.degree());
         let level = auto_level(a).min(auto_level(b));
         let (a_sw, b_sw);
         let a = if a.level() == level {
@@ -344,7 +345,7 @@ impl<B: Backend> Bgv<B> {
     /// Drops as many primes as the noise estimate allows without losing precision (the noise
     /// stays above the rounding floor), the step taken before each multiplication.
     pub fn mod_switch_auto(&self, ct: &Ciphertext<B>) -> Result<Ciphertext<B>> {
-        let k = self.noise.primes_to_drop(ct.noise_log2, ct.level());
+        let k = self.noise.primes_to_drop_degree(ct.noise_log2, ct.level(), ct.degree());
         self.mod_switch(ct, k)
     }
 

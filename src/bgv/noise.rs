@@ -181,7 +181,15 @@ impl NoiseModel {
     /// noise above the rounding floor (dropping more loses modulus without reducing noise).
     #[must_use]
     pub fn primes_to_drop(&self, noise: f64, level: usize) -> usize {
-        let floor = self.mod_switch_floor(1);
+        self.primes_to_drop_degree(noise, level, 1)
+    }
+
+    /// [`NoiseModel::primes_to_drop`] for a ciphertext of `degree`: switching a degree-2
+    /// ciphertext adds the rounding term `r s^2`, a floor about `||s||` higher, so it stops that
+    /// much earlier (dropping further would only replace noise by rounding noise).
+    #[must_use]
+    pub fn primes_to_drop_degree(&self, noise: f64, level: usize, degree: usize) -> usize {
+        let floor = self.mod_switch_floor(degree.max(1));
         let mut k = 0;
         let mut dropped = 0.0;
         while k < level {
@@ -295,6 +303,27 @@ fn fft_in_place(re: &mut [f64], im: &mut [f64]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn degree_two_switches_stop_at_their_higher_floor() {
+        let params = crate::params::by_name("bgv-n16");
+        let Ok(params) = params else { return };
+        let m = NoiseModel::new(&params);
+        let level = params.q().len() - 1;
+        assert!(m.mod_switch_floor(2) > m.mod_switch_floor(1) + 10.0);
+        let mut fewer = 0;
+        for step in 0..60 {
+            let noise = 60.0 + 5.0 * f64::from(step);
+            let (d1, d2) = (m.primes_to_drop(noise, level), m.primes_to_drop_degree(noise, level, 2));
+            assert!(d2 <= d1, "noise 2^{noise}: degree 2 drops {d2}, degree 1 {d1}");
+            assert_eq!(d1, m.primes_to_drop_degree(noise, level, 1));
+            // What a degree-2 switch leaves stays above its own floor.
+            let dropped = m.log_q_at(level) - m.log_q_at(level - d2);
+            assert!(noise - dropped >= m.mod_switch_floor(2), "noise 2^{noise}");
+            fewer += usize::from(d2 < d1);
+        }
+        assert!(fewer > 0, "the degree-2 floor never changed the count");
+    }
 
     #[test]
     fn canonical_norm_matches_direct_evaluation() {

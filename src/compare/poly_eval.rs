@@ -598,8 +598,10 @@ impl<'a, B: Backend> BgvOps<'a, B> {
         if node.ct.degree() < 2 || self.relinearised.contains_key(&node.id) {
             return Ok(());
         }
+        // Switched down only as far as the degree-2 rounding floor allows, relinearised, then
+        // down again to the degree-1 floor (the noise an eager relinearisation would leave).
         let low = self.bgv.mod_switch_auto(&node.ct)?;
-        let ct = self.bgv.relinearize(&low, self.keys)?;
+        let ct = self.bgv.mod_switch_auto(&self.bgv.relinearize(&low, self.keys)?)?;
         self.relins += 1;
         self.relinearised.insert(node.id, ct);
         Ok(())
