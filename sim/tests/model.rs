@@ -266,14 +266,15 @@ fn committed_traces_replay_and_compare_with_the_paper() {
     // The packed variants unpack residues; the baseline never does.
     assert!(bench.iter().any(|d| d.variant.as_deref() == Some("cs") && d.unpacked_residues > 0));
     assert!(bench.iter().filter(|d| d.variant.as_deref() == Some("baseline")).all(|d| d.unpacked_residues == 0));
-    let workloads: Vec<report::Workload> = ["baseline", "cso"]
+    let workloads: Vec<report::Workload> = ["lr", "cnn"]
         .into_iter()
-        .map(|v| report::Workload { name: "lr".into(), variant: v.into(), trace: read(&format!("lr-{v}.jsonl.gz")) })
+        .flat_map(|w| ["baseline", "cso"].map(|v| (w, v)))
+        .map(|(w, v)| report::Workload { name: w.into(), variant: v.into(), trace: read(&format!("{w}-{v}.jsonl.gz")) })
         .collect();
     let gpu = Gpu::load("a6000").unwrap();
     let rows = report::compare_paper(&gpu, Some(&bench), &workloads, &Options::bxt_hardware(2.0));
     for r in &rows {
-        if r.what == "cnn" || r.what == "cso50" {
+        if r.what == "cso50" {
             assert_eq!(r.note, "no trace");
         } else {
             let (s, h) = (r.ours_software.unwrap(), r.ours_hardware.unwrap());
