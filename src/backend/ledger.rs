@@ -180,32 +180,34 @@ impl<B: Backend> Ledger<B> {
         Self { timed: true, ..Self::new(inner) }
     }
 
-    /// Runs the dispatch `f` whose record was just pushed; in a timed ledger, measures it.
-    fn run<T>(&self, f: impl FnOnce(&B) -> Result<T>) -> Result<T> {
+    /// Runs `f`; in a timed ledger, with the device synchronised before and after it, also
+    /// returns its wall-clock time in nanoseconds.
+    fn measure<T>(&self, f: impl FnOnce(&B) -> Result<T>) -> Result<(T, Option<u64>)> {
         if !self.timed {
-            return f(&self.inner);
+            return Ok((f(&self.inner)?, None));
         }
         self.inner.synchronize()?;
         let start = std::time::Instant::now();
         let out = f(&self.inner)?;
         self.inner.synchronize()?;
-        let ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        if let Some(last) = self.records.lock().unwrap_or_else(PoisonError::into_inner).last_mut() {
-            last.elapsed_ns = Some(ns);
+        Ok((out, Some(u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX))))
+    }
+
+    /// Runs the dispatch `f` whose record was just pushed; in a timed ledger, measures it.
+    fn run<T>(&self, f: impl FnOnce(&B) -> Result<T>) -> Result<T> {
+        let (out, ns) = self.measure(f)?;
+        if let Some(ns) = ns {
+            if let Some(last) = self.records.lock().unwrap_or_else(PoisonError::into_inner).last_mut() {
+                last.elapsed_ns = Some(ns);
+            }
         }
         Ok(out)
     }
 
     /// Runs the host transfer `f` of `words` words; in a timed ledger, measures it.
     fn transfer<T>(&self, words: usize, f: impl FnOnce(&B) -> Result<T>) -> Result<T> {
-        if !self.timed {
-            return f(&self.inner);
-        }
-        self.inner.synchronize()?;
-        let start = std::time::Instant::now();
-        let out = f(&self.inner)?;
-        self.inner.synchronize()?;
-        let ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let (out, ns) = self.measure(f)?;
+        let Some(ns) = ns else { return Ok(out) };
         let mut t = self.transfers.lock().unwrap_or_else(PoisonError::into_inner);
         t.count += 1;
         t.bytes += words as u64 * WORD;
