@@ -1,10 +1,12 @@
 //! Accuracy of the integer CNN under the ReLU faults of a pruned digit sign test, for the plain
 //! model and for fault-aware (FA) models trained with those faults, on all 10,000 MNIST test
-//! images. A plaintext emulation: the encrypted digit-extraction ReLU path is not built.
+//! images. A plaintext emulation of the encrypted digit ReLU path (`wgfhe mnist --model cnn
+//! --relu digits --keep K`, [`ReluPath::Digits`]), whose encrypted runs check every decrypted
+//! score against this emulation.
 //!
 //! Digits: balanced base 13, 4 digits (|x| <= 14280 holds both pre-activation bounds); keeping
 //! the top k of 4 digits leaves the dead zone [-(13^(4-k) - 1)/2, -1] that the sign test
-//! reports as non-negative ([`Faults::balanced`]). Floor/offset digits make the sign test
+//! reports as non-negative ([`ReluPath::faults`]). Floor/offset digits make the sign test
 //! exact at every pruning level, so their accuracy is the unpruned one.
 //!
 //! `cargo run --release --example cnn_faults -- [epochs]`
@@ -13,7 +15,8 @@
 
 use std::path::Path;
 
-use wgfhe::ml::cnn::{train, CnnConfig, Faults};
+use wgfhe::ml::cnn::{train, CnnConfig};
+use wgfhe::ml::cnn_infer::ReluPath;
 use wgfhe::ml::mnist;
 
 fn main() {
@@ -27,21 +30,15 @@ fn main() {
     println!("plain model trained ({:.0} s), bounds {:?}", clock.elapsed().as_secs_f64(), plain.bounds());
     println!("| keep | dead zone | plain model | FA model |");
     println!("|---|---|---|---|");
-    for kept in [4u32, 3, 2, 1] {
-        let faults = Faults::balanced(13, 4, kept);
+    for keep in [1.0, 0.75, 0.5, 0.25] {
+        let faults = ReluPath::digits(keep).unwrap().faults();
         let plain_acc = plain.accuracy_with(&data.test, faults);
-        let fa_acc = if kept == 4 {
+        let fa_acc = if faults.dead_zone == 0 {
             plain_acc
         } else {
             let fa = train(&data.train, &CnnConfig { faults, ..base.clone() }, |_| {}).unwrap();
             fa.accuracy_with(&data.test, faults)
         };
-        println!(
-            "| {:.2} | {} | {:.2}% | {:.2}% |",
-            f64::from(kept) / 4.0,
-            faults.dead_zone,
-            100.0 * plain_acc,
-            100.0 * fa_acc
-        );
+        println!("| {keep:.2} | {} | {:.2}% | {:.2}% |", faults.dead_zone, 100.0 * plain_acc, 100.0 * fa_acc);
     }
 }

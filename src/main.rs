@@ -63,10 +63,15 @@ enum Command {
         /// Fraction of comparison digits kept (CNN `--relu digits` only).
         #[arg(long, default_value_t = 1.0)]
         keep: f64,
+        /// Run the fault-aware model trained with the ReLU corruption of `--keep` (CNN
+        /// `--relu digits` with `--keep` below 1 only; trained on first use, then cached).
+        #[arg(long)]
+        fault_aware: bool,
         /// Backend: auto, gpu or cpu (default: WGFHE_BACKEND, else auto).
         #[arg(long)]
         backend: Option<String>,
-        /// Parameter set (default: bgv-lr-n13 for the LR, bgv-cnn-n16 for the CNN).
+        /// Parameter set (default: bgv-lr-n13 for the LR, bgv-cnn-n16 for the CNN with
+        /// `--relu lut`, bgv-cnn-n17 with `--relu digits`).
         #[arg(long)]
         params: Option<String>,
         /// Allow an insecure test set named `insecure-test-bgv-n{log_n}-q{Q primes}-p{P
@@ -544,6 +549,7 @@ pub(crate) struct MnistArgs {
     pub(crate) relu: String,
     pub(crate) variant: String,
     pub(crate) keep: f64,
+    pub(crate) fault_aware: bool,
     pub(crate) backend: Option<String>,
     pub(crate) params: Option<String>,
     pub(crate) insecure: bool,
@@ -567,6 +573,12 @@ fn cmd_mnist(a: &MnistArgs) -> wgfhe::Result<()> {
             return Err(wgfhe::Error::InvalidField { field: "timed", reason: "--timed is for the LR model only" });
         }
         return cnn_cmd::run(a, variant);
+    }
+    if a.relu != "lut" || a.keep != 1.0 || a.fault_aware {
+        return Err(wgfhe::Error::InvalidField {
+            field: "relu",
+            reason: "--relu, --keep and --fault-aware apply to --model cnn only (the LR has no ReLU)",
+        });
     }
     let params = resolve_params(a.params.as_deref().unwrap_or(params::LR_SET), a.insecure)?;
     let choice = match &a.backend {
@@ -703,22 +715,35 @@ fn main() -> ExitCode {
         Command::Params { json } => cmd_params(json),
         Command::Demo { params } => cmd_demo(&params),
         Command::Info { json } => cmd_info(json),
-        Command::Mnist { model, images, relu, variant, keep, backend, params, insecure, data, trace, timed, json } => {
-            cmd_mnist(&MnistArgs {
-                model,
-                images,
-                relu,
-                variant,
-                keep,
-                backend,
-                params,
-                insecure,
-                data,
-                trace,
-                timed,
-                json,
-            })
-        }
+        Command::Mnist {
+            model,
+            images,
+            relu,
+            variant,
+            keep,
+            fault_aware,
+            backend,
+            params,
+            insecure,
+            data,
+            trace,
+            timed,
+            json,
+        } => cmd_mnist(&MnistArgs {
+            model,
+            images,
+            relu,
+            variant,
+            keep,
+            fault_aware,
+            backend,
+            params,
+            insecure,
+            data,
+            trace,
+            timed,
+            json,
+        }),
         Command::Bench {
             suite,
             params,

@@ -874,6 +874,9 @@ pub const LUT_SET: &str = "bgv-lut-n16";
 /// Name of the MNIST CNN set ([`application_literals`]).
 pub const CNN_SET: &str = "bgv-cnn-n16";
 
+/// Name of the MNIST CNN set for the digit-extraction ReLU path ([`application_literals`]).
+pub const CNN_DIGITS_SET: &str = "bgv-cnn-n17";
+
 /// Name of the MNIST logistic-regression set ([`application_literals`]).
 pub const LR_SET: &str = "bgv-lr-n13";
 
@@ -885,12 +888,13 @@ pub const LR_SET: &str = "bgv-lr-n13";
 /// | `bgv-lr-n13` | 2^13 | 786433 | 3 + 0 | 1 | 90.0 | one linear layer (MNIST logistic regression: 784 inputs, 8192 images per batch); no key switching |
 /// | `bgv-lut-n16` | 2^16 | 786433 | 45 + 12 | 4 | 1706.7 | range-restricted lookup tables (ReLU, sign) up to depth ~15 with linear layers around them |
 /// | `bgv-cnn-n16` | 2^16 | 786433 | 48 + 10 | 5 | see `wgfhe params` | the MNIST CNN: two tables of depth 12 and 14 with a plaintext-diagonal product after each (more levels than `bgv-lut-n16` for the same log QP, bought with a larger dnum) |
+/// | `bgv-cnn-n17` | 2^17 | 786433 | 84 + 21 | 4 | see `wgfhe params` | the MNIST CNN with `--relu digits`: per ReLU a set of digit tables and the requantisation table (depth 12 / 14), a word-wise sign test (table depth 5 and two scan rounds) and a product; about 70 levels at `N = 2^11`, ~15 more primes for the larger ring's noise and a margin; 512 images per batch |
 /// | `bgv-bxt-n16` | 2^16 | 786433 | 48 + 15 | 3 | 1745.6 | the BXT paper's set in u32 primes ([`bxt_paper_literal`]) |
 ///
-/// The primes of `bgv-lr-n13`, `bgv-lut-n16` and `bgv-cnn-n16` are those of [`bgv_literal`] (the largest
+/// The primes of `bgv-lr-n13`, `bgv-lut-n16`, `bgv-cnn-n16` and `bgv-cnn-n17` are those of [`bgv_literal`] (the largest
 /// 30-bit primes `= 1 mod 2N`, the special primes the largest).
 pub fn application_literals() -> Vec<ParametersLiteral> {
-    let mut out = Vec::with_capacity(4);
+    let mut out = Vec::with_capacity(5);
     if let Ok(l) = bgv_literal(LR_SET, 13, 3, 0, 1, 786_433) {
         out.push(l);
     }
@@ -898,6 +902,9 @@ pub fn application_literals() -> Vec<ParametersLiteral> {
         out.push(l);
     }
     if let Ok(l) = bgv_literal(CNN_SET, 16, 48, 10, 5, 786_433) {
+        out.push(l);
+    }
+    if let Ok(l) = bgv_literal(CNN_DIGITS_SET, 17, 84, 21, 4, 786_433) {
         out.push(l);
     }
     out.push(bxt_paper_literal());
@@ -1219,6 +1226,25 @@ mod tests {
         let big_p = product(&lit.p);
         for j in 0..4 {
             assert!(big_p >= product(&lit.q[params.digit_range(j)]));
+        }
+    }
+
+    #[test]
+    fn cnn_sets_are_secure_and_switchable() {
+        for (name, log_n, counts, bound) in
+            [(CNN_SET, 16, (48, 10, 5), 1747.0), (CNN_DIGITS_SET, 17, (84, 21, 4), 3523.0)]
+        {
+            let params = by_name(name).unwrap();
+            assert!(!params.is_insecure());
+            assert_eq!(params.log_n(), log_n);
+            assert_eq!((params.q().len(), params.p().len(), params.dnum()), counts);
+            assert!(params.log_qp() <= bound, "{name}: {}", params.log_qp());
+            assert!(params.batching());
+            let lit = application_literals().into_iter().find(|l| l.name == name).unwrap();
+            let big_p = product(&lit.p);
+            for j in 0..counts.2 {
+                assert!(big_p >= product(&lit.q[params.digit_range(j)]), "{name} digit {j}");
+            }
         }
     }
 

@@ -2,7 +2,9 @@
 //! few levels, synthetic images (no network), two batches (the second partial): every decrypted
 //! score equals the plaintext integer model's, for the baseline and `cso` inputs, on the CPU and
 //! (with an adapter) on the GPU with bit-identical ciphertexts; bounds that do not fit are
-//! typed errors.
+//! typed errors. The digit ReLU path (extraction and a pruned word-wise sign test) equals the
+//! model with every digit kept and its plaintext fault emulation with digits pruned, and the GPU
+//! computes the same ciphertexts.
 
 #![allow(
     clippy::unwrap_used,
@@ -21,7 +23,7 @@ use wgfhe::backend::{Backend, CpuBackend, GpuBackend};
 use wgfhe::bgv::Bgv;
 use wgfhe::compress::{Bxt, Variant};
 use wgfhe::ml::cnn::{QuantCnn, Requant, CLASSES, POSITIONS, TAPS};
-use wgfhe::ml::cnn_infer::{run_cnn, CnnCircuit, CnnStats, BLOCK};
+use wgfhe::ml::cnn_infer::{run_cnn, CnnCircuit, CnnOptions, CnnStats, ReluPath, BLOCK};
 use wgfhe::ml::mnist::{Split, PIXELS};
 use wgfhe::params::{self, Parameters};
 use wgfhe::poly::RingContext;
@@ -80,6 +82,15 @@ fn params() -> Parameters {
     params::insecure_test_bgv(10, 24, 6, 4, 65_537).unwrap()
 }
 
+/// More levels: the digit path is deeper than the fused tables.
+fn digit_params() -> Parameters {
+    params::insecure_test_bgv(10, 60, 15, 4, 65_537).unwrap()
+}
+
+fn options(variant: Variant, relu: ReluPath) -> CnnOptions {
+    CnnOptions { images: None, variant, relu }
+}
+
 #[test]
 fn encrypted_cnn_equals_the_integer_model() {
     let model = small_model();
@@ -89,7 +100,9 @@ fn encrypted_cnn_equals_the_integer_model() {
     let ctx = RingContext::new(&params()).unwrap();
     // N = 1024: two 256-slot blocks per row, four images per batch; six images make two batches.
     for variant in [Variant::Baseline, Variant::Cso] {
-        let run = run_cnn(CpuBackend::new(ctx.clone()), &model, &data, None, variant, |_, _| {}, None).unwrap();
+        let run =
+            run_cnn(CpuBackend::new(ctx.clone()), &model, &data, options(variant, ReluPath::Table), |_, _| {}, None)
+                .unwrap();
         assert_eq!((run.images, run.batches, run.images_per_batch), (6, 2, 4));
         assert_eq!(run.score_mismatches, 0, "{variant}");
         assert_eq!(run.agreement, 1.0);
@@ -100,11 +113,57 @@ fn encrypted_cnn_equals_the_integer_model() {
     }
 }
 
+#[test]
+fn digit_relu_path_equals_the_model_and_its_fault_emulation() {
+    let model = small_model();
+    let data = images(4);
+    let ctx = RingContext::new(&digit_params()).unwrap();
+    let mut hmults = Vec::new();
+    for keep in [1.0, 0.75] {
+        let relu = ReluPath::digits(keep).unwrap();
+        let run =
+            run_cnn(CpuBackend::new(ctx.clone()), &model, &data, options(Variant::Cso, relu), |_, _| {}, None).unwrap();
+        assert_eq!(run.relu, relu);
+        assert_eq!(run.score_mismatches, 0, "keep {keep}");
+        assert_eq!(run.emulation_agreement, 1.0, "keep {keep}");
+        if keep == 1.0 {
+            assert_eq!(run.agreement, 1.0);
+        }
+        hmults.push(run.stats.hmults);
+    }
+    // Pruning a digit saves its extraction and its comparison.
+    assert!(hmults[1] < hmults[0], "{hmults:?}");
+    // Keeping 3 of 4 digits leaves the dead zone [-6, -1], and on these images the emulation
+    // (which the run matched score for score) differs from the exact model: the check above
+    // saw real faults.
+    let faults = ReluPath::digits(0.75).unwrap().faults();
+    assert_eq!(faults.dead_zone, 6);
+    assert!(data.images().iter().any(|i| model.scores_with(i, faults) != model.scores(i)));
+    assert_eq!(ReluPath::digits(0.25).unwrap(), ReluPath::Digits { kept: 1 });
+    assert!(matches!(ReluPath::digits(0.0), Err(Error::InvalidField { .. })));
+    assert!(matches!(ReluPath::digits(1.5), Err(Error::InvalidField { .. })));
+}
+
+#[test]
+fn digit_path_refuses_bounds_outside_its_layout() {
+    let ctx = RingContext::new(&params::insecure_test_bgv(10, 8, 2, 4, 786_433).unwrap()).unwrap();
+    let bgv = Bgv::new(CpuBackend::new(ctx)).unwrap();
+    // A conv bound of 20,000 fits t = 786433 but not the 4 balanced base-13 digits (+-14280).
+    let mut wide = small_model();
+    wide.conv_b[0] = 20_000;
+    let relu = ReluPath::digits(1.0).unwrap();
+    assert!(matches!(CnnCircuit::with_relu(&bgv, &wide, relu), Err(Error::DigitRange { .. })));
+    assert!(matches!(
+        CnnCircuit::with_relu(&bgv, &small_model(), ReluPath::Digits { kept: 5 }),
+        Err(Error::InvalidField { .. })
+    ));
+}
+
 /// Runs the circuit with a fixed secret key and returns the scores' ciphertext bytes and the
 /// decrypted scores of the first image.
-fn fixed_run<B: Backend>(backend: B, model: &QuantCnn, data: &Split) -> (Vec<u8>, Vec<i64>) {
+fn fixed_run<B: Backend>(backend: B, model: &QuantCnn, data: &Split, relu: ReluPath) -> (Vec<u8>, Vec<i64>) {
     let bgv = Bgv::new(backend).unwrap();
-    let circuit = CnnCircuit::new(&bgv, model).unwrap();
+    let circuit = CnnCircuit::with_relu(&bgv, model, relu).unwrap();
     let sk = bgv.gen_secret_key_from_seed(&[21; 32]).unwrap();
     let bxt = Bxt::new(&bgv, Variant::Cso);
     let keys = bgv.gen_evaluation_keys(&sk, circuit.rotation_steps(), false).unwrap();
@@ -125,11 +184,25 @@ fn gpu_ciphertexts_equal_the_cpu_ones() {
     let model = small_model();
     let data = images(4);
     let ctx = RingContext::new(&params()).unwrap();
-    let (cpu, scores) = fixed_run(CpuBackend::new(ctx.clone()), &model, &data);
+    let (cpu, scores) = fixed_run(CpuBackend::new(ctx.clone()), &model, &data, ReluPath::Table);
     assert_eq!(scores, model.scores(&data.images()[0]));
     if let Some(dev) = common::device() {
-        let (gpu, _) = fixed_run(GpuBackend::new(ctx, dev), &model, &data);
+        let (gpu, _) = fixed_run(GpuBackend::new(ctx, dev), &model, &data, ReluPath::Table);
         assert!(gpu == cpu, "GPU scores ciphertext differs from the CPU's");
+    }
+}
+
+#[test]
+fn gpu_digit_path_ciphertexts_equal_the_cpu_ones() {
+    let model = small_model();
+    let data = images(4);
+    let ctx = RingContext::new(&digit_params()).unwrap();
+    let relu = ReluPath::digits(0.75).unwrap();
+    let (cpu, scores) = fixed_run(CpuBackend::new(ctx.clone()), &model, &data, relu);
+    assert_eq!(scores, model.scores_with(&data.images()[0], relu.faults()));
+    if let Some(dev) = common::device() {
+        let (gpu, _) = fixed_run(GpuBackend::new(ctx, dev), &model, &data, relu);
+        assert!(gpu == cpu, "GPU scores ciphertext differs from the CPU's (digit path)");
     }
 }
 

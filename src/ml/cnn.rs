@@ -97,8 +97,9 @@ impl Requant {
 
 /// Corruption of the ReLUs by a pruned sign test (fault-aware training and emulation): values
 /// in `[-dead_zone, -1]` are taken as non-negative, so the ReLU passes them through (then
-/// requantised like any other value, which makes them 0 after rounding unless the dead zone is
-/// wider than half a quantisation step).
+/// requantised like any other value and clamped to `[-clip, clip]`, which makes them 0 after
+/// rounding unless the dead zone is wider than half a quantisation step). This is what the
+/// encrypted digit path ([`crate::ml::cnn_infer::ReluPath::Digits`]) computes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct Faults {
     /// Width of the dead zone below zero (0: exact ReLU).
@@ -120,10 +121,12 @@ impl Faults {
     pub fn relu_requant(&self, rq: &Requant, z: i64) -> i64 {
         if z < 0 && z.unsigned_abs() <= self.dead_zone {
             // The sign test says "non-negative": the path computes the requantised value of
-            // z itself, with rounding toward +inf of a negative number, clamped at 0 below.
-            let s = 1i64 << rq.shift;
+            // z itself (halves rounded up, floor division), clamped to [-clip, clip], so the
+            // corrupted activation stays within the bound the next layer was sized for.
+            let s = 1i64 << rq.shift.min(62);
             let r = if rq.shift == 0 { z } else { (z + s / 2).div_euclid(s) };
-            r.clamp(i64::MIN, rq.clip as i64)
+            let clip = i64::try_from(rq.clip).unwrap_or(i64::MAX);
+            r.clamp(-clip, clip)
         } else {
             rq.apply(z)
         }
@@ -733,6 +736,13 @@ mod tests {
         assert_eq!(f.relu_requant(&rq, -25), 0);
         assert_eq!(f.relu_requant(&rq, 30), 30);
         assert_eq!(Faults::default().relu_requant(&rq, -1), 0);
+        // Clamped to [-clip, clip]; halves round up (floor division of z + 2^(s-1)).
+        let narrow = Requant { shift: 0, clip: 10 };
+        assert_eq!(f.relu_requant(&narrow, -24), -10);
+        let shifted = Requant { shift: 2, clip: 15 };
+        assert_eq!(f.relu_requant(&shifted, -2), 0);
+        assert_eq!(f.relu_requant(&shifted, -3), -1);
+        assert_eq!(f.relu_requant(&shifted, -24), -6);
     }
 
     #[test]

@@ -13,7 +13,8 @@
 //!    materialised for the rest of the circuit. Its slots hold the channel's 169 outputs per
 //!    image, every slot within the exact bound `15 L1(w_c) + |b_c|`.
 //! 2. **ReLU 1**: the table `min(clip, (max(z,0) + 2^(s-1)) >> s)` on `[-B1, B1]`, `B1` the
-//!    conv bound ([`eval_lut_bounded`]): one table per channel.
+//!    conv bound ([`eval_lut_bounded`]): one table per channel. Or, with [`ReluPath::Digits`],
+//!    the digit pipeline described below.
 //! 3. **FC100**: a block-diagonal matrix-vector product by generalised diagonals: output slot
 //!    `n` of a block is `sum_c sum_d D_cd[n] h_c[n + d]`, `d = p - n` in `[-(H-1), 168]`, with
 //!    `D_cd[n] = W[n][c, n + d]` (zero outside the matrix), so every term reads its own image's
@@ -26,18 +27,40 @@
 //!
 //! The client decrypts the scores and takes the arg-max. Only the ReLUs multiply ciphertexts;
 //! the two FC layers cost one plaintext multiplication each in depth.
+//!
+//! # The digit ReLU path (BXT's pruned comparison)
+//!
+//! With [`ReluPath::Digits`] each ReLU is computed as the BXT paper does it: digit extraction,
+//! a pruned word-wise sign test, and a product. For a pre-activation `z` bounded by `B`:
+//!
+//! 1. one [`LutSet`] on `[-B, B]` (the powers of `z` computed once) gives the top `kept` of the
+//!    [`DIGIT_COUNT`] balanced base-[`DIGIT_BASE`] digits of `z` ([`DigitExtractor`]) and the
+//!    requantised value `g(z) = clamp((z + 2^(s-1)) >> s, -clip, clip)` (no ReLU in it);
+//! 2. the word-wise comparison of the kept digits with those of 0 ([`compare`]) gives
+//!    `n = [z < 0]` on the truncated value;
+//! 3. the activation is `g(z) (1 - n)`: one more product.
+//!
+//! With all digits kept this is exactly the fused table's function. With pruning, `z` in the
+//! dead zone `[-(13^p - 1)/2, -1]` (`p` digits pruned) reads as non-negative and the activation
+//! is `g(z)`, a small value in `[-clip, 0]`: exactly [`Faults::balanced`]'s corruption, which
+//! fault-aware training and the plaintext emulation ([`QuantCnn::scores_with`]) use, so a run
+//! checks every decrypted score against the emulation. Because `g` clamps at `-clip` as well,
+//! corrupted activations stay within the bounds the next layer was sized for.
 
 use std::collections::BTreeSet;
 use std::time::Instant;
 
 use serde::Serialize;
 
-use super::cnn::{argmax, patches, CnnBounds, QuantCnn, CLASSES, POSITIONS, TAPS};
+use super::cnn::{argmax, patches, CnnBounds, Faults, QuantCnn, Requant, CLASSES, POSITIONS, TAPS};
 use super::mnist::Split;
 use crate::backend::ledger::{write_trace, Ledger, Totals};
 use crate::backend::Backend;
 use crate::bgv::{Bgv, Ciphertext, Plaintext};
-use crate::compare::lut::{eval_lut_bounded, Bounded, Lut};
+use crate::compare::digits::{Convention, Digits};
+use crate::compare::extract::DigitExtractor;
+use crate::compare::lut::{eval_lut_bounded, eval_lut_set, Bounded, Lut, LutSet};
+use crate::compare::wordwise::{compare, EncryptedDigits};
 use crate::compress::{Bxt, BxtCiphertext, Variant, Weight};
 use crate::error::{Error, Result};
 use crate::math::zq::Modulus;
@@ -45,6 +68,134 @@ use crate::rlwe::EvaluationKeys;
 
 /// Slots per image.
 pub const BLOCK: usize = 256;
+
+/// Base of the balanced digits of the [`ReluPath::Digits`] path.
+pub const DIGIT_BASE: u32 = 13;
+
+/// Digits of the [`ReluPath::Digits`] path: `13^4` covers `[-14280, 14280]`, which holds both
+/// pre-activation bounds of the default model (conv 1215, FC100 8191 by its L1 constraint).
+pub const DIGIT_COUNT: usize = 4;
+
+/// How the circuit computes its two ReLUs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum ReluPath {
+    /// Exact ReLU fused with requantisation as one range-restricted table (the default).
+    Table,
+    /// Digit extraction and a word-wise sign test on the top `kept` of [`DIGIT_COUNT`] digits
+    /// (see the [module documentation](self)).
+    Digits {
+        /// Digits kept by the sign test (1 to [`DIGIT_COUNT`]).
+        kept: usize,
+    },
+}
+
+impl ReluPath {
+    /// The digit layout of [`ReluPath::Digits`].
+    pub fn layout() -> Result<Digits> {
+        Digits::new(DIGIT_BASE, DIGIT_COUNT, Convention::Balanced)
+    }
+
+    /// The digit path keeping a fraction `keep` in `(0, 1]` of the digits (rounded, at least
+    /// one): 1, 0.75, 0.5, 0.25 keep 4, 3, 2, 1. [`Error::InvalidField`] outside `(0, 1]`.
+    pub fn digits(keep: f64) -> Result<Self> {
+        Ok(Self::Digits { kept: Self::layout()?.kept(keep)? })
+    }
+
+    /// The ReLU corruption this path produces ([`Faults::balanced`]; none for the table).
+    #[must_use]
+    pub fn faults(&self) -> Faults {
+        match self {
+            Self::Table => Faults::default(),
+            Self::Digits { kept } => Faults::balanced(u64::from(DIGIT_BASE), DIGIT_COUNT as u32, *kept as u32),
+        }
+    }
+
+    /// `lut` or `digits` (the CLI's names).
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Table => "lut",
+            Self::Digits { .. } => "digits",
+        }
+    }
+}
+
+/// One compiled ReLU of the circuit.
+#[derive(Debug)]
+enum Activation {
+    /// The fused table.
+    Table(Lut),
+    /// Kept digit tables then `g` (last) in one set, and the layout.
+    Digits { set: LutSet, layout: Digits, kept: usize },
+}
+
+impl Activation {
+    fn new(path: ReluPath, t: u32, bound: u64, rq: Requant) -> Result<Self> {
+        let bound = bound.max(1);
+        match path {
+            ReluPath::Table => Ok(Self::Table(Lut::relu_requant(t, bound, 1, rq.shift, rq.clip)?)),
+            ReluPath::Digits { kept } => {
+                let layout = ReluPath::layout()?;
+                let digits = DigitExtractor::top_digits(t, bound, layout, kept)?;
+                let mut tables = digits.tables().tables().to_vec();
+                tables.push(Lut::compile_for_set(t, bound, |z| requant_signed(rq, z))?);
+                Ok(Self::Digits { set: LutSet::new(tables)?, layout, kept })
+            }
+        }
+    }
+
+    /// The table domain (the pre-activation bound).
+    fn domain(&self) -> u64 {
+        match self {
+            Self::Table(lut) => lut.domain(),
+            Self::Digits { set, .. } => set.domain(),
+        }
+    }
+
+    /// The activation of `z` in every slot.
+    fn eval<B: Backend>(
+        &self,
+        bgv: &Bgv<B>,
+        keys: &EvaluationKeys<B>,
+        z: &Bounded<B>,
+        one: &Plaintext,
+        stats: &mut CnnStats,
+    ) -> Result<Ciphertext<B>> {
+        match self {
+            Self::Table(lut) => {
+                let (a, s) = eval_lut_bounded(bgv, keys, z, lut)?;
+                stats.hmults += s.hmults;
+                Ok(a.into_ciphertext())
+            }
+            Self::Digits { set, layout, kept } => {
+                let (mut outs, s) = eval_lut_set(bgv, keys, z, set)?;
+                stats.hmults += s.hmults;
+                let g = outs.pop().ok_or(Error::InvalidField { field: "cnn", reason: "empty digit table set" })?;
+                let digits = if *kept == layout.count() {
+                    EncryptedDigits::from_digits(*layout, outs)?
+                } else {
+                    EncryptedDigits::from_top_digits(*layout, outs)?
+                };
+                let like = digits.digits().first().ok_or(Error::InvalidField { field: "cnn", reason: "no digits" })?;
+                let zero = EncryptedDigits::constant(bgv, like, *layout, 0)?;
+                let cmp = compare(bgv, keys, &digits, &zero, *kept)?;
+                stats.hmults += cmp.stats.hmults + 1;
+                // 1 - [z < 0], then one product with g(z).
+                let pass = bgv.add_plain(&bgv.neg(&cmp.lt)?, one)?;
+                bgv.mul_relin(&g, &pass, keys)
+            }
+        }
+    }
+}
+
+/// `clamp((z + 2^(s-1)) >> s, -clip, clip)` (floor division): the requantisation without the
+/// ReLU, what the digit path multiplies by the sign test (and [`Faults::relu_requant`] models).
+fn requant_signed(rq: Requant, z: i64) -> i64 {
+    let s = 1i64 << rq.shift.min(62);
+    let r = if rq.shift == 0 { z } else { (z + s / 2).div_euclid(s) };
+    let clip = i64::try_from(rq.clip).unwrap_or(i64::MAX);
+    r.clamp(-clip, clip)
+}
 
 /// A square-ish number of baby steps for `range` diagonals.
 fn baby_steps(range: usize) -> usize {
@@ -73,8 +224,10 @@ struct Shape {
 pub struct CnnCircuit {
     model: QuantCnn,
     bounds: CnnBounds,
-    lut1: Lut,
-    lut2: Lut,
+    relu: ReluPath,
+    act1: Activation,
+    act2: Activation,
+    one: Plaintext,
     fc1: Diagonals,
     fc1_bias: Plaintext,
     fc2: Diagonals,
@@ -99,11 +252,19 @@ fn rotate(v: &[u64], steps: i64, half: usize) -> Vec<u64> {
 }
 
 impl CnnCircuit {
-    /// Prepares the circuit of `model` for `bgv`'s parameters: compiles the two tables on the
-    /// model's exact bounds and encodes the diagonals. Errors: [`Error::BoundTooLarge`] if a
-    /// bound (or the scores' bound) does not fit `t`; [`Error::BatchingUnavailable`];
-    /// [`Error::InvalidField`] if a row of slots holds no whole block.
+    /// Prepares the circuit of `model` for `bgv`'s parameters with table ReLUs
+    /// ([`CnnCircuit::with_relu`] with [`ReluPath::Table`]).
     pub fn new<B: Backend>(bgv: &Bgv<B>, model: &QuantCnn) -> Result<Self> {
+        Self::with_relu(bgv, model, ReluPath::Table)
+    }
+
+    /// Prepares the circuit of `model` for `bgv`'s parameters: compiles the ReLUs of `relu` on
+    /// the model's exact bounds and encodes the diagonals. Errors: [`Error::BoundTooLarge`] if a
+    /// bound (or the scores' bound) does not fit `t`; [`Error::DigitRange`] if a bound is
+    /// outside the digit layout of [`ReluPath::Digits`]; [`Error::InvalidField`] for a `kept`
+    /// outside `1..=DIGIT_COUNT` or a row of slots that holds no whole block;
+    /// [`Error::BatchingUnavailable`].
+    pub fn with_relu<B: Backend>(bgv: &Bgv<B>, model: &QuantCnn, relu: ReluPath) -> Result<Self> {
         model.validate()?;
         let t = bgv.plaintext_modulus();
         let tm = Modulus::new(u64::from(t))?;
@@ -123,8 +284,13 @@ impl CnnCircuit {
         if bounds.fc2 > limit {
             return Err(Error::BoundTooLarge { bound: bounds.fc2, limit });
         }
-        let lut1 = Lut::relu_requant(t, bounds.conv.max(1), 1, model.act1.shift, model.act1.clip)?;
-        let lut2 = Lut::relu_requant(t, bounds.fc1.max(1), 1, model.act2.shift, model.act2.clip)?;
+        for bound in [bounds.conv, bounds.fc1] {
+            if bound > limit {
+                return Err(Error::BoundTooLarge { bound, limit });
+            }
+        }
+        let act1 = Activation::new(relu, t, bounds.conv, model.act1)?;
+        let act2 = Activation::new(relu, t, bounds.fc1, model.act2)?;
         let enc = |v: &[u64]| bgv.encoder().encode(v);
         let per_block = |f: &dyn Fn(usize) -> i64| -> Vec<u64> {
             (0..slots).map(|s| u64::from(tm.reduce_i64(f(s % BLOCK)))).collect()
@@ -144,11 +310,14 @@ impl CnnCircuit {
         let fc1_bias = enc(&per_block(&|n| model.fc1_b.get(n).copied().unwrap_or(0)))?;
         let fc2_bias = enc(&per_block(&|m| model.fc2_b.get(m).copied().unwrap_or(0)))?;
         let conv_bias = model.conv_b.iter().map(|&b| enc(&per_block(&|_| b))).collect::<Result<Vec<_>>>()?;
+        let one = enc(&vec![1; slots])?;
         Ok(Self {
             model: model.clone(),
             bounds,
-            lut1,
-            lut2,
+            relu,
+            act1,
+            act2,
+            one,
             fc1,
             fc1_bias,
             fc2,
@@ -216,10 +385,25 @@ impl CnnCircuit {
         self.images_per_batch
     }
 
-    /// The two tables (after the convolution, after FC100).
+    /// How the ReLUs are computed.
     #[must_use]
-    pub fn tables(&self) -> (&Lut, &Lut) {
-        (&self.lut1, &self.lut2)
+    pub fn relu(&self) -> ReluPath {
+        self.relu
+    }
+
+    /// Domains of the two ReLUs' tables (the pre-activation bounds after the convolution and
+    /// after FC100).
+    #[must_use]
+    pub fn table_domains(&self) -> (u64, u64) {
+        (self.act1.domain(), self.act2.domain())
+    }
+
+    /// The ten scores the circuit computes for `image` in plaintext: the integer model with
+    /// the ReLU corruption of the path ([`ReluPath::faults`]; exact for the table path and for
+    /// the digit path keeping every digit).
+    #[must_use]
+    pub fn expected_scores(&self, image: &super::mnist::Image) -> Vec<i64> {
+        self.model.scores_with(image, self.relu.faults())
     }
 
     /// The client's 25 slot vectors for a batch of images (at most [`Self::images_per_batch`]).
@@ -341,9 +525,7 @@ impl CnnCircuit {
         let clock = Instant::now();
         let mut act1 = Vec::with_capacity(m.channels);
         for z in &conv {
-            let (a, s) = eval_lut_bounded(bgv, keys, z, &self.lut1)?;
-            stats.hmults += s.hmults;
-            act1.push(a.into_ciphertext());
+            act1.push(self.act1.eval(bgv, keys, z, &self.one, stats)?);
         }
         drop(conv);
         if let Some(a) = act1.first() {
@@ -361,12 +543,10 @@ impl CnnCircuit {
         bgv.backend().synchronize()?;
         stats.fc1_ms += clock.elapsed().as_secs_f64() * 1e3;
         let clock = Instant::now();
-        let (a2, s) = eval_lut_bounded(bgv, keys, &z2, &self.lut2)?;
-        stats.hmults += s.hmults;
+        let a2 = self.act2.eval(bgv, keys, &z2, &self.one, stats)?;
         bgv.backend().synchronize()?;
         stats.relu2_ms += clock.elapsed().as_secs_f64() * 1e3;
         let clock = Instant::now();
-        let a2 = a2.into_ciphertext();
         stats.noise.push(StageNoise::of(bgv, "relu2", &a2));
         let scores =
             bgv.add_plain(&self.matvec(bgv, keys, std::slice::from_ref(&a2), &self.fc2, stats)?, &self.fc2_bias)?;
@@ -436,9 +616,18 @@ pub struct CnnRun {
     pub images_per_batch: usize,
     /// Fraction of images whose encrypted prediction is the label.
     pub accuracy: f64,
-    /// Fraction whose encrypted prediction equals the plaintext integer model's.
+    /// How the ReLUs were computed.
+    pub relu: ReluPath,
+    /// Fraction whose encrypted prediction equals the plaintext integer model's (exact ReLUs).
     pub agreement: f64,
-    /// Images with any decrypted score different from the plaintext score (0 when exact).
+    /// Fraction whose encrypted prediction equals the plaintext emulation of the circuit (the
+    /// integer model with the path's ReLU corruption, [`CnnCircuit::expected_scores`]; the
+    /// same as `agreement` for the table path and the unpruned digit path).
+    pub emulation_agreement: f64,
+    /// Accuracy of the plaintext emulation on the same images.
+    pub emulation_accuracy: f64,
+    /// Images with any decrypted score different from the emulation's (0 when the circuit
+    /// computes exactly what the emulation says).
     pub score_mismatches: usize,
     /// Domains of the two tables (the exact bounds).
     pub table_domains: (u64, u64),
@@ -464,21 +653,32 @@ pub struct CnnRun {
     pub stats: CnnStats,
 }
 
-/// Runs `model` under encryption on the first `images` images of `data` (all if `None`), on
-/// `backend` with `variant` for the inputs and the convolution, calling `progress(done, total)`
-/// after each batch and writing the server's ledger records to `trace` if given.
+/// What [`run_cnn`] runs.
+#[derive(Debug, Clone, Copy)]
+pub struct CnnOptions {
+    /// The first `images` images of the split (all if `None`).
+    pub images: Option<usize>,
+    /// BXT variant of the inputs and the convolution.
+    pub variant: Variant,
+    /// How the ReLUs are computed.
+    pub relu: ReluPath,
+}
+
+/// Runs `model` under encryption on `data` as `options` say, on `backend`, calling
+/// `progress(done, total)` after each batch and writing the server's ledger records to
+/// `trace` if given.
 pub fn run_cnn<B: Backend>(
     backend: B,
     model: &QuantCnn,
     data: &Split,
-    images: Option<usize>,
-    variant: Variant,
+    options: CnnOptions,
     mut progress: impl FnMut(usize, usize),
     mut trace: Option<&mut dyn std::io::Write>,
 ) -> Result<CnnRun> {
+    let CnnOptions { images, variant, relu } = options;
     let bgv = Bgv::new(Ledger::new(backend))?;
     let ledger = bgv.backend();
-    let circuit = CnnCircuit::new(&bgv, model)?;
+    let circuit = CnnCircuit::with_relu(&bgv, model, relu)?;
     let total = images.unwrap_or(data.len()).min(data.len());
     let slots = bgv.encoder().slots();
     let clock = Instant::now();
@@ -489,6 +689,7 @@ pub fn run_cnn<B: Backend>(
     let key_bytes = keys.resident_bytes(ledger);
     let mut stats = CnnStats::default();
     let (mut correct, mut agree, mut mismatches, mut batches) = (0usize, 0usize, 0usize, 0usize);
+    let (mut emu_agree, mut emu_correct) = (0usize, 0usize);
     let (mut encrypt_ms, mut server_ms, mut decrypt_ms) = (0.0, 0.0, 0.0);
     let (mut peak, mut bytes_moved, mut dispatches) = (0u64, 0u64, 0u64);
     let per = circuit.images_per_batch();
@@ -523,11 +724,13 @@ pub fn run_cnn<B: Backend>(
         decrypt_ms += clock.elapsed().as_secs_f64() * 1e3;
         for (i, (img, &label)) in imgs.iter().zip(labels).enumerate() {
             let enc: Vec<i64> = got.get(i * BLOCK..i * BLOCK + CLASSES).unwrap_or(&[]).to_vec();
-            let plain = model.scores(img);
-            mismatches += usize::from(enc != plain);
+            let emulated = circuit.expected_scores(img);
+            mismatches += usize::from(enc != emulated);
             let pred = argmax(&enc);
             correct += usize::from(pred == label);
-            agree += usize::from(pred == argmax(&plain));
+            agree += usize::from(pred == model.predict(img));
+            emu_agree += usize::from(pred == argmax(&emulated));
+            emu_correct += usize::from(argmax(&emulated) == label);
         }
         batches += 1;
         start = end;
@@ -539,9 +742,12 @@ pub fn run_cnn<B: Backend>(
         batches,
         images_per_batch: per,
         accuracy: correct as f64 / n,
+        relu,
         agreement: agree as f64 / n,
+        emulation_agreement: emu_agree as f64 / n,
+        emulation_accuracy: emu_correct as f64 / n,
         score_mismatches: mismatches,
-        table_domains: (circuit.lut1.domain(), circuit.lut2.domain()),
+        table_domains: circuit.table_domains(),
         keygen_ms,
         encrypt_ms,
         server_ms,
