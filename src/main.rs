@@ -54,7 +54,9 @@ enum Command {
         /// Number of test images (default: LR all 1,984 3-vs-8 test images; CNN one batch).
         #[arg(long)]
         images: Option<usize>,
-        /// ReLU path of the CNN (`lut` or `digits`); the LR has no ReLU.
+        /// ReLU path of the CNN: `lut` (fused exact tables) or `digits` (digit extraction and a
+        /// pruned word-wise sign test; its secure set `bgv-cnn-n17` needs more than 24 GB of
+        /// memory); the LR has no ReLU.
         #[arg(long, default_value = "lut")]
         relu: String,
         /// BXT variant: baseline, c, cs, cso or cso+k.
