@@ -47,52 +47,7 @@ enum Command {
     /// Encrypted MNIST inference (the main job): fetches the data if absent, trains the model,
     /// encrypts the test images, evaluates the model under encryption and checks every
     /// prediction against the quantised plaintext model.
-    Mnist {
-        /// Model: `lr` (logistic regression, 3 vs 8) or `cnn` (ten digits, exact ReLU tables).
-        #[arg(long, value_enum, default_value_t = Model::Lr)]
-        model: Model,
-        /// Number of test images (default: LR all 1,984 3-vs-8 test images; CNN one batch).
-        #[arg(long)]
-        images: Option<usize>,
-        /// ReLU path of the CNN: `lut` (fused exact tables) or `digits` (digit extraction and a
-        /// pruned word-wise sign test; its secure set `bgv-cnn-n17` needs more than 24 GB of
-        /// memory); the LR has no ReLU.
-        #[arg(long, default_value = "lut")]
-        relu: String,
-        /// BXT variant: baseline, c, cs, cso or cso+k.
-        #[arg(long, default_value = "cso")]
-        variant: String,
-        /// Fraction of comparison digits kept (CNN `--relu digits` only).
-        #[arg(long, default_value_t = 1.0)]
-        keep: f64,
-        /// Run the fault-aware model trained with the ReLU corruption of `--keep` (CNN
-        /// `--relu digits` with `--keep` below 1 only; trained on first use, then cached).
-        #[arg(long)]
-        fault_aware: bool,
-        /// Backend: auto, gpu or cpu (default: WGFHE_BACKEND, else auto).
-        #[arg(long)]
-        backend: Option<String>,
-        /// Parameter set (default: bgv-lr-n13 for the LR, bgv-cnn-n16 for the CNN with
-        /// `--relu lut`, bgv-cnn-n17 with `--relu digits`).
-        #[arg(long)]
-        params: Option<String>,
-        /// Allow an insecure test set named `insecure-test-bgv-n{log_n}-q{Q primes}-p{P
-        /// primes}-d{dnum}-t{t}` in `--params` (experiments only: not 128-bit secure).
-        #[arg(long)]
-        insecure: bool,
-        /// Directory of the MNIST files.
-        #[arg(long, default_value = wgfhe::ml::mnist::DEFAULT_DIR)]
-        data: std::path::PathBuf,
-        /// Write the server's traffic-ledger records (JSON lines) here.
-        #[arg(long)]
-        trace: Option<std::path::PathBuf>,
-        /// Time every dispatch (`elapsed_ns` in the trace; serialises the queue; LR only).
-        #[arg(long)]
-        timed: bool,
-        /// Print one JSON object instead of the summary.
-        #[arg(long)]
-        json: bool,
-    },
+    Mnist(MnistArgs),
     /// Benchmark suites (the backend comes from WGFHE_BACKEND: auto, gpu or cpu).
     Bench {
         /// Suite to run.
@@ -545,19 +500,51 @@ pub(crate) fn image_bar(total: usize, hidden: bool) -> indicatif::ProgressBar {
 }
 
 /// Options of `wgfhe mnist`.
+#[derive(Debug, clap::Args)]
 pub(crate) struct MnistArgs {
+    /// Model: `lr` (logistic regression, 3 vs 8) or `cnn` (ten digits, exact ReLU tables).
+    #[arg(long, value_enum, default_value_t = Model::Lr)]
     pub(crate) model: Model,
+    /// Number of test images (default: LR all 1,984 3-vs-8 test images; CNN one batch).
+    #[arg(long)]
     pub(crate) images: Option<usize>,
+    /// ReLU path of the CNN: `lut` (fused exact tables) or `digits` (digit extraction and a
+    /// pruned word-wise sign test; its secure set `bgv-cnn-n17` needs more than 24 GB of
+    /// memory); the LR has no ReLU.
+    #[arg(long, default_value = "lut")]
     pub(crate) relu: String,
+    /// BXT variant: baseline, c, cs, cso or cso+k.
+    #[arg(long, default_value = "cso")]
     pub(crate) variant: String,
+    /// Fraction of comparison digits kept (CNN `--relu digits` only).
+    #[arg(long, default_value_t = 1.0)]
     pub(crate) keep: f64,
+    /// Run the fault-aware model trained with the ReLU corruption of `--keep` (CNN
+    /// `--relu digits` with `--keep` below 1 only; trained on first use, then cached).
+    #[arg(long)]
     pub(crate) fault_aware: bool,
+    /// Backend: auto, gpu or cpu (default: WGFHE_BACKEND, else auto).
+    #[arg(long)]
     pub(crate) backend: Option<String>,
+    /// Parameter set (default: bgv-lr-n13 for the LR, bgv-cnn-n16 for the CNN with
+    /// `--relu lut`, bgv-cnn-n17 with `--relu digits`).
+    #[arg(long)]
     pub(crate) params: Option<String>,
+    /// Allow an insecure test set named `insecure-test-bgv-n{log_n}-q{Q primes}-p{P
+    /// primes}-d{dnum}-t{t}` in `--params` (experiments only: not 128-bit secure).
+    #[arg(long)]
     pub(crate) insecure: bool,
+    /// Directory of the MNIST files.
+    #[arg(long, default_value = wgfhe::ml::mnist::DEFAULT_DIR)]
     pub(crate) data: std::path::PathBuf,
+    /// Write the server's traffic-ledger records (JSON lines) here.
+    #[arg(long)]
     pub(crate) trace: Option<std::path::PathBuf>,
+    /// Time every dispatch (`elapsed_ns` in the trace; serialises the queue; LR only).
+    #[arg(long)]
     pub(crate) timed: bool,
+    /// Print one JSON object instead of the summary.
+    #[arg(long)]
     pub(crate) json: bool,
 }
 
@@ -717,35 +704,7 @@ fn main() -> ExitCode {
         Command::Params { json } => cmd_params(json),
         Command::Demo { params } => cmd_demo(&params),
         Command::Info { json } => cmd_info(json),
-        Command::Mnist {
-            model,
-            images,
-            relu,
-            variant,
-            keep,
-            fault_aware,
-            backend,
-            params,
-            insecure,
-            data,
-            trace,
-            timed,
-            json,
-        } => cmd_mnist(&MnistArgs {
-            model,
-            images,
-            relu,
-            variant,
-            keep,
-            fault_aware,
-            backend,
-            params,
-            insecure,
-            data,
-            trace,
-            timed,
-            json,
-        }),
+        Command::Mnist(args) => cmd_mnist(&args),
         Command::Bench {
             suite,
             params,
