@@ -209,6 +209,15 @@ pub(crate) trait Ops {
     fn add_const(&mut self, a: Self::V, c: u32) -> Result<Self::V>;
     /// `v` of degree 1 (relinearised if it is of degree 2).
     fn finish(&mut self, v: Self::V) -> Result<Self::V>;
+    /// `v` will not be used again: forget what was cached for it (its relinearised and
+    /// switched forms).
+    fn release(&mut self, v: Self::V) {
+        drop(v);
+    }
+    /// From now on `v` is only used in its degree-1 form: keep that form alone.
+    fn settle(&mut self, v: &mut Self::V) {
+        let _ = v;
+    }
 }
 
 /// The polynomial of a table: monomial coefficients and the even/odd parts (all trimmed).
@@ -274,6 +283,11 @@ fn powers<O: Ops>(ops: &mut O, base: O::V, k: usize, max_len: usize) -> Result<P
         };
         pw.giants.push(sq);
     }
+    // Every product is formed: the powers that were operands are only read in their
+    // relinearised form from here on.
+    for v in pw.baby.iter_mut().chain(pw.giants.iter_mut()) {
+        ops.settle(v);
+    }
     Ok(pw)
 }
 
@@ -323,7 +337,11 @@ fn rec<O: Ops>(
     let product = match rec(ops, t, pw, high, j - 1, None)? {
         Val::Const(0) => return rec(ops, t, pw, low, j - 1, hint),
         Val::Const(q) => ops.lin(&[(q, g)], 0, None)?,
-        Val::Enc(q) => ops.mul(&q, g)?,
+        Val::Enc(q) => {
+            let p = ops.mul(&q, g)?;
+            ops.release(q);
+            p
+        }
     };
     let r = rec(ops, t, pw, low, j - 1, Some(&product))?;
     add_vals(ops, t, Val::Enc(product), r)
@@ -353,6 +371,7 @@ fn even_odd<O: Ops>(
         Val::Enc(po) => {
             // x p_o(y) first, so that a block p_e is formed at its level and factor.
             let odd_val = ops.mul(x, &po)?;
+            ops.release(po);
             let even_val = rec(ops, t, pw, even, levels(even.len(), k), Some(&odd_val))?;
             add_vals(ops, t, Val::Enc(odd_val), even_val)
         }
@@ -607,6 +626,14 @@ impl<'a, B: Backend> BgvOps<'a, B> {
         Ok(())
     }
 
+    /// Drops the cached forms of node `id` (a node consumed or released: every intermediate
+    /// product of a table would otherwise keep its relinearised copy until the whole set is
+    /// evaluated, hundreds of ciphertexts for a large set).
+    fn forget(&mut self, id: usize) {
+        self.relinearised.remove(&id);
+        self.switched.retain(|&(node, _, _), _| node != id);
+    }
+
     /// `node` of degree 1: itself or its cached relinearisation.
     fn operand<'s>(&'s self, node: &'s Node<B>) -> &'s Ciphertext<B> {
         self.relinearised.get(&node.id).unwrap_or(&node.ct)
@@ -709,17 +736,25 @@ impl<B: Backend> Ops for BgvOps<'_, B> {
             }
             (None, None) => return Err(internal("empty combination")),
         };
+        // The combination is formed at the terms' common level and the one result is switched
+        // down to `level`, rather than every term: caching each power at every level a block
+        // is formed at held hundreds of ciphertexts (24 GB for one digit-extraction set at
+        // N = 2^17), and the coefficients (up to t/2) then multiply the switched terms'
+        // rounding noise instead of being divided by the dropped primes.
+        let form = min_level;
+        let form_target =
+            if form == level { target } else { self.t.mul(target, self.inv(self.switch_factor(form, level)?)?) };
         let bgv = self.bgv;
         let t = self.t;
         let mut acc: Option<(Vec<RnsPoly<B, Eval>>, f64)> = None;
         let mut param_id = 0;
         for &(c, node) in terms {
-            let ct = self.at_level(node, level)?;
+            let ct = self.at_level(node, form)?;
             let inv = t
                 .inv(ct.correction)
                 .ok_or(Error::InvalidCorrectionFactor { factor: u64::from(ct.correction), t: u64::from(t.value()) })?;
             // c * x^i with factor f_i -> c * T / f_i times it carries factor T.
-            let k = t.center(t.mul(t.mul(c, target), inv));
+            let k = t.center(t.mul(t.mul(c, form_target), inv));
             let noise = ct.noise_log2 + (k.unsigned_abs() as f64).max(1.0).log2();
             param_id = ct.param_id;
             let scaled = ct.polys.iter().map(|p| p.mul_int(bgv.backend(), k)).collect::<Result<Vec<_>>>()?;
@@ -729,8 +764,9 @@ impl<B: Backend> Ops for BgvOps<'_, B> {
             });
         }
         let (polys, noise) = acc.ok_or(internal("empty combination"))?;
-        self.check_noise(noise, level)?;
-        let mut ct = Ciphertext { polys, correction: target, noise_log2: noise, seed: None, param_id };
+        self.check_noise(noise, form)?;
+        let formed = Ciphertext { polys, correction: form_target, noise_log2: noise, seed: None, param_id };
+        let mut ct = if form == level { formed } else { bgv.mod_switch_to_level(&formed, level)? };
         if constant != 0 {
             let pt = self.constant(constant)?;
             ct = bgv.add_plain(&ct, pt)?;
@@ -739,6 +775,8 @@ impl<B: Backend> Ops for BgvOps<'_, B> {
     }
 
     fn add(&mut self, a: Node<B>, b: Node<B>) -> Result<Node<B>> {
+        self.forget(a.id);
+        self.forget(b.id);
         let level = a.ct.level().min(b.ct.level());
         let a_ct = if a.ct.level() == level { a.ct } else { self.bgv.mod_switch_to_level(&a.ct, level)? };
         let b_ct = if b.ct.level() == level { b.ct } else { self.bgv.mod_switch_to_level(&b.ct, level)? };
@@ -747,6 +785,7 @@ impl<B: Backend> Ops for BgvOps<'_, B> {
     }
 
     fn add_const(&mut self, a: Node<B>, c: u32) -> Result<Node<B>> {
+        self.forget(a.id);
         let bgv = self.bgv;
         let pt = self.constant(c)?;
         let ct = bgv.add_plain(&a.ct, pt)?;
@@ -759,7 +798,19 @@ impl<B: Backend> Ops for BgvOps<'_, B> {
         }
         self.relinearise(&v)?;
         let ct = self.relinearised.remove(&v.id).ok_or(internal("relinearisation missing"))?;
+        self.forget(v.id);
         Ok(self.node(ct, v.depth))
+    }
+
+    fn release(&mut self, v: Node<B>) {
+        self.forget(v.id);
+    }
+
+    fn settle(&mut self, v: &mut Node<B>) {
+        if let Some(ct) = self.relinearised.remove(&v.id) {
+            v.ct = ct;
+            self.switched.retain(|&(node, _, _), _| node != v.id);
+        }
     }
 }
 
