@@ -406,6 +406,20 @@ impl CnnCircuit {
         self.model.scores_with(image, self.relu.faults())
     }
 
+    /// The first ReLU alone, on one channel's pre-activations `z` (bounded by the conv bound):
+    /// what [`CnnCircuit::evaluate`] applies to each channel after the convolution. Needs only
+    /// the relinearisation key; for measuring one stage at a ring size where the whole circuit's
+    /// keys do not fit in memory (`--example cnn_relu_stage`).
+    pub fn relu1<B: Backend>(
+        &self,
+        bgv: &Bgv<B>,
+        keys: &EvaluationKeys<B>,
+        z: &Bounded<B>,
+        stats: &mut CnnStats,
+    ) -> Result<Ciphertext<B>> {
+        self.act1.eval(bgv, keys, z, &self.one, stats)
+    }
+
     /// The client's 25 slot vectors for a batch of images (at most [`Self::images_per_batch`]).
     pub fn client_inputs(&self, images: &[&super::mnist::Image], slots: usize) -> Result<Vec<Vec<u64>>> {
         if images.len() > self.images_per_batch {
