@@ -306,8 +306,7 @@ mod tests {
 
     #[test]
     fn degree_two_switches_stop_at_their_higher_floor() {
-        let params = crate::params::by_name("bgv-n16");
-        let Ok(params) = params else { return };
+        let params = crate::params::by_name("bgv-n16").unwrap();
         let m = NoiseModel::new(&params);
         let level = params.q().len() - 1;
         assert!(m.mod_switch_floor(2) > m.mod_switch_floor(1) + 10.0);

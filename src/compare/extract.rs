@@ -185,12 +185,8 @@ pub fn extract_digits<B: Backend>(
         });
     }
     let (cts, stats) = eval_lut_set(bgv, keys, x, &extractor.set)?;
-    let digits = if extractor.kept == extractor.layout.count() {
-        EncryptedDigits::from_digits(extractor.layout, cts)?
-    } else {
-        EncryptedDigits::from_top_digits(extractor.layout, cts)?
-    };
-    Ok((digits, stats))
+    // All digits or the top ones: `from_top_digits` covers both (nothing pruned when all kept).
+    Ok((EncryptedDigits::from_top_digits(extractor.layout, cts)?, stats))
 }
 
 /// The stats of two stages run one after the other.
@@ -213,10 +209,22 @@ pub fn sign_test<B: Backend>(
     extractor: &DigitExtractor,
 ) -> Result<(Ciphertext<B>, EvalStats)> {
     let (digits, s1) = extract_digits(bgv, keys, x, extractor)?;
+    let (lt, s2) = sign_test_digits(bgv, keys, &digits, extractor.kept)?;
+    Ok((lt, chain(s1, s2)))
+}
+
+/// `[x < 0]` on the top `kept` of digits already extracted (the second half of [`sign_test`]):
+/// the word-wise comparison with the digits of 0, and what it did.
+pub fn sign_test_digits<B: Backend>(
+    bgv: &Bgv<B>,
+    keys: &EvaluationKeys<B>,
+    digits: &EncryptedDigits<B>,
+    kept: usize,
+) -> Result<(Ciphertext<B>, EvalStats)> {
     let like = digits.digits().first().ok_or(Error::InvalidField { field: "digits", reason: "none" })?;
-    let zero = EncryptedDigits::constant(bgv, like, extractor.layout, 0)?;
-    let cmp = compare(bgv, keys, &digits, &zero, extractor.kept)?;
-    Ok((cmp.lt, chain(s1, cmp.stats)))
+    let zero = EncryptedDigits::constant(bgv, like, digits.layout(), 0)?;
+    let cmp = compare(bgv, keys, digits, &zero, kept)?;
+    Ok((cmp.lt, cmp.stats))
 }
 
 /// `[x < y]` and `[x = y]` on the kept digits of two bounded values, both extracted with

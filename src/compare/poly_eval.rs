@@ -809,7 +809,7 @@ impl<B: Backend> Ops for BgvOps<'_, B> {
     fn settle(&mut self, v: &mut Node<B>) {
         if let Some(ct) = self.relinearised.remove(&v.id) {
             v.ct = ct;
-            self.switched.retain(|&(node, _, _), _| node != v.id);
+            self.forget(v.id);
         }
     }
 }

@@ -93,6 +93,17 @@ impl Requant {
         let r = if self.shift == 0 { v } else { (v + (1u64 << (self.shift - 1))) >> self.shift };
         r.min(self.clip) as i64
     }
+
+    /// The requantisation without the ReLU: `clamp((z + 2^(shift-1)) >> shift, -clip, clip)`
+    /// (floor division, halves rounded up). What a ReLU whose sign test reads `z` as
+    /// non-negative outputs ([`Faults::relu_requant`], the digit path's `g`).
+    #[must_use]
+    pub fn apply_signed(&self, z: i64) -> i64 {
+        let s = 1i64 << self.shift.min(62);
+        let r = if self.shift == 0 { z } else { (z + s / 2).div_euclid(s) };
+        let clip = i64::try_from(self.clip).unwrap_or(i64::MAX);
+        r.clamp(-clip, clip)
+    }
 }
 
 /// Corruption of the ReLUs by a pruned sign test (fault-aware training and emulation): values
@@ -121,12 +132,9 @@ impl Faults {
     pub fn relu_requant(&self, rq: &Requant, z: i64) -> i64 {
         if z < 0 && z.unsigned_abs() <= self.dead_zone {
             // The sign test says "non-negative": the path computes the requantised value of
-            // z itself (halves rounded up, floor division), clamped to [-clip, clip], so the
-            // corrupted activation stays within the bound the next layer was sized for.
-            let s = 1i64 << rq.shift.min(62);
-            let r = if rq.shift == 0 { z } else { (z + s / 2).div_euclid(s) };
-            let clip = i64::try_from(rq.clip).unwrap_or(i64::MAX);
-            r.clamp(-clip, clip)
+            // z itself, clamped to [-clip, clip], so the corrupted activation stays within the
+            // bound the next layer was sized for.
+            rq.apply_signed(z)
         } else {
             rq.apply(z)
         }

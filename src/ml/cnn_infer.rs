@@ -36,7 +36,7 @@
 //! 1. one [`LutSet`] on `[-B, B]` (the powers of `z` computed once) gives the top `kept` of the
 //!    [`DIGIT_COUNT`] balanced base-[`DIGIT_BASE`] digits of `z` ([`DigitExtractor`]) and the
 //!    requantised value `g(z) = clamp((z + 2^(s-1)) >> s, -clip, clip)` (no ReLU in it);
-//! 2. the word-wise comparison of the kept digits with those of 0 ([`compare`]) gives
+//! 2. the word-wise comparison of the kept digits with those of 0 ([`sign_test_digits`]) gives
 //!    `n = [z < 0]` on the truncated value;
 //! 3. the activation is `g(z) (1 - n)`: one more product.
 //!
@@ -58,9 +58,9 @@ use crate::backend::ledger::{write_trace, Ledger, Totals};
 use crate::backend::Backend;
 use crate::bgv::{Bgv, Ciphertext, Plaintext};
 use crate::compare::digits::{Convention, Digits};
-use crate::compare::extract::DigitExtractor;
+use crate::compare::extract::{sign_test_digits, DigitExtractor};
 use crate::compare::lut::{eval_lut_bounded, eval_lut_set, Bounded, Lut, LutSet};
-use crate::compare::wordwise::{compare, EncryptedDigits};
+use crate::compare::wordwise::EncryptedDigits;
 use crate::compress::{Bxt, BxtCiphertext, Variant, Weight};
 use crate::error::{Error, Result};
 use crate::math::zq::Modulus;
@@ -138,7 +138,7 @@ impl Activation {
                 let layout = ReluPath::layout()?;
                 let digits = DigitExtractor::top_digits(t, bound, layout, kept)?;
                 let mut tables = digits.tables().tables().to_vec();
-                tables.push(Lut::compile_for_set(t, bound, |z| requant_signed(rq, z))?);
+                tables.push(Lut::compile_for_set(t, bound, |z| rq.apply_signed(z))?);
                 Ok(Self::Digits { set: LutSet::new(tables)?, layout, kept })
             }
         }
@@ -171,30 +171,15 @@ impl Activation {
                 let (mut outs, s) = eval_lut_set(bgv, keys, z, set)?;
                 stats.hmults += s.hmults;
                 let g = outs.pop().ok_or(Error::InvalidField { field: "cnn", reason: "empty digit table set" })?;
-                let digits = if *kept == layout.count() {
-                    EncryptedDigits::from_digits(*layout, outs)?
-                } else {
-                    EncryptedDigits::from_top_digits(*layout, outs)?
-                };
-                let like = digits.digits().first().ok_or(Error::InvalidField { field: "cnn", reason: "no digits" })?;
-                let zero = EncryptedDigits::constant(bgv, like, *layout, 0)?;
-                let cmp = compare(bgv, keys, &digits, &zero, *kept)?;
-                stats.hmults += cmp.stats.hmults + 1;
+                let digits = EncryptedDigits::from_top_digits(*layout, outs)?;
+                let (negative, cs) = sign_test_digits(bgv, keys, &digits, *kept)?;
+                stats.hmults += cs.hmults + 1;
                 // 1 - [z < 0], then one product with g(z).
-                let pass = bgv.add_plain(&bgv.neg(&cmp.lt)?, one)?;
+                let pass = bgv.add_plain(&bgv.neg(&negative)?, one)?;
                 bgv.mul_relin(&g, &pass, keys)
             }
         }
     }
-}
-
-/// `clamp((z + 2^(s-1)) >> s, -clip, clip)` (floor division): the requantisation without the
-/// ReLU, what the digit path multiplies by the sign test (and [`Faults::relu_requant`] models).
-fn requant_signed(rq: Requant, z: i64) -> i64 {
-    let s = 1i64 << rq.shift.min(62);
-    let r = if rq.shift == 0 { z } else { (z + s / 2).div_euclid(s) };
-    let clip = i64::try_from(rq.clip).unwrap_or(i64::MAX);
-    r.clamp(-clip, clip)
 }
 
 /// A square-ish number of baby steps for `range` diagonals.
