@@ -11,7 +11,7 @@ use wgfhe::backend::gpu::GpuDevice;
 use wgfhe::backend::{Backend, CpuBackend, GpuBackend};
 use wgfhe::bgv::Bgv;
 use wgfhe::params;
-use wgfhe::poly::RingContext;
+use wgfhe::ring::RingContext;
 
 fn device() -> Option<Arc<GpuDevice>> {
     match GpuDevice::new() {
@@ -44,7 +44,7 @@ fn bench_ntt_on<B: Backend>(c: &mut Criterion, be: &B, log_n: u32, limbs: usize)
 fn ntt(c: &mut Criterion) {
     let dev = device();
     for log_n in [12u32, 14, 16] {
-        let p = params::insecure_test_ckks(log_n, 8, 1, 8, 30).unwrap();
+        let p = params::insecure_test_ckks(params::TestRing { log_n, q_primes: 8, p_primes: 1, dnum: 8 }, 30).unwrap();
         let cpu = CpuBackend::new(RingContext::new(&p).unwrap());
         for limbs in [1, 8] {
             bench_ntt_on(c, &cpu, log_n, limbs);

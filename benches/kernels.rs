@@ -13,7 +13,7 @@ use wgfhe::backend::gpu::GpuDevice;
 use wgfhe::backend::ledger::{Ledger, Totals};
 use wgfhe::backend::{Backend, CpuBackend, GpuBackend};
 use wgfhe::bench::kernels::{ring_params, Point, KERNELS};
-use wgfhe::poly::RingContext;
+use wgfhe::ring::RingContext;
 
 fn log_ns() -> Vec<u32> {
     std::env::var("WGFHE_BENCH_LOG_N")

@@ -15,7 +15,7 @@ use wgfhe::bench::bxt::{FUSED_INPUTS, OPS};
 use wgfhe::bgv::Bgv;
 use wgfhe::compress::{Bxt, Variant, Weight};
 use wgfhe::params;
-use wgfhe::poly::RingContext;
+use wgfhe::ring::RingContext;
 
 fn sets() -> Vec<String> {
     std::env::var("WGFHE_BENCH_PARAMS")

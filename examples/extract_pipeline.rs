@@ -21,7 +21,7 @@ use wgfhe::compare::digits::Convention;
 use wgfhe::compare::extract::{layout_for_bound, relu, relu_model, DigitExtractor};
 use wgfhe::compare::{eval_lut, Bounded, Lut};
 use wgfhe::params;
-use wgfhe::poly::RingContext;
+use wgfhe::ring::RingContext;
 
 struct Args {
     bits: u32,

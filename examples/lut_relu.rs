@@ -14,7 +14,7 @@ use wgfhe::bgv::Bgv;
 use wgfhe::compare::{eval_lut, Bounded, Lut};
 use wgfhe::math::zq::Modulus;
 use wgfhe::params;
-use wgfhe::poly::RingContext;
+use wgfhe::ring::RingContext;
 
 fn run<B: Backend>(backend: B, bits: u32) -> wgfhe::Result<()> {
     let bgv = Bgv::new(backend)?;

@@ -8,7 +8,7 @@ use wgfhe::backend::{BackendChoice, CpuBackend, GpuBackend};
 use wgfhe::bench::{anchors, kernels, machine, plots, stages};
 use wgfhe::compress::Variant;
 use wgfhe::params::{self, Parameters};
-use wgfhe::poly::RingContext;
+use wgfhe::ring::RingContext;
 
 use crate::print_report;
 

@@ -11,7 +11,7 @@ use wgfhe::ml::cnn::{self, CnnConfig, Faults, QuantCnn};
 use wgfhe::ml::cnn_infer::{self, ReluPath};
 use wgfhe::ml::mnist;
 use wgfhe::params;
-use wgfhe::poly::RingContext;
+use wgfhe::ring::RingContext;
 use wgfhe::{Error, Result};
 
 use super::MnistArgs;

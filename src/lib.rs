@@ -30,6 +30,7 @@ pub mod math;
 pub mod ml;
 pub mod params;
 pub mod poly;
+pub mod ring;
 pub mod rlwe;
 pub mod serial;
 pub mod verify;

@@ -10,7 +10,7 @@ use wgfhe::backend::{Backend, BackendChoice, CpuBackend, GpuBackend};
 use wgfhe::bgv::{max_depth, Bgv};
 use wgfhe::ckks::{self, ScalePolicy};
 use wgfhe::params::{self, Parameters, Scheme};
-use wgfhe::poly::RingContext;
+use wgfhe::ring::RingContext;
 use wgfhe::verify;
 
 mod bench_cmd;
@@ -337,8 +337,8 @@ fn cmd_verify(names: &[String], seed: u64, json: bool) -> wgfhe::Result<bool> {
     let dev = std::sync::Arc::new(GpuDevice::new()?);
     let sets: Vec<Parameters> = if names.is_empty() {
         vec![
-            params::insecure_test_bgv(10, 5, 2, 3, 65537)?,
-            params::insecure_test_ckks(10, 5, 2, 3, 30)?,
+            params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 5, p_primes: 2, dnum: 3 }, 65537)?,
+            params::insecure_test_ckks(params::TestRing { log_n: 10, q_primes: 5, p_primes: 2, dnum: 3 }, 30)?,
             params::by_name("bgv-n13")?,
             params::by_name("ckks-n13")?,
         ]

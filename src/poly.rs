@@ -1,30 +1,17 @@
-//! RNS polynomials and the ring context they live in.
-//!
-//! A [`RingContext`] owns every prime of a parameter set (the ciphertext chain `q_0..q_L`
-//! followed by the special primes `p_0..p_{k-1}`), one NTT table per prime, and caches of the
-//! precomputed tables of basis conversions. Primes are addressed by their *global index* in
-//! that list, and a polynomial's basis is a [`Basis`]: the ordered list of global indices of
-//! its limbs.
+//! RNS polynomials on a backend.
 //!
 //! An [`RnsPoly`] stores its residues in a backend buffer, limb-major (`[limb][N]` u32, every
-//! residue in `[0, q)`), and carries its representation in its type: [`Coeff`] (coefficients)
-//! or [`Eval`] (NTT domain, bit-reversed order; see [`crate::math::ntt`]). Kernels that only
-//! make sense in one domain take that domain's type, so a product of coefficient vectors does
-//! not compile.
+//! residue in `[0, q)`), over a [`Basis`] of the [`crate::ring::RingContext`], and carries its
+//! representation in its type: [`Coeff`] (coefficients) or [`Eval`] (NTT domain, bit-reversed
+//! order; see [`crate::math::ntt`]). Kernels that only make sense in one domain take that
+//! domain's type, so a product of coefficient vectors does not compile.
 
-use std::collections::HashMap;
 use std::marker::PhantomData;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use crate::backend::Backend;
 use crate::error::{Error, Result};
-use crate::math::ntt::{automorphism_permutation, NttTable};
-use crate::math::rns::{BaseConverter, ScaleDown};
-use crate::math::zq::Modulus;
-use crate::params::Parameters;
-
-/// Ordered global indices of the primes a polynomial's limbs are reduced by.
-pub type Basis = Arc<[usize]>;
+use crate::ring::{positions_in, Basis};
 
 /// Marker trait of polynomial representations.
 pub trait Representation: Send + Sync + 'static {
@@ -48,130 +35,6 @@ impl Representation for Coeff {
 impl Representation for Eval {
     const NAME: &'static str = "Eval";
     const TAG: u8 = 1;
-}
-
-/// Key of a cached basis-conversion table.
-type PairKey = (Vec<usize>, Vec<usize>, Option<u32>);
-
-/// Everything about the ring that kernels need: primes, NTT tables, conversion tables.
-#[derive(Debug)]
-pub struct RingContext {
-    params: Parameters,
-    moduli: Vec<Modulus>,
-    ntt: Vec<NttTable>,
-    converters: Mutex<HashMap<PairKey, Arc<BaseConverter>>>,
-    scale_downs: Mutex<HashMap<PairKey, Arc<ScaleDown>>>,
-    galois: Mutex<HashMap<usize, Arc<Vec<u32>>>>,
-}
-
-impl RingContext {
-    /// Builds the context (NTT tables for every prime of the chain and the special primes).
-    pub fn new(params: &Parameters) -> Result<Arc<Self>> {
-        let moduli: Vec<Modulus> = params.q().iter().chain(params.p().iter()).copied().collect();
-        let ntt = moduli.iter().map(|m| NttTable::new(*m, params.n())).collect::<Result<Vec<_>>>()?;
-        Ok(Arc::new(Self {
-            params: params.clone(),
-            moduli,
-            ntt,
-            converters: Mutex::new(HashMap::new()),
-            scale_downs: Mutex::new(HashMap::new()),
-            galois: Mutex::new(HashMap::new()),
-        }))
-    }
-
-    /// The parameters.
-    #[must_use]
-    pub fn params(&self) -> &Parameters {
-        &self.params
-    }
-
-    /// Ring degree N.
-    #[must_use]
-    pub fn n(&self) -> usize {
-        self.params.n()
-    }
-
-    /// Number of ciphertext primes (`L + 1`).
-    #[must_use]
-    pub fn q_count(&self) -> usize {
-        self.params.q().len()
-    }
-
-    /// Number of special primes.
-    #[must_use]
-    pub fn p_count(&self) -> usize {
-        self.params.p().len()
-    }
-
-    /// Modulus of a global index.
-    pub fn modulus(&self, index: usize) -> Result<&Modulus> {
-        self.moduli.get(index).ok_or(Error::LevelOutOfRange { level: index, max: self.moduli.len().saturating_sub(1) })
-    }
-
-    /// Moduli of a basis.
-    pub fn moduli_of(&self, basis: &[usize]) -> Result<Vec<Modulus>> {
-        basis.iter().map(|&i| self.modulus(i).copied()).collect()
-    }
-
-    /// NTT table of a global index.
-    pub fn ntt_table(&self, index: usize) -> Result<&NttTable> {
-        self.ntt.get(index).ok_or(Error::LevelOutOfRange { level: index, max: self.ntt.len().saturating_sub(1) })
-    }
-
-    /// Basis `q_0..q_level`.
-    pub fn q_basis(&self, level: usize) -> Result<Basis> {
-        if level >= self.q_count() {
-            return Err(Error::LevelOutOfRange { level, max: self.q_count().saturating_sub(1) });
-        }
-        Ok((0..=level).collect())
-    }
-
-    /// Basis of the special primes `p_0..p_{k-1}`.
-    #[must_use]
-    pub fn p_basis(&self) -> Basis {
-        (self.q_count()..self.q_count() + self.p_count()).collect()
-    }
-
-    /// Basis `q_0..q_level, p_0..p_{k-1}`.
-    pub fn qp_basis(&self, level: usize) -> Result<Basis> {
-        let q = self.q_basis(level)?;
-        Ok(q.iter().copied().chain(self.p_basis().iter().copied()).collect())
-    }
-
-    /// Cached fast base converter between two bases.
-    pub fn converter(&self, from: &[usize], to: &[usize]) -> Result<Arc<BaseConverter>> {
-        let key = (from.to_vec(), to.to_vec(), None);
-        let mut cache = self.converters.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(c) = cache.get(&key) {
-            return Ok(Arc::clone(c));
-        }
-        let conv = Arc::new(BaseConverter::new(&self.moduli_of(from)?, &self.moduli_of(to)?)?);
-        cache.insert(key, Arc::clone(&conv));
-        Ok(conv)
-    }
-
-    /// Cached divide-and-round table (`keep`, `drop`, optional plaintext modulus).
-    pub fn scale_down(&self, keep: &[usize], drop: &[usize], t: Option<u32>) -> Result<Arc<ScaleDown>> {
-        let key = (keep.to_vec(), drop.to_vec(), t);
-        let mut cache = self.scale_downs.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(c) = cache.get(&key) {
-            return Ok(Arc::clone(c));
-        }
-        let sd = Arc::new(ScaleDown::new(&self.moduli_of(keep)?, &self.moduli_of(drop)?, t)?);
-        cache.insert(key, Arc::clone(&sd));
-        Ok(sd)
-    }
-
-    /// Cached Eval-domain permutation of the automorphism `X -> X^g`.
-    pub fn galois_permutation(&self, g: usize) -> Result<Arc<Vec<u32>>> {
-        let mut cache = self.galois.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(p) = cache.get(&g) {
-            return Ok(Arc::clone(p));
-        }
-        let perm = Arc::new(automorphism_permutation(g, self.params.log_n())?);
-        cache.insert(g, Arc::clone(&perm));
-        Ok(perm)
-    }
 }
 
 /// An RNS polynomial on a backend, in representation `R`.
@@ -363,14 +226,14 @@ impl<B: Backend> RnsPoly<B, Coeff> {
         Ok(Self { data, basis, _rep: PhantomData })
     }
 
-    /// Fast base conversion of these limbs to `to` (see [`BaseConverter`]).
+    /// Fast base conversion of these limbs to `to` (see [`crate::math::rns::BaseConverter`]).
     pub fn base_convert(&self, backend: &B, to: &[usize]) -> Result<Self> {
         let data = backend.base_convert(&self.data, &self.basis, to)?;
         Ok(Self { data, basis: to.into(), _rep: PhantomData })
     }
 
     /// Divide-and-round by the primes `drop` (a suffix of the basis), keeping the rest
-    /// (see [`ScaleDown`]); `t` selects the BGV variant that preserves the plaintext mod t.
+    /// (see [`crate::math::rns::ScaleDown`]); `t` selects the BGV variant that preserves the plaintext mod t.
     pub fn scale_down(&self, backend: &B, drop_count: usize, t: Option<u32>) -> Result<Self> {
         let len = self.basis.len();
         if drop_count == 0 || drop_count >= len {
@@ -428,17 +291,4 @@ impl<B: Backend> RnsPoly<B, Eval> {
         let data = backend.uniform(seed, purpose, index, &basis)?;
         Ok(Self { data, basis, _rep: PhantomData })
     }
-}
-
-/// Positions of the elements of `sub` within `basis`.
-pub fn positions_in(basis: &[usize], sub: &[usize]) -> Result<Vec<usize>> {
-    sub.iter()
-        .map(|s| {
-            basis.iter().position(|b| b == s).ok_or(Error::DimensionMismatch {
-                what: "limb not in basis",
-                expected: basis.len(),
-                found: *s,
-            })
-        })
-        .collect()
 }

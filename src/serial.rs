@@ -17,9 +17,49 @@
 //! then the words. Readers check sizes before allocating and check every residue against its
 //! modulus, so hostile input yields a typed error, never a panic or a huge allocation.
 
+use serde::{Deserialize, Serialize};
+
 use crate::error::{Error, Result};
 use crate::math::zq::Modulus;
-use crate::params::Scheme;
+
+/// The homomorphic encryption scheme.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scheme {
+    /// Brakerski-Gentry-Vaikuntanathan: exact arithmetic modulo a plaintext modulus `t`.
+    Bgv,
+    /// Cheon-Kim-Kim-Song: approximate arithmetic on complex numbers.
+    Ckks,
+}
+
+impl Scheme {
+    /// Wire tag: 1 = BGV, 2 = CKKS.
+    #[must_use]
+    pub const fn tag(self) -> u8 {
+        match self {
+            Self::Bgv => 1,
+            Self::Ckks => 2,
+        }
+    }
+
+    /// Parses a wire tag ([`Error::InvalidField`] for an unknown one).
+    pub fn from_tag(tag: u8) -> Result<Self> {
+        match tag {
+            1 => Ok(Self::Bgv),
+            2 => Ok(Self::Ckks),
+            _ => Err(Error::InvalidField { field: "scheme", reason: "unknown scheme tag" }),
+        }
+    }
+
+    /// Display name, `"BGV"` or `"CKKS"`.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Bgv => "BGV",
+            Self::Ckks => "CKKS",
+        }
+    }
+}
 
 /// Magic bytes opening every object.
 pub const MAGIC: [u8; 4] = *b"WGFH";

@@ -16,7 +16,7 @@ use crate::ckks::{Ckks, ScalePolicy};
 use crate::error::Result;
 use crate::math::sampling::Purpose;
 use crate::params::{Parameters, Scheme};
-use crate::poly::RingContext;
+use crate::ring::RingContext;
 
 /// One comparison.
 #[derive(Debug, Clone, Serialize)]

@@ -13,7 +13,7 @@ use wgfhe::backend::{Backend, CpuBackend, GpuBackend};
 use wgfhe::bench::{anchors, kernels, plots, stages};
 use wgfhe::compress::Variant;
 use wgfhe::params::{self, Parameters};
-use wgfhe::poly::RingContext;
+use wgfhe::ring::RingContext;
 use wgfhe::Result;
 
 fn cpu(p: &Parameters) -> Result<CpuBackend> {
@@ -79,9 +79,12 @@ fn kernels_suite_gpu() {
 
 fn ledger_config() -> stages::Config {
     stages::Config {
-        hmult: params::insecure_test_bgv(10, 3, 1, 3, 65537).unwrap(),
-        lr: params::insecure_test_bgv(10, 3, 1, 3, 65537).unwrap(),
-        cnn: params::insecure_test_bgv(10, 8, 2, 4, 65537).unwrap(),
+        hmult: params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 3, p_primes: 1, dnum: 3 }, 65537)
+            .unwrap(),
+        lr: params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 3, p_primes: 1, dnum: 3 }, 65537)
+            .unwrap(),
+        cnn: params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 8, p_primes: 2, dnum: 4 }, 65537)
+            .unwrap(),
         lr_pixels: 5,
         lr_variant: Variant::Cso,
         relu_domain: 3,
@@ -148,7 +151,8 @@ fn anchors_suite_without_openfhe_says_so() {
     std::env::set_var("WGFHE_OPENFHE_PYTHON", "/nonexistent/wgfhe-test/python");
     let config = anchors::Config {
         ntt_log_ns: vec![8, 9],
-        sets: vec![params::insecure_test_bgv(10, 3, 1, 3, 65537).unwrap()],
+        sets: vec![params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 3, p_primes: 1, dnum: 3 }, 65537)
+            .unwrap()],
         reps: 2,
         openfhe_threads: 1,
     };
@@ -176,7 +180,8 @@ fn anchors_suite_without_openfhe_says_so() {
 
 #[test]
 fn bxt_plots_are_svg() {
-    let p = params::insecure_test_bgv(10, 3, 1, 3, 65537).unwrap();
+    let p =
+        params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 3, p_primes: 1, dnum: 3 }, 65537).unwrap();
     let r = wgfhe::bench::bxt::run(cpu(&p).unwrap(), "test".into(), 1, None).unwrap();
     let dir = std::env::temp_dir().join(format!("wgfhe-bench-bxt-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -158,7 +158,8 @@ fn every_op_at_every_level(params: &Parameters, seed: u8) {
 
 #[test]
 fn every_operation_every_level_insecure_n1024() {
-    let p = params::insecure_test_bgv(10, 6, 2, 3, 65537).unwrap();
+    let p =
+        params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 6, p_primes: 2, dnum: 3 }, 65537).unwrap();
     assert!(p.is_insecure());
     every_op_at_every_level(&p, 1);
 }
@@ -197,7 +198,10 @@ fn reaches_documented_depth(params: &Parameters, seed: u8) {
 
 #[test]
 fn depth_insecure_n1024() {
-    reaches_documented_depth(&params::insecure_test_bgv(10, 8, 3, 3, 65537).unwrap(), 4);
+    reaches_documented_depth(
+        &params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 8, p_primes: 3, dnum: 3 }, 65537).unwrap(),
+        4,
+    );
 }
 
 #[test]
@@ -213,7 +217,7 @@ fn depth_bgv_n14() {
 #[test]
 fn coefficient_encoding_with_power_of_two_t() {
     // t = 256 does not batch, but is coprime to every (odd) prime of Q.
-    let p = params::insecure_test_bgv(10, 5, 2, 3, 256).unwrap();
+    let p = params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 5, p_primes: 2, dnum: 3 }, 256).unwrap();
     let mut f = fixture_without_rotations(&p);
     let n = p.n();
     let a: Vec<u64> = (0..n).map(|_| f.rng.random_range(0..256)).collect();
@@ -249,7 +253,8 @@ fn fixture_without_rotations(params: &Parameters) -> Fixture {
 
 #[test]
 fn reproducible_from_seed() {
-    let p = params::insecure_test_bgv(10, 3, 1, 3, 65537).unwrap();
+    let p =
+        params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 3, p_primes: 1, dnum: 3 }, 65537).unwrap();
     let run = || {
         let f = fixture_without_rotations(&p);
         let pt = f.bgv.encoder().encode(&[1, 2, 3]).unwrap();
@@ -263,7 +268,8 @@ fn reproducible_from_seed() {
 
 #[test]
 fn misuse_gives_typed_errors() {
-    let p = params::insecure_test_bgv(10, 4, 2, 2, 65537).unwrap();
+    let p =
+        params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 4, p_primes: 2, dnum: 2 }, 65537).unwrap();
     let mut f = fixture(&p, 11);
     let a = random_values(&mut f);
     let ca = encrypt_at(&f, &a, 3);
@@ -296,7 +302,8 @@ fn misuse_gives_typed_errors() {
     assert!(matches!(enc.encode_signed(&[40000]), Err(Error::ValueOutOfRange { index: 0, .. })));
 
     // Objects of other parameters.
-    let other = params::insecure_test_bgv(10, 3, 2, 2, 65537).unwrap();
+    let other =
+        params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 3, p_primes: 2, dnum: 2 }, 65537).unwrap();
     let g = Bgv::cpu(&other).unwrap();
     let sk2 = g.gen_secret_key_from_seed(&[12; 32]).unwrap();
     let foreign = g.encrypt_symmetric(&sk2, &g.encoder().encode(&[1]).unwrap()).unwrap();
@@ -315,7 +322,8 @@ fn misuse_gives_typed_errors() {
 
 #[test]
 fn fresh_seeds_never_repeat() {
-    let p = params::insecure_test_bgv(10, 2, 1, 2, 65537).unwrap();
+    let p =
+        params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 2, p_primes: 1, dnum: 2 }, 65537).unwrap();
     let f = fixture_without_rotations(&p);
     let mut seen = std::collections::HashSet::new();
     let first = u64::from_le_bytes(f.sk.fresh_seed().unwrap()[24..].try_into().unwrap());
@@ -335,8 +343,10 @@ fn fresh_seeds_never_repeat() {
 #[test]
 fn keys_of_other_parameters_are_refused() {
     // Same shape (N, limb counts), different primes: only the parameter id tells them apart.
-    let p1 = params::insecure_test_bgv(10, 3, 1, 3, 65537).unwrap();
-    let p2 = params::insecure_test_bgv(10, 3, 1, 3, 12289).unwrap();
+    let p1 =
+        params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 3, p_primes: 1, dnum: 3 }, 65537).unwrap();
+    let p2 =
+        params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 3, p_primes: 1, dnum: 3 }, 12289).unwrap();
     let f1 = fixture(&p1, 21);
     let f2 = fixture(&p2, 22);
     let ct = f1.bgv.encrypt_symmetric(&f1.sk, &f1.bgv.encoder().encode(&[1, 2]).unwrap()).unwrap();
@@ -353,7 +363,8 @@ fn keys_of_other_parameters_are_refused() {
 fn structured_plaintexts_never_decrypt_wrong() {
     // All coefficients (t-1)/2: canonical norm about N t / pi, far above a random plaintext's.
     // Repeated PMULT either decrypts right or is refused; it never returns a wrong result.
-    let p = params::insecure_test_bgv(10, 10, 4, 3, 65537).unwrap();
+    let p =
+        params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 10, p_primes: 4, dnum: 3 }, 65537).unwrap();
     let f = fixture_without_rotations(&p);
     let n = p.n();
     let t = 65537u64;
@@ -400,7 +411,8 @@ fn structured_plaintexts_never_decrypt_wrong() {
 
 #[test]
 fn mixed_correction_factors_and_degrees() {
-    let p = params::insecure_test_bgv(10, 6, 2, 3, 65537).unwrap();
+    let p =
+        params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 6, p_primes: 2, dnum: 3 }, 65537).unwrap();
     let mut f = fixture(&p, 31);
     let t = 65537u64;
     let (a, b, c) = (random_values(&mut f), random_values(&mut f), random_values(&mut f));
@@ -443,7 +455,8 @@ fn mixed_correction_factors_and_degrees() {
 /// still bounds the measured noise.
 #[test]
 fn mul_plain_as_aligns_correction_factors() {
-    let p = params::insecure_test_bgv(10, 6, 2, 3, 65537).unwrap();
+    let p =
+        params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 6, p_primes: 2, dnum: 3 }, 65537).unwrap();
     let mut f = fixture(&p, 7);
     let t = u64::from(f.bgv.plaintext_modulus());
     let (x, y, w) = (random_values(&mut f), random_values(&mut f), random_values(&mut f));

@@ -125,12 +125,20 @@ fn every_op_at_levels(params: &Parameters, policy: ScalePolicy, seed: u8) {
 
 #[test]
 fn every_operation_insecure_n1024_single() {
-    every_op_at_levels(&params::insecure_test_ckks(10, 8, 2, 4, 30).unwrap(), ScalePolicy::Single, 1);
+    every_op_at_levels(
+        &params::insecure_test_ckks(params::TestRing { log_n: 10, q_primes: 8, p_primes: 2, dnum: 4 }, 30).unwrap(),
+        ScalePolicy::Single,
+        1,
+    );
 }
 
 #[test]
 fn every_operation_insecure_n1024_double() {
-    every_op_at_levels(&params::insecure_test_ckks(10, 9, 3, 3, 30).unwrap(), ScalePolicy::Double, 2);
+    every_op_at_levels(
+        &params::insecure_test_ckks(params::TestRing { log_n: 10, q_primes: 9, p_primes: 3, dnum: 3 }, 30).unwrap(),
+        ScalePolicy::Double,
+        2,
+    );
 }
 
 #[test]
@@ -169,17 +177,23 @@ fn depth_chain(params: &Parameters, policy: ScalePolicy) {
 
 #[test]
 fn depth_chain_insecure_single() {
-    depth_chain(&params::insecure_test_ckks(10, 8, 2, 4, 30).unwrap(), ScalePolicy::Single);
+    depth_chain(
+        &params::insecure_test_ckks(params::TestRing { log_n: 10, q_primes: 8, p_primes: 2, dnum: 4 }, 30).unwrap(),
+        ScalePolicy::Single,
+    );
 }
 
 #[test]
 fn depth_chain_insecure_double() {
-    depth_chain(&params::insecure_test_ckks(10, 9, 3, 3, 30).unwrap(), ScalePolicy::Double);
+    depth_chain(
+        &params::insecure_test_ckks(params::TestRing { log_n: 10, q_primes: 9, p_primes: 3, dnum: 3 }, 30).unwrap(),
+        ScalePolicy::Double,
+    );
 }
 
 #[test]
 fn sparse_packing_and_public_key() {
-    let p = params::insecure_test_ckks(10, 5, 2, 3, 30).unwrap();
+    let p = params::insecure_test_ckks(params::TestRing { log_n: 10, q_primes: 5, p_primes: 2, dnum: 3 }, 30).unwrap();
     let mut f = fixture(&p, ScalePolicy::Single, 5);
     let a = random_values(&mut f, 8);
     let pt = f.ckks.encode(&a, f.ckks.default_scale(), 8, f.ckks.max_level()).unwrap();
@@ -196,7 +210,7 @@ fn sparse_packing_and_public_key() {
 
 #[test]
 fn flooded_decryption_costs_precision() {
-    let p = params::insecure_test_ckks(10, 4, 1, 4, 30).unwrap();
+    let p = params::insecure_test_ckks(params::TestRing { log_n: 10, q_primes: 4, p_primes: 1, dnum: 4 }, 30).unwrap();
     let mut f = fixture(&p, ScalePolicy::Single, 6);
     let slots = f.ckks.encoder().max_slots();
     let a = random_values(&mut f, slots);
@@ -212,7 +226,7 @@ fn flooded_decryption_costs_precision() {
 
 #[test]
 fn misuse_gives_typed_errors() {
-    let p = params::insecure_test_ckks(10, 5, 2, 3, 30).unwrap();
+    let p = params::insecure_test_ckks(params::TestRing { log_n: 10, q_primes: 5, p_primes: 2, dnum: 3 }, 30).unwrap();
     let mut f = fixture(&p, ScalePolicy::Single, 7);
     let slots = f.ckks.encoder().max_slots();
     let scale = f.ckks.default_scale();
@@ -252,6 +266,7 @@ fn misuse_gives_typed_errors() {
     }
     assert!(matches!(f.ckks.rescale(&ct), Err(Error::DepthExhausted { .. })));
     // A BGV parameter set is refused.
-    let bgv = params::insecure_test_bgv(10, 3, 1, 3, 65537).unwrap();
+    let bgv =
+        params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 3, p_primes: 1, dnum: 3 }, 65537).unwrap();
     assert!(matches!(Ckks::cpu(&bgv, ScalePolicy::Single), Err(Error::SchemeMismatch { .. })));
 }

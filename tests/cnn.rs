@@ -26,7 +26,7 @@ use wgfhe::ml::cnn::{QuantCnn, Requant, CLASSES, POSITIONS, TAPS};
 use wgfhe::ml::cnn_infer::{run_cnn, CnnCircuit, CnnOptions, CnnStats, ReluPath, BLOCK};
 use wgfhe::ml::mnist::{Split, PIXELS};
 use wgfhe::params::{self, Parameters};
-use wgfhe::poly::RingContext;
+use wgfhe::ring::RingContext;
 use wgfhe::Error;
 
 /// A small model with sparse weights, so the tables are short (domains about 30 and 20).
@@ -79,12 +79,12 @@ fn images(n: usize) -> Split {
 }
 
 fn params() -> Parameters {
-    params::insecure_test_bgv(10, 24, 6, 4, 65_537).unwrap()
+    params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 24, p_primes: 6, dnum: 4 }, 65_537).unwrap()
 }
 
 /// More levels: the digit path is deeper than the fused tables.
 fn digit_params() -> Parameters {
-    params::insecure_test_bgv(10, 60, 15, 4, 65_537).unwrap()
+    params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 60, p_primes: 15, dnum: 4 }, 65_537).unwrap()
 }
 
 fn options(variant: Variant, relu: ReluPath) -> CnnOptions {
@@ -146,7 +146,10 @@ fn digit_relu_path_equals_the_model_and_its_fault_emulation() {
 
 #[test]
 fn digit_path_refuses_bounds_outside_its_layout() {
-    let ctx = RingContext::new(&params::insecure_test_bgv(10, 8, 2, 4, 786_433).unwrap()).unwrap();
+    let ctx = RingContext::new(
+        &params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 8, p_primes: 2, dnum: 4 }, 786_433).unwrap(),
+    )
+    .unwrap();
     let bgv = Bgv::new(CpuBackend::new(ctx)).unwrap();
     // A conv bound of 20,000 fits t = 786433 but not the 4 balanced base-13 digits (+-14280).
     let mut wide = small_model();

@@ -4,7 +4,7 @@
 //! bounds propagate exactly through linear layers; out-of-domain and too-large bounds are typed
 //! errors; the GPU backend produces the CPU's ciphertext bit for bit.
 //!
-//! Parameters: `insecure_test_bgv(10, 12, 3, 4, 65537)` (N = 1024 slots, 12 chain primes of
+//! Parameters: `insecure_test_bgv(TestRing { log_n: 10, q_primes: 12, p_primes: 3, dnum: 4 }, 65537)` (N = 1024 slots, 12 chain primes of
 //! 30 bits) fits every table up to B' = 63 (the deepest, sign at depth 8, ends at level 2).
 //! Without an adapter the GPU test prints `SKIPPED: <reason>`; `WGFHE_REQUIRE_GPU=1` turns that
 //! into a failure.
@@ -31,7 +31,7 @@ use wgfhe::compare::{
     eval_lut, eval_lut_bounded, eval_lut_with_plan, Bounded, EvalPlan, EvalStats, Lut, Objective, Strategy,
 };
 use wgfhe::params::{self, Parameters};
-use wgfhe::poly::RingContext;
+use wgfhe::ring::RingContext;
 use wgfhe::rlwe::SecretKey;
 use wgfhe::Error;
 
@@ -44,7 +44,7 @@ struct Fixture<B: Backend> {
 }
 
 fn test_params() -> Parameters {
-    params::insecure_test_bgv(10, 12, 3, 4, u64::from(T)).unwrap()
+    params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 12, p_primes: 3, dnum: 4 }, u64::from(T)).unwrap()
 }
 
 fn fixture_on<B: Backend>(bgv: Bgv<B>, seed: u8) -> Fixture<B> {
@@ -289,7 +289,11 @@ fn weighted_sum_input_with_propagated_bound() {
 
 #[test]
 fn lut_output_feeds_the_next_layer() {
-    let f = fixture(&params::insecure_test_bgv(10, 16, 4, 4, u64::from(T)).unwrap(), 7);
+    let f = fixture(
+        &params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 16, p_primes: 4, dnum: 4 }, u64::from(T))
+            .unwrap(),
+        7,
+    );
     let slots = f.bgv.encoder().slots();
     let mut rng = ChaCha8Rng::seed_from_u64(7);
     let values = inputs(slots, 3, &mut rng);
@@ -307,7 +311,8 @@ fn lut_output_feeds_the_next_layer() {
 #[test]
 fn other_plaintext_modulus_786433() {
     let t = 786_433u32;
-    let p = params::insecure_test_bgv(10, 14, 4, 4, u64::from(t)).unwrap();
+    let p = params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 14, p_primes: 4, dnum: 4 }, u64::from(t))
+        .unwrap();
     let f = fixture(&p, 8);
     let mut rng = ChaCha8Rng::seed_from_u64(8);
     let values = inputs(f.bgv.encoder().slots(), 15, &mut rng);
@@ -374,7 +379,11 @@ fn bounds_at_or_above_half_t_are_typed_errors() {
     assert!(matches!(Lut::sign(T, limit), Err(Error::BoundTooLarge { bound: 32768, limit: 32768 })));
     assert!(matches!(Lut::sign(T, 40_000), Err(Error::BoundTooLarge { .. })));
     // A ciphertext of other parameters.
-    let g = fixture(&params::insecure_test_bgv(10, 3, 1, 3, u64::from(T)).unwrap(), 11);
+    let g = fixture(
+        &params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 3, p_primes: 1, dnum: 3 }, u64::from(T))
+            .unwrap(),
+        11,
+    );
     let foreign = g.bgv.encrypt_symmetric(&g.sk, &g.bgv.encoder().encode(&[1]).unwrap()).unwrap();
     assert!(matches!(Bounded::fresh(&f.bgv, foreign, 1), Err(Error::ParameterMismatch { .. })));
 }

@@ -27,14 +27,14 @@ use wgfhe::backend::{Backend, CpuBackend, GpuBackend};
 use wgfhe::bgv::{Bgv, Ciphertext, EvaluationKeys, Plaintext};
 use wgfhe::compress::{Bxt, BxtCiphertext, Variant, Weight};
 use wgfhe::params::{self, Parameters};
-use wgfhe::poly::RingContext;
+use wgfhe::ring::RingContext;
 use wgfhe::rlwe::SecretKey;
 use wgfhe::Error;
 
 const INPUTS: usize = 16;
 
 fn params() -> Parameters {
-    params::insecure_test_bgv(10, 4, 2, 2, 65537).unwrap()
+    params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 4, p_primes: 2, dnum: 2 }, 65537).unwrap()
 }
 
 /// Everything one run needs, made from fixed seeds so every variant sees the same ciphertexts.

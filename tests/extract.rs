@@ -5,7 +5,7 @@
 //! slot by slot; sets of tables equal the tables one by one; out-of-range bounds are typed
 //! errors; the GPU backend produces the CPU's ciphertexts bit for bit.
 //!
-//! Parameters: `insecure_test_bgv(10, 22, 4, 6, 65537)` (1024 slots, 22 chain primes: the ReLU
+//! Parameters: `insecure_test_bgv(TestRing { log_n: 10, q_primes: 22, p_primes: 4, dnum: 6 }, 65537)` (1024 slots, 22 chain primes: the ReLU
 //! through 3 digits of `|x| <= 31` is depth 13).
 
 #![allow(
@@ -30,7 +30,7 @@ use wgfhe::compare::extract::{
 use wgfhe::compare::wordwise::{compare, recompose};
 use wgfhe::compare::{eval_lut, eval_lut_set, Bounded, Lut, LutSet, Strategy};
 use wgfhe::params::{self, Parameters};
-use wgfhe::poly::RingContext;
+use wgfhe::ring::RingContext;
 use wgfhe::rlwe::SecretKey;
 use wgfhe::Error;
 
@@ -39,7 +39,7 @@ const T: u32 = 65537;
 const B: u64 = 31;
 
 fn test_params() -> Parameters {
-    params::insecure_test_bgv(10, 22, 4, 6, u64::from(T)).unwrap()
+    params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 22, p_primes: 4, dnum: 6 }, u64::from(T)).unwrap()
 }
 
 struct Fixture<B: Backend> {
@@ -189,8 +189,13 @@ fn pruned_pipeline_equals_the_plaintext_model() {
 
 #[test]
 fn lut_sets_equal_the_tables_one_by_one() {
-    let f =
-        fixture(CpuBackend::new(RingContext::new(&params::insecure_test_bgv(10, 12, 3, 4, 65537).unwrap()).unwrap()));
+    let f = fixture(CpuBackend::new(
+        RingContext::new(
+            &params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 12, p_primes: 3, dnum: 4 }, 65537)
+                .unwrap(),
+        )
+        .unwrap(),
+    ));
     let slots = f.bgv.encoder().slots();
     let mut rng = ChaCha8Rng::seed_from_u64(3);
     let b = 15i64;

@@ -26,7 +26,7 @@ use wgfhe::backend::gpu::GpuDevice;
 use wgfhe::backend::testing::FlipOneBit;
 use wgfhe::backend::CpuBackend;
 use wgfhe::params::{self, Parameters};
-use wgfhe::poly::RingContext;
+use wgfhe::ring::RingContext;
 use wgfhe::verify;
 
 fn check_kernels(params: &Parameters, seed: u64) {
@@ -40,24 +40,39 @@ fn check_kernels(params: &Parameters, seed: u64) {
 #[test]
 fn kernels_match_cpu_small_rings() {
     // N = 16 and 128: sizes below and not multiples of the 256-thread workgroup.
-    check_kernels(&params::insecure_test_bgv(4, 3, 2, 3, 97).unwrap(), 1);
-    check_kernels(&params::insecure_test_bgv(7, 4, 2, 2, 257).unwrap(), 2);
+    check_kernels(
+        &params::insecure_test_bgv(params::TestRing { log_n: 4, q_primes: 3, p_primes: 2, dnum: 3 }, 97).unwrap(),
+        1,
+    );
+    check_kernels(
+        &params::insecure_test_bgv(params::TestRing { log_n: 7, q_primes: 4, p_primes: 2, dnum: 2 }, 257).unwrap(),
+        2,
+    );
 }
 
 #[test]
 fn kernels_match_cpu_n1024_to_n16384() {
-    check_kernels(&params::insecure_test_bgv(10, 4, 2, 2, 65537).unwrap(), 3);
-    check_kernels(&params::insecure_test_ckks(12, 5, 2, 3, 30).unwrap(), 4);
-    check_kernels(&params::insecure_test_ckks(14, 3, 1, 3, 30).unwrap(), 5);
+    check_kernels(
+        &params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 4, p_primes: 2, dnum: 2 }, 65537).unwrap(),
+        3,
+    );
+    check_kernels(
+        &params::insecure_test_ckks(params::TestRing { log_n: 12, q_primes: 5, p_primes: 2, dnum: 3 }, 30).unwrap(),
+        4,
+    );
+    check_kernels(
+        &params::insecure_test_ckks(params::TestRing { log_n: 14, q_primes: 3, p_primes: 1, dnum: 3 }, 30).unwrap(),
+        5,
+    );
 }
 
 #[test]
 fn scheme_programs_identical_on_both_backends() {
     let Some(dev) = device() else { return };
     for p in [
-        params::insecure_test_bgv(10, 5, 2, 3, 65537).unwrap(),
+        params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 5, p_primes: 2, dnum: 3 }, 65537).unwrap(),
         params::by_name("bgv-n13").unwrap(),
-        params::insecure_test_ckks(10, 5, 2, 3, 30).unwrap(),
+        params::insecure_test_ckks(params::TestRing { log_n: 10, q_primes: 5, p_primes: 2, dnum: 3 }, 30).unwrap(),
         params::by_name("ckks-n13").unwrap(),
     ] {
         let check = verify::program_check(&p, &dev, 7).unwrap();
@@ -67,7 +82,8 @@ fn scheme_programs_identical_on_both_backends() {
 
 #[test]
 fn harness_detects_one_flipped_bit() {
-    let p = params::insecure_test_bgv(10, 5, 2, 3, 65537).unwrap();
+    let p =
+        params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 5, p_primes: 2, dnum: 3 }, 65537).unwrap();
     let plain = verify::transcript(CpuBackend::new(RingContext::new(&p).unwrap()), &p, 7).unwrap();
     for kernel in ["mul", "ntt_forward", "key_switch_inner_product", "scale_down"] {
         let flip = FlipOneBit::new(CpuBackend::new(RingContext::new(&p).unwrap()), kernel, 3);
@@ -82,7 +98,8 @@ fn buffers_beyond_the_adapter_limit_are_typed_errors() {
     let Some(dev) = device() else { return };
     let words = dev.max_binding_words() + 1;
     assert!(matches!(dev.zeros(words), Err(wgfhe::Error::AdapterLimit { .. })));
-    let p = params::insecure_test_bgv(10, 2, 1, 2, 65537).unwrap();
+    let p =
+        params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 2, p_primes: 1, dnum: 2 }, 65537).unwrap();
     let gpu = wgfhe::backend::GpuBackend::new(RingContext::new(&p).unwrap(), dev);
     use wgfhe::backend::Backend;
     assert!(matches!(gpu.zeros(words), Err(wgfhe::Error::AdapterLimit { .. })));
@@ -355,7 +372,14 @@ fn fused_fixed_programs_match_cpu() {
     fixed_programs(&gpu_for(&mixed_widths(12), &dev), 12);
     // N below the 32 residues of a packed group: one thread per limb.
     fixed_programs(&gpu_for(&mixed_widths(4), &dev), 13);
-    fixed_programs(&gpu_for(&params::insecure_test_bgv(10, 3, 1, 3, 65537).unwrap(), &dev), 14);
+    fixed_programs(
+        &gpu_for(
+            &params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 3, p_primes: 1, dnum: 3 }, 65537)
+                .unwrap(),
+            &dev,
+        ),
+        14,
+    );
 }
 
 /// A random expression over `ops` operands of depth at most `depth`.

@@ -17,14 +17,15 @@ use wgfhe::backend::{Backend, CpuBackend};
 use wgfhe::bgv::{self, Bgv};
 use wgfhe::ckks::{self, Ckks, ScalePolicy};
 use wgfhe::params::{self, Parameters};
-use wgfhe::poly::{Eval, RingContext, RnsPoly};
+use wgfhe::poly::{Eval, RnsPoly};
+use wgfhe::ring::RingContext;
 use wgfhe::rlwe::{EvaluationKeys, GaloisKey, KeyForm, RelinKey, SecretKey};
 
 type Cpu = Ledger<CpuBackend>;
 
 /// BGV over `N = 2^10`, 5 chain primes in 3 digits (2, 2, 1 primes), 2 special primes.
 fn bgv_params() -> Parameters {
-    params::insecure_test_bgv(10, 5, 2, 3, 65537).unwrap()
+    params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 5, p_primes: 2, dnum: 3 }, 65537).unwrap()
 }
 
 struct Fixture {
@@ -101,7 +102,7 @@ fn bgv_seeded_keys_give_identical_ciphertexts() {
 /// CKKS: HMULT with relinearisation, a rotation and conjugation.
 #[test]
 fn ckks_seeded_keys_give_identical_ciphertexts() {
-    let p = params::insecure_test_ckks(10, 5, 2, 3, 30).unwrap();
+    let p = params::insecure_test_ckks(params::TestRing { log_n: 10, q_primes: 5, p_primes: 2, dnum: 3 }, 30).unwrap();
     let ckks = Ckks::cpu(&p, ScalePolicy::Single).unwrap();
     let be = ckks.backend();
     let sk = ckks.gen_secret_key_from_seed(&[11; 32]).unwrap();

@@ -14,12 +14,13 @@ use wgfhe::backend::ledger::{write_trace, Ledger, Record, Totals};
 use wgfhe::backend::CpuBackend;
 use wgfhe::bgv::Bgv;
 use wgfhe::params;
-use wgfhe::poly::RingContext;
+use wgfhe::ring::RingContext;
 use wgfhe::verify;
 
 #[test]
 fn hadd_reads_two_ciphertexts_and_writes_one() {
-    let p = params::insecure_test_bgv(10, 4, 2, 2, 65537).unwrap();
+    let p =
+        params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 4, p_primes: 2, dnum: 2 }, 65537).unwrap();
     let bgv = Bgv::new(Ledger::new(CpuBackend::new(RingContext::new(&p).unwrap()))).unwrap();
     let sk = bgv.gen_secret_key_from_seed(&[1; 32]).unwrap();
     let pt = bgv.encoder().encode(&[1, 2, 3]).unwrap();
@@ -40,7 +41,8 @@ fn hadd_reads_two_ciphertexts_and_writes_one() {
 
 #[test]
 fn key_switching_reads_the_key_and_the_trace_is_json_lines() {
-    let p = params::insecure_test_bgv(10, 4, 2, 2, 65537).unwrap();
+    let p =
+        params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 4, p_primes: 2, dnum: 2 }, 65537).unwrap();
     let bgv = Bgv::new(Ledger::new(CpuBackend::new(RingContext::new(&p).unwrap()))).unwrap();
     let sk = bgv.gen_secret_key_from_seed(&[2; 32]).unwrap();
     let keys = bgv.gen_evaluation_keys(&sk, &[1], false).unwrap();
@@ -72,7 +74,8 @@ fn key_switching_reads_the_key_and_the_trace_is_json_lines() {
 
 #[test]
 fn the_ledger_does_not_change_results() {
-    let p = params::insecure_test_bgv(10, 5, 2, 3, 65537).unwrap();
+    let p =
+        params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 5, p_primes: 2, dnum: 3 }, 65537).unwrap();
     let plain = verify::transcript(CpuBackend::new(RingContext::new(&p).unwrap()), &p, 3).unwrap();
     let ledgered = verify::transcript(Ledger::new(CpuBackend::new(RingContext::new(&p).unwrap())), &p, 3).unwrap();
     assert!(verify::compare_transcripts("ledger", &p, &plain, &ledgered).identical);
@@ -80,7 +83,8 @@ fn the_ledger_does_not_change_results() {
 
 #[test]
 fn a_timed_ledger_times_every_dispatch_and_changes_nothing() {
-    let p = params::insecure_test_bgv(10, 4, 2, 2, 65537).unwrap();
+    let p =
+        params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 4, p_primes: 2, dnum: 2 }, 65537).unwrap();
     let run = |timed: bool| {
         let cpu = CpuBackend::new(RingContext::new(&p).unwrap());
         let bgv = Bgv::new(if timed { Ledger::timed(cpu) } else { Ledger::new(cpu) }).unwrap();

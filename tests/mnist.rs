@@ -21,7 +21,7 @@ use wgfhe::compress::Variant;
 use wgfhe::ml::infer::run_lr;
 use wgfhe::ml::lr::{Dataset, QuantLr};
 use wgfhe::params;
-use wgfhe::poly::RingContext;
+use wgfhe::ring::RingContext;
 use wgfhe::Error;
 
 const DIM: usize = 40;
@@ -37,7 +37,8 @@ fn model_and_data(images: usize) -> (QuantLr, Dataset) {
 
 #[test]
 fn encrypted_lr_agrees_with_the_quantised_model() {
-    let p = params::insecure_test_bgv(10, 3, 0, 1, 786_433).unwrap();
+    let p =
+        params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 3, p_primes: 0, dnum: 1 }, 786_433).unwrap();
     let ctx = RingContext::new(&p).unwrap();
     // More images than slots: two batches, the second partial.
     let (model, data) = model_and_data(1100);
@@ -60,7 +61,8 @@ fn encrypted_lr_agrees_with_the_quantised_model() {
 
 #[test]
 fn a_bound_beyond_the_plaintext_modulus_is_refused() {
-    let p = params::insecure_test_bgv(10, 3, 0, 1, 12_289).unwrap();
+    let p =
+        params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 3, p_primes: 0, dnum: 1 }, 12_289).unwrap();
     let (_, data) = model_and_data(10);
     let big = QuantLr::new(vec![500; DIM], 0, 4).unwrap();
     let err = run_lr(CpuBackend::new(RingContext::new(&p).unwrap()), &big, &data, None, Variant::C, |_, _| {}, None);

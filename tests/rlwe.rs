@@ -15,7 +15,8 @@ use wgfhe::backend::{Backend, CpuBackend};
 use wgfhe::math::rns::RnsBasis;
 use wgfhe::math::sampling::Purpose;
 use wgfhe::params;
-use wgfhe::poly::{Eval, RingContext, RnsPoly};
+use wgfhe::poly::{Eval, RnsPoly};
+use wgfhe::ring::RingContext;
 use wgfhe::rlwe::{self, NoiseScale};
 
 /// Largest |coefficient| (centred) of `poly`, and whether every coefficient is divisible by `t`.
@@ -41,7 +42,9 @@ fn max_abs(be: &CpuBackend, poly: RnsPoly<CpuBackend, Eval>, t: i64) -> (f64, bo
 
 fn check_key_switch(log_n: u32, q: usize, p: usize, dnum: usize) {
     let t = 65537u32;
-    let params = params::insecure_test_bgv(log_n, q, p, dnum, u64::from(t)).unwrap();
+    let params =
+        params::insecure_test_bgv(params::TestRing { log_n, q_primes: q, p_primes: p, dnum }, u64::from(t))
+            .unwrap();
     let be = CpuBackend::new(RingContext::new(&params).unwrap());
     let ctx = be.context().clone();
     let sk = rlwe::gen_secret_key(&be, Some(&[1; 32])).unwrap();
@@ -86,7 +89,8 @@ fn key_switch_dnum_equals_limbs() {
 
 #[test]
 fn key_switch_without_special_primes_is_refused() {
-    let params = params::insecure_test_bgv(10, 3, 0, 3, 65537).unwrap();
+    let params =
+        params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 3, p_primes: 0, dnum: 3 }, 65537).unwrap();
     let be = CpuBackend::new(RingContext::new(&params).unwrap());
     let sk = rlwe::gen_secret_key(&be, Some(&[1; 32])).unwrap();
     assert!(matches!(

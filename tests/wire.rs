@@ -33,7 +33,8 @@ struct Setup {
 }
 
 fn setup() -> Setup {
-    let p = params::insecure_test_bgv(10, 3, 1, 3, 65537).unwrap();
+    let p =
+        params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 3, p_primes: 1, dnum: 3 }, 65537).unwrap();
     let bgv = Bgv::cpu(&p).unwrap();
     let sk = bgv.gen_secret_key_from_seed(&[3; 32]).unwrap();
     Setup { bgv, sk }
@@ -172,7 +173,10 @@ fn parameter_binding_errors() {
     b[7] = wgfhe::params::Scheme::Ckks.tag();
     assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::SchemeMismatch { .. })));
     // A key of another parameter set.
-    let other = Bgv::cpu(&params::insecure_test_bgv(10, 2, 1, 2, 65537).unwrap()).unwrap();
+    let other = Bgv::cpu(
+        &params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 2, p_primes: 1, dnum: 2 }, 65537).unwrap(),
+    )
+    .unwrap();
     let sk_other = other.gen_secret_key_from_seed(&[1; 32]).unwrap();
     let kb = sk_other.to_bytes(other.backend()).unwrap();
     assert!(matches!(SecretKey::from_bytes(s.bgv.backend(), &kb), Err(Error::ParameterMismatch { .. })));

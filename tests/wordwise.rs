@@ -4,7 +4,7 @@
 //! slot by slot; values produced by a homomorphic weighted sum compare correctly; bad layouts and
 //! out-of-range values are typed errors; the GPU produces the CPU's ciphertexts bit for bit.
 //!
-//! Parameters: `insecure_test_bgv(10, 12, 3, 4, 65537)` (1024 slots, 12 chain primes).
+//! Parameters: `insecure_test_bgv(TestRing { log_n: 10, q_primes: 12, p_primes: 3, dnum: 4 }, 65537)` (1024 slots, 12 chain primes).
 
 #![allow(
     clippy::unwrap_used,
@@ -26,12 +26,12 @@ use wgfhe::bgv::{Bgv, Ciphertext, EvaluationKeys};
 use wgfhe::compare::digits::{eq_pruned, lt_pruned, Convention, Digits};
 use wgfhe::compare::wordwise::{compare, equal, max, recompose, EncryptedDigits};
 use wgfhe::params::{self, Parameters};
-use wgfhe::poly::RingContext;
+use wgfhe::ring::RingContext;
 use wgfhe::rlwe::SecretKey;
 use wgfhe::Error;
 
 fn test_params() -> Parameters {
-    params::insecure_test_bgv(10, 12, 3, 4, 65537).unwrap()
+    params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 12, p_primes: 3, dnum: 4 }, 65537).unwrap()
 }
 
 struct Fixture<B: Backend> {
@@ -213,7 +213,8 @@ fn lt_eq_words<B: Backend>(f: &Fixture<B>, layout: Digits, xs: &[i64], ys: &[i64
 #[test]
 fn compare_report_has_every_row() {
     // Deeper than test_params: the extract rows run the digit pipeline (depth about 10).
-    let p = params::insecure_test_bgv(10, 22, 4, 6, 65537).unwrap();
+    let p =
+        params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 22, p_primes: 4, dnum: 6 }, 65537).unwrap();
     let report =
         wgfhe::bench::compare::run_with_extract(CpuBackend::new(RingContext::new(&p).unwrap()), "cpu".into(), 1, 5, 4)
             .unwrap();

@@ -11,7 +11,7 @@ use super::Backend;
 use crate::error::{Error, Result};
 use crate::math::sampling::{uniform_limb, Purpose, Seed};
 use crate::math::zq::Modulus;
-use crate::poly::{positions_in, RingContext};
+use crate::ring::{positions_in, RingContext};
 
 /// The CPU reference backend.
 #[derive(Debug, Clone)]

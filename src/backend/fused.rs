@@ -29,7 +29,7 @@
 use crate::error::{Error, Result};
 use crate::math::sampling::{stream_id, Purpose, Seed};
 use crate::math::zq::Modulus;
-use crate::poly::RingContext;
+use crate::ring::RingContext;
 
 use super::Backend;
 
@@ -320,7 +320,7 @@ impl<B: Backend> Program<'_, B> {
         for op in &self.operands {
             match op {
                 Operand::Buffer { buf, basis, format, .. } => {
-                    crate::poly::positions_in(basis, self.basis)?;
+                    crate::ring::positions_in(basis, self.basis)?;
                     let want = buffer_words(ctx, basis, *format)?;
                     let found = backend.len(buf);
                     if found != want {

@@ -31,7 +31,7 @@ use serde::Serialize;
 use super::Backend;
 use crate::error::{Error, Result};
 use crate::math::sampling::{Purpose, Seed};
-use crate::poly::RingContext;
+use crate::ring::RingContext;
 
 /// Bytes per residue.
 const WORD: u64 = 4;

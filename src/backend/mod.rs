@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use crate::error::Result;
 use crate::math::sampling::{Purpose, Seed};
-use crate::poly::RingContext;
+use crate::ring::RingContext;
 
 pub use cpu::CpuBackend;
 pub use gpu::GpuBackend;

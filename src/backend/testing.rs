@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::Backend;
 use crate::error::Result;
 use crate::math::sampling::{Purpose, Seed};
-use crate::poly::RingContext;
+use crate::ring::RingContext;
 
 /// Wraps `B`, flipping bit 0 of word `word` in the first output of kernel `kernel`.
 #[derive(Debug)]

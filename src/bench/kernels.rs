@@ -179,7 +179,10 @@ impl<B: Backend> Point<B> {
 
 /// The ring of one point: `2 limbs + 1` primes (`limbs` chain primes, `limbs + 1` special).
 pub fn ring_params(log_n: u32, limbs: usize) -> Result<Parameters> {
-    params::insecure_test_bgv(log_n, limbs.max(1), limbs.max(1) + 1, 1, 65537)
+    params::insecure_test_bgv(
+        params::TestRing { log_n, q_primes: limbs.max(1), p_primes: limbs.max(1) + 1, dnum: 1 },
+        65537,
+    )
 }
 
 fn run_kernel<B: Backend>(be: &B, kernel: &str, o: &mut Point<B>) -> Result<()> {

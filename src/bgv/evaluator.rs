@@ -257,12 +257,12 @@ impl<B: Backend> Bgv<B> {
     }
 
     /// HMULT: switches each operand down as far as its noise allows, aligns the levels, takes the
-    /// tensor product and relinearises ([`Bgv::mul_lazy`] followed by [`Bgv::relinearize`]).
+    /// tensor product and relinearises ([`Bgv::switch_and_tensor`] followed by [`Bgv::relinearize`]).
     pub fn mul_relin(&self, a: &Ciphertext<B>, b: &Ciphertext<B>, keys: &EvaluationKeys<B>) -> Result<Ciphertext<B>> {
         if keys.relin.is_none() {
             return Err(Error::MissingRelinKey);
         }
-        let prod = self.mul_lazy(a, b)?;
+        let prod = self.switch_and_tensor(a, b)?;
         let out = self.relinearize(&prod, keys)?;
         self.check_noise(out.noise_log2, out.level())?;
         Ok(out)
@@ -276,7 +276,7 @@ impl<B: Backend> Bgv<B> {
     /// the shorter), multiplied by integers and plaintexts and switched down; a sum of products
     /// then needs one [`Bgv::relinearize`] instead of one per product (lazy relinearisation).
     /// Errors: [`Error::CiphertextDegree`] for an operand of degree 2.
-    pub fn mul_lazy(&self, a: &Ciphertext<B>, b: &Ciphertext<B>) -> Result<Ciphertext<B>> {
+    pub fn switch_and_tensor(&self, a: &Ciphertext<B>, b: &Ciphertext<B>) -> Result<Ciphertext<B>> {
         self.check_ct(a)?;
         self.check_ct(b)?;
         // The level after each operand's automatic switch, then the lower of the two; operands

@@ -28,7 +28,8 @@ use crate::error::{Error, Result};
 use crate::math::sampling::{Sampler, Seed};
 use crate::math::zq::Modulus;
 use crate::params::{Parameters, Scheme};
-use crate::poly::{Coeff, Eval, RingContext, RnsPoly};
+use crate::poly::{Coeff, Eval, RnsPoly};
+use crate::ring::RingContext;
 use crate::rlwe::{self, NoiseScale, PublicKey, SecretKey};
 
 /// `log2(x)` of a big integer (0 for 0 and 1), exact to f64 precision at any size.

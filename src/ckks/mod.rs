@@ -47,7 +47,8 @@ use crate::error::{Error, Result};
 use crate::math::rns::RnsBasis;
 use crate::math::sampling::{Sampler, Seed};
 use crate::params::{Parameters, Scheme};
-use crate::poly::{Coeff, Eval, RingContext, RnsPoly};
+use crate::poly::{Coeff, Eval, RnsPoly};
+use crate::ring::RingContext;
 use crate::rlwe::{self, EvaluationKeys, GaloisKey, NoiseScale, PublicKey, RelinKey, SecretKey};
 
 /// How many primes one rescale drops.

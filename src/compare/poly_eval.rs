@@ -41,7 +41,7 @@
 //!
 //! # Levels and correction factors
 //!
-//! HMULTs go through [`Bgv::mul_lazy`] (which switches its operands down as far as their noise
+//! HMULTs go through [`Bgv::switch_and_tensor`] (which switches its operands down as far as their noise
 //! allows). A block's linear combination is formed at one level (its powers switched down once
 //! and cached per level), and the correction factors are folded into the integer scalars: a
 //! power `x^i` that encrypts `c_i * x^i` with factor `f_i` is multiplied by
@@ -53,7 +53,7 @@
 //!
 //! # Lazy relinearisation
 //!
-//! A product is left as its tensor product (degree 2, [`Bgv::mul_lazy`]); linear combinations
+//! A product is left as its tensor product (degree 2, [`Bgv::switch_and_tensor`]); linear combinations
 //! and sums accept degree-2 terms, so `q G + r` and the block sums over it stay unrelinearised.
 //! A value is relinearised only when it becomes the operand of another product (a baby step
 //! used to build a higher one, a giant step, the quotient `q` of the level above, `p_o(y)` in
@@ -713,7 +713,7 @@ impl<B: Backend> Ops for BgvOps<'_, B> {
     fn mul(&mut self, a: &Node<B>, b: &Node<B>) -> Result<Node<B>> {
         self.relinearise(a)?;
         self.relinearise(b)?;
-        let ct = self.bgv.mul_lazy(self.operand(a), self.operand(b))?;
+        let ct = self.bgv.switch_and_tensor(self.operand(a), self.operand(b))?;
         self.hmults += 1;
         Ok(self.node(ct, a.depth.max(b.depth) + 1))
     }

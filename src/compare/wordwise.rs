@@ -226,7 +226,7 @@ pub fn compare<B: Backend>(
     for (i, lti) in lts.enumerate() {
         let prefix = scan.get(i).ok_or(Error::InvalidField { field: "scan", reason: "index" })?;
         hmults += 1;
-        lt = add(bgv, &lt, &bgv.mul_lazy(&lti, prefix)?)?;
+        lt = add(bgv, &lt, &bgv.switch_and_tensor(&lti, prefix)?)?;
     }
     if lt.degree() == 2 {
         relins += 1;

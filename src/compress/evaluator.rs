@@ -14,7 +14,8 @@ use crate::backend::Backend;
 use crate::bgv::noise::log2_add;
 use crate::bgv::{Bgv, Ciphertext, EvaluationKeys, Plaintext};
 use crate::error::{Error, Result};
-use crate::poly::{Basis, Eval, RnsPoly};
+use crate::poly::{Eval, RnsPoly};
+use crate::ring::Basis;
 use crate::rlwe::{self, SecretKey};
 
 /// Most buffers a lazy half may reference before it is materialised. It bounds the bindings of

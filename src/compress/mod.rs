@@ -33,7 +33,8 @@ use crate::backend::Backend;
 use crate::bgv::Ciphertext;
 use crate::error::{Error, Result};
 use crate::math::sampling::{Purpose, Seed, SEED_BYTES};
-use crate::poly::{Basis, Eval, RnsPoly};
+use crate::poly::{Eval, RnsPoly};
+use crate::ring::Basis;
 
 /// Which BXT techniques an evaluator applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -65,7 +65,8 @@ pub const SEED_BYTES: usize = 32;
 /// A 256-bit seed: the ChaCha20 key of every stream derived from it.
 pub type Seed = [u8; SEED_BYTES];
 
-/// Standard deviation of the discrete Gaussian error distribution.
+/// Standard deviation of the discrete Gaussian error distribution: the one width the sampler
+/// draws, the width the 2024 security table assumes, and the `sigma` of every parameter set.
 pub const SIGMA: f64 = 3.19;
 
 /// Tail cut of the discrete Gaussian: every sample lies in `[-GAUSSIAN_BOUND, GAUSSIAN_BOUND]`

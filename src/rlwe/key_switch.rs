@@ -11,7 +11,8 @@ use crate::backend::fused::{Expr, Format, Operand, Program, Traffic, MAX_OPERAND
 use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::math::sampling::{Purpose, Seed};
-use crate::poly::{positions_in, Eval, RnsPoly};
+use crate::poly::{Eval, RnsPoly};
+use crate::ring::positions_in;
 
 /// Most digits one fused inner-product program takes: three operands each (`d_j`, `b_j`,
 /// `a_j`) plus the two running sums carried over from the previous program.
@@ -162,14 +163,15 @@ mod tests {
     use super::*;
     use crate::backend::CpuBackend;
     use crate::params;
-    use crate::poly::RingContext;
+    use crate::ring::RingContext;
     use crate::rlwe::{gen_key_switch_key, gen_secret_key, NoiseScale};
 
     /// Fused programs split into chunks of any size give the kernel's bits, for seeded, stored
     /// and mixed keys.
     #[test]
     fn chunked_fused_inner_product_equals_the_kernel() {
-        let p = params::insecure_test_bgv(6, 4, 1, 4, 65537).unwrap();
+        let p =
+            params::insecure_test_bgv(params::TestRing { log_n: 6, q_primes: 4, p_primes: 1, dnum: 4 }, 65537).unwrap();
         let be = CpuBackend::new(RingContext::new(&p).unwrap());
         let ctx = be.context().clone();
         let sk = gen_secret_key(&be, Some(&[3; 32])).unwrap();

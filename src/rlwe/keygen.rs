@@ -28,7 +28,7 @@ pub(crate) fn error_poly<B: Backend>(
     backend: &B,
     sk: &SecretKey<B>,
     scale: NoiseScale,
-    basis: crate::poly::Basis,
+    basis: crate::ring::Basis,
 ) -> Result<RnsPoly<B, Eval>> {
     let e = sk.gaussian(backend.context().n())?;
     let scaled: Vec<i64> = e.iter().map(|&x| i64::from(x) * i64::from(scale.0)).collect();

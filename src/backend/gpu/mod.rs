@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use super::Backend;
 use crate::error::{Error, Result};
 use crate::math::sampling::{Purpose, Seed};
-use crate::poly::{positions_in, RingContext};
+use crate::ring::{positions_in, RingContext};
 
 /// A buffer of `u32` words on the device (its storage may be larger: pooled buffers come in
 /// power-of-two size classes); returned to the device's pool when dropped.
