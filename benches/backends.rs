@@ -2,7 +2,7 @@
 //! On lavapipe (CI's software Vulkan) the GPU numbers say little about a real GPU.
 //! Run with `cargo bench --bench backends`; without an adapter only the CPU rows run.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, missing_docs, reason = "benchmark")]
+#![expect(clippy::unwrap_used, clippy::indexing_slicing, missing_docs, reason = "benchmark")]
 
 use std::sync::Arc;
 

@@ -4,7 +4,7 @@
 //! Vulkan) the GPU rows say little about a real GPU. Without an adapter only the CPU rows run.
 //! `WGFHE_BENCH_LOG_N=12,14` narrows the sizes.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, missing_docs, reason = "benchmark")]
+#![expect(clippy::unwrap_used, missing_docs, reason = "benchmark")]
 
 use std::sync::Arc;
 

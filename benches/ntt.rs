@@ -4,8 +4,8 @@
 //! Note: `tfhe-ntt`'s inverse leaves out the `N^{-1}` factor (it has a separate `normalize`),
 //! while ours folds it into the last stage, so our inverse does slightly more work.
 
-#![allow(missing_docs, reason = "criterion macros generate undocumented items")]
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, reason = "benchmark setup")]
+#![expect(missing_docs, reason = "criterion macros generate undocumented items")]
+#![expect(clippy::unwrap_used, clippy::indexing_slicing, reason = "benchmark setup")]
 
 use std::hint::black_box;
 

@@ -4,7 +4,7 @@
 //! criterion group `<op>`, id `<backend>/<params>/<variant>`, throughput in slots (elements).
 //! Keys and inputs are made outside the timed region. Without an adapter only the CPU rows run.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, missing_docs, reason = "benchmark")]
+#![expect(clippy::unwrap_used, clippy::indexing_slicing, missing_docs, reason = "benchmark")]
 
 use std::sync::Arc;
 

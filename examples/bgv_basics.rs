@@ -3,7 +3,7 @@
 //!
 //! Run with `cargo run --release --example bgv_basics`.
 
-#![allow(clippy::indexing_slicing, reason = "example code indexes vectors it built itself")]
+#![expect(clippy::indexing_slicing, reason = "example code indexes vectors it built itself")]
 
 use wgfhe::bgv::Bgv;
 use wgfhe::params;

@@ -11,7 +11,7 @@
 //!
 //! `cargo run --release --example cnn_faults -- [epochs]`
 
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs, reason = "example")]
+#![expect(clippy::unwrap_used, reason = "example")]
 
 use std::path::Path;
 

@@ -10,7 +10,7 @@
 //!
 //! [`Faults::relu_requant`]: wgfhe::ml::cnn::Faults::relu_requant
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, missing_docs, reason = "example")]
+#![expect(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, reason = "example")]
 
 use std::path::Path;
 use std::time::Instant;

@@ -1,7 +1,7 @@
 //! Trains the integer CNN on MNIST and prints its plaintext accuracy:
 //! `cargo run --release --example cnn_train -- [epochs] [fc1_l1] [shift1] [shift2] [lr] [shift_pixels] [weight_decay]`.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs, reason = "example")]
+#![expect(clippy::unwrap_used, reason = "example")]
 
 use std::path::Path;
 

@@ -33,6 +33,8 @@ pub mod poly;
 pub mod ring;
 pub mod rlwe;
 pub mod serial;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod verify;
 
 pub use error::{Error, Result};

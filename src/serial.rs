@@ -500,7 +500,6 @@ fn read_packed(r: &mut Reader, moduli: &[Modulus], n: usize) -> Result<Vec<u32>>
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, reason = "tests")]
     use super::*;
 
     #[test]

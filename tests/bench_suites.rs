@@ -2,7 +2,7 @@
 //! adapter exists) the GPU: every row is present, its fields are sane and the report parses as
 //! JSON with the documented fields. No timing is asserted beyond "finite and not negative".
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, reason = "tests")]
+#![expect(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic, reason = "tests")]
 
 mod common;
 

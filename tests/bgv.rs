@@ -1,14 +1,7 @@
 //! BGV end to end on the CPU reference backend: decrypt(op(enc(m))) == op(m) for every operation,
 //! at every level of several parameter sets, plus the typed errors of misuse.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    clippy::panic,
-    missing_docs,
-    reason = "tests"
-)]
+#![expect(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic, reason = "tests")]
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

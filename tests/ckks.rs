@@ -1,14 +1,7 @@
 //! CKKS end to end on the CPU reference backend: every operation against the same computation in
 //! f64, at several levels of two parameter sets and both scale policies, plus typed errors.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    clippy::panic,
-    missing_docs,
-    reason = "tests"
-)]
+#![expect(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic, reason = "tests")]
 
 use num_complex::Complex64;
 use rand::{Rng, SeedableRng};

@@ -1,7 +1,7 @@
 //! The `wgfhe mnist` command refuses flag combinations that mean nothing, with a message and a
 //! non-zero exit, before it fetches data or generates keys.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs, reason = "tests")]
+#![expect(clippy::expect_used, reason = "tests")]
 
 use std::process::Command;
 

@@ -6,14 +6,7 @@
 //! model with every digit kept and its plaintext fault emulation with digits pruned, and the GPU
 //! computes the same ciphertexts.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    clippy::panic,
-    missing_docs,
-    reason = "tests"
-)]
+#![expect(clippy::unwrap_used, clippy::indexing_slicing, reason = "tests")]
 
 mod common;
 

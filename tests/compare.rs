@@ -9,14 +9,7 @@
 //! Without an adapter the GPU test prints `SKIPPED: <reason>`; `WGFHE_REQUIRE_GPU=1` turns that
 //! into a failure.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    clippy::panic,
-    missing_docs,
-    reason = "tests"
-)]
+#![expect(clippy::unwrap_used, clippy::panic, reason = "tests")]
 
 mod common;
 

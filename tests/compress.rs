@@ -5,14 +5,7 @@
 //! Without an adapter the GPU tests print `SKIPPED: <reason>`; `WGFHE_REQUIRE_GPU=1` (set in CI)
 //! turns that into a failure.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    clippy::panic,
-    missing_docs,
-    reason = "tests"
-)]
+#![expect(clippy::unwrap_used, clippy::indexing_slicing, reason = "tests")]
 
 mod common;
 

@@ -8,14 +8,7 @@
 //! Parameters: `insecure_test_bgv(TestRing { log_n: 10, q_primes: 22, p_primes: 4, dnum: 6 }, 65537)` (1024 slots, 22 chain primes: the ReLU
 //! through 3 digits of `|x| <= 31` is depth 13).
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    clippy::panic,
-    missing_docs,
-    reason = "tests"
-)]
+#![expect(clippy::unwrap_used, clippy::indexing_slicing, reason = "tests")]
 
 mod common;
 

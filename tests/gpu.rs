@@ -7,14 +7,7 @@
 //! Without an adapter the tests print `SKIPPED: <reason>`; `WGFHE_REQUIRE_GPU=1` (set in CI) turns
 //! that into a failure.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    clippy::panic,
-    missing_docs,
-    reason = "tests"
-)]
+#![expect(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic, reason = "tests")]
 
 mod common;
 
@@ -23,7 +16,7 @@ use common::device;
 use std::sync::Arc;
 
 use wgfhe::backend::gpu::GpuDevice;
-use wgfhe::backend::testing::FlipOneBit;
+use wgfhe::testing::FlipOneBit;
 use wgfhe::backend::CpuBackend;
 use wgfhe::params::{self, Parameters};
 use wgfhe::ring::RingContext;

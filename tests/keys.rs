@@ -2,14 +2,7 @@
 //! halves give the same bits as stored keys, read half the key bytes, hold half the memory,
 //! round-trip through the wire format, and depend on their seed.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    clippy::panic,
-    missing_docs,
-    reason = "tests"
-)]
+#![expect(clippy::unwrap_used, reason = "tests")]
 
 use num_complex::Complex64;
 use wgfhe::backend::ledger::{Ledger, Record};

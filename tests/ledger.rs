@@ -1,15 +1,6 @@
 //! The traffic ledger: exact byte counts for known operations, an unchanged computation, and a
 //! JSON-lines trace.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    clippy::panic,
-    missing_docs,
-    reason = "tests"
-)]
-
 use wgfhe::backend::ledger::{write_trace, Ledger, Record, Totals};
 use wgfhe::backend::CpuBackend;
 use wgfhe::bgv::Bgv;

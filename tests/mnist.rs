@@ -3,14 +3,7 @@
 //! on the GPU; a model whose bound does not fit the plaintext modulus is refused. No network:
 //! the images are synthetic (the real MNIST runs in `wgfhe mnist`).
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    clippy::panic,
-    missing_docs,
-    reason = "tests"
-)]
+#![expect(clippy::unwrap_used, reason = "tests")]
 
 mod common;
 

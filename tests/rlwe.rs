@@ -1,14 +1,7 @@
 //! Hybrid key switching at the RLWE level: `d0 + d1 s = c s' + small` at every level, for the
 //! CKKS-style (t = None) and BGV-style (t-preserving) ModDown, for several dnum.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    clippy::panic,
-    missing_docs,
-    reason = "tests"
-)]
+#![expect(clippy::unwrap_used, clippy::indexing_slicing, reason = "tests")]
 
 use num_bigint::BigInt;
 use wgfhe::backend::{Backend, CpuBackend};
@@ -43,8 +36,7 @@ fn max_abs(be: &CpuBackend, poly: RnsPoly<CpuBackend, Eval>, t: i64) -> (f64, bo
 fn check_key_switch(log_n: u32, q: usize, p: usize, dnum: usize) {
     let t = 65537u32;
     let params =
-        params::insecure_test_bgv(params::TestRing { log_n, q_primes: q, p_primes: p, dnum }, u64::from(t))
-            .unwrap();
+        params::insecure_test_bgv(params::TestRing { log_n, q_primes: q, p_primes: p, dnum }, u64::from(t)).unwrap();
     let be = CpuBackend::new(RingContext::new(&params).unwrap());
     let ctx = be.context().clone();
     let sk = rlwe::gen_secret_key(&be, Some(&[1; 32])).unwrap();

@@ -2,14 +2,7 @@
 //! prepended, as the host does at pipeline build), and so do generated fused kernels of several
 //! shapes, on any machine, GPU or not.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    clippy::panic,
-    missing_docs,
-    reason = "tests"
-)]
+#![expect(clippy::panic, reason = "tests")]
 
 use std::fs;
 use std::path::Path;

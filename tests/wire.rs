@@ -2,14 +2,7 @@
 //! input class that applies (container, parameter binding, polynomial data, seeded objects,
 //! metadata, keys).
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    clippy::panic,
-    missing_docs,
-    reason = "tests"
-)]
+#![expect(clippy::unwrap_used, clippy::indexing_slicing, reason = "tests")]
 
 use wgfhe::backend::CpuBackend;
 use wgfhe::bgv::{Bgv, Ciphertext};

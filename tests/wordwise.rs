@@ -6,14 +6,7 @@
 //!
 //! Parameters: `insecure_test_bgv(TestRing { log_n: 10, q_primes: 12, p_primes: 3, dnum: 4 }, 65537)` (1024 slots, 12 chain primes).
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    clippy::panic,
-    missing_docs,
-    reason = "tests"
-)]
+#![expect(clippy::unwrap_used, reason = "tests")]
 
 mod common;
 

@@ -1,5 +1,5 @@
 //! Known-answer tests of the model on hand-built traces.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
+#![expect(clippy::unwrap_used, reason = "tests")]
 
 use wgfhe_sim::calibrate;
 use wgfhe_sim::gpu::{Gpu, BUILT_IN};

@@ -1,7 +1,7 @@
 //! The CPU reference backend: plain loops over limbs (rayon across limbs), the specification
 //! every other backend must reproduce bit for bit.
 
-#![allow(clippy::indexing_slicing, reason = "kernels index slices whose lengths are checked on entry")]
+#![expect(clippy::indexing_slicing, reason = "kernels index slices whose lengths are checked on entry")]
 
 use std::sync::Arc;
 

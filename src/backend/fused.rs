@@ -116,7 +116,7 @@ pub enum Expr {
     },
 }
 
-#[allow(clippy::should_implement_trait, reason = "constructors of expression nodes, not arithmetic on values")]
+#[expect(clippy::should_implement_trait, reason = "constructors of expression nodes, not arithmetic on values")]
 impl Expr {
     /// `Load(i)`.
     #[must_use]
@@ -531,7 +531,7 @@ fn load_limb(
     }
 }
 
-#[allow(clippy::too_many_arguments, reason = "one recursion step of the reference interpreter")]
+#[expect(clippy::too_many_arguments, reason = "one recursion step of the reference interpreter")]
 fn eval_limb(
     ctx: &RingContext,
     program: &Program<'_, super::CpuBackend>,

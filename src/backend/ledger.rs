@@ -75,7 +75,7 @@ pub struct Record {
 }
 
 /// Whether a count is zero (fields left out of the trace).
-#[allow(clippy::trivially_copy_pass_by_ref)]
+#[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's skip_serializing_if passes a reference")]
 fn is_zero(x: &u64) -> bool {
     *x == 0
 }

@@ -19,7 +19,6 @@ pub mod cpu;
 pub mod fused;
 pub mod gpu;
 pub mod ledger;
-pub mod testing;
 
 use std::sync::Arc;
 

@@ -43,7 +43,7 @@
 //!
 //! All twiddles are entries of one table of the `2N` powers of `zeta`, built from its first
 //! quarter by exact quarter-turn symmetries.
-#![allow(
+#![expect(
     clippy::indexing_slicing,
     reason = "hot loops over slices whose lengths are checked on entry; table indices are reduced mod their lengths"
 )]
@@ -301,7 +301,6 @@ fn check_scale(scale: f64) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, reason = "tests")]
 
     use super::*;
     use rand::{Rng, SeedableRng};

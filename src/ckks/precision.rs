@@ -125,7 +125,6 @@ impl std::fmt::Display for PrecisionStats {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, reason = "tests")]
 
     use super::*;
 

@@ -274,7 +274,6 @@ pub fn relu_model(layout: &Digits, kept: usize, x: i64) -> Result<i64> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic, reason = "tests")]
 
     use super::*;
     use crate::math::primes::is_prime;

@@ -608,7 +608,6 @@ pub fn eval_lut_set_with_plan<B: Backend>(
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic, reason = "tests")]
 
     use super::*;
 

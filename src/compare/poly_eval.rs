@@ -816,7 +816,6 @@ impl<B: Backend> Ops for BgvOps<'_, B> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic, reason = "tests")]
 
     use super::*;
 

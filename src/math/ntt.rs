@@ -47,7 +47,7 @@
 //!
 //! For `N = 1` there is nothing to transform; it is not supported (`N >= 2`).
 
-#![allow(
+#![expect(
     clippy::indexing_slicing,
     reason = "hot loops over slices whose lengths are checked on entry; table ranges are \
               m..2m with m < N and tables of length N"
@@ -581,7 +581,6 @@ impl<const INV: bool, const STRICT: bool> pulp::NullaryFnOnce for Transform<'_, 
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, reason = "tests")]
 
     use super::*;
     use rand::{Rng, SeedableRng};

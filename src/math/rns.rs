@@ -16,7 +16,7 @@
 //! any other correct implementation (the WGSL kernels) reproduces the output bit for bit, whatever
 //! reduction strategy it uses internally. The definitions are on each function.
 
-#![allow(clippy::indexing_slicing, reason = "hot loops over slices whose lengths are checked on entry")]
+#![expect(clippy::indexing_slicing, reason = "hot loops over slices whose lengths are checked on entry")]
 
 use num_bigint::{BigInt, BigUint, Sign};
 
@@ -648,7 +648,6 @@ fn count_high(moduli: &[Modulus], values: &[u32], n: usize) -> Vec<u32> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, reason = "tests")]
 
     use super::*;
     use crate::math::primes::ntt_primes;

@@ -136,7 +136,7 @@ const CHACHA_CONSTANTS: [u32; 4] = [0x6170_7865, 0x3320_646e, 0x7962_2d32, 0x6b2
 
 /// One ChaCha20 quarter round on words `a, b, c, d` of `x`.
 #[inline(always)]
-#[allow(clippy::indexing_slicing, reason = "called only with constant indices below 16 on a 16-word array")]
+#[expect(clippy::indexing_slicing, reason = "called only with constant indices below 16 on a 16-word array")]
 fn quarter_round(x: &mut [u32; 16], a: usize, b: usize, c: usize, d: usize) {
     x[a] = x[a].wrapping_add(x[b]);
     x[d] = (x[d] ^ x[a]).rotate_left(16);
@@ -418,7 +418,6 @@ impl Sampler {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, reason = "tests")]
 
     use super::*;
     use num_bigint::BigUint;

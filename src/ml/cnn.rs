@@ -27,7 +27,7 @@
 //!
 //! [`Lut::relu_requant`]: crate::compare::lut::Lut::relu_requant
 
-#![allow(
+#![expect(
     clippy::indexing_slicing,
     reason = "dense layer loops over arrays whose shapes are fixed by the architecture constants and checked once at construction"
 )]
@@ -683,7 +683,6 @@ pub fn train(data: &Split, config: &CnnConfig, mut progress: impl FnMut(EpochRep
 const _: () = assert!(PIXELS == SIDE * SIDE);
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, reason = "tests")]
 mod tests {
     use super::*;
 

@@ -761,7 +761,6 @@ pub fn run_cnn<B: Backend>(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::indexing_slicing, reason = "tests")]
 mod tests {
     use super::*;
 

@@ -75,7 +75,7 @@ pub fn run_lr<B: Backend>(
 /// [`run_lr`], and with `timed` a timed ledger ([`Ledger::timed`]): the trace records carry
 /// each dispatch's `elapsed_ns`, and each batch's server evaluation runs once untimed first so
 /// that pipeline builds are not counted. Timing serialises the queue: `server_ms` is then slower.
-#[allow(clippy::too_many_arguments)]
+#[expect(clippy::too_many_arguments)]
 pub fn run_lr_with<B: Backend>(
     backend: B,
     model: &QuantLr,

@@ -39,7 +39,6 @@ pub fn max_log_qp(log_n: u32, level: SecurityLevel, secret: SecretDistribution) 
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, reason = "tests")]
     use super::*;
 
     #[test]

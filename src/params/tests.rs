@@ -1,6 +1,5 @@
 //! Tests of validation, the catalogues and the wire encoding.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, reason = "tests")]
 use super::*;
 use crate::math::primes::ntt_primes;
 use crate::serial::{self, ObjectType};

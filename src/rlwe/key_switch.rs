@@ -158,7 +158,6 @@ fn join_limbs<B: Backend>(
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing, reason = "tests")]
 
     use super::*;
     use crate::backend::CpuBackend;

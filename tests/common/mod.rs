@@ -1,7 +1,5 @@
 //! Shared by the integration tests: the GPU device, opened once per test binary.
 
-#![allow(clippy::panic, reason = "tests")]
-
 use std::sync::{Arc, OnceLock};
 
 use wgfhe::backend::gpu::GpuDevice;

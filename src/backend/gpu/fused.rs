@@ -584,7 +584,6 @@ pub(super) fn fused(be: &GpuBackend, program: &Program<'_, GpuBackend>) -> Resul
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing, reason = "tests")]
 
     use super::*;
     use crate::backend::fused::Traffic;

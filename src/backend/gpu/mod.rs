@@ -71,11 +71,6 @@ impl GpuBackend {
         Ok(buf)
     }
 
-    /// Opens the default adapter and computes in `ctx`.
-    pub fn open(ctx: Arc<RingContext>) -> Result<Self> {
-        Ok(Self::new(ctx, Arc::new(GpuDevice::new()?)))
-    }
-
     /// The device.
     #[must_use]
     pub fn device(&self) -> &Arc<GpuDevice> {

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use super::Backend;
+use crate::backend::Backend;
 use crate::error::Result;
 use crate::math::sampling::{Purpose, Seed};
 use crate::ring::RingContext;
@@ -154,7 +154,7 @@ impl<B: Backend> Backend for FlipOneBit<B> {
     fn max_fused_buffers(&self) -> usize {
         self.inner.max_fused_buffers()
     }
-    fn fused(&self, program: &super::fused::Program<'_, Self>) -> Result<Vec<Self::Buffer>> {
+    fn fused(&self, program: &crate::backend::fused::Program<'_, Self>) -> Result<Vec<Self::Buffer>> {
         let mut outs = self.inner.fused(&program.rebind())?;
         if let Some(first) = outs.first_mut() {
             self.tamper_in_place("fused", first)?;
