@@ -1,23 +1,33 @@
 //! # wgfhe
 //!
-//! GPU-accelerated fully homomorphic encryption over RNS with `u32` residues: BGV (and, in a
-//! later layer, CKKS) written once against a kernel-level [`backend::Backend`] trait, with a
-//! simple CPU reference backend that is the specification of every kernel.
+//! GPU-accelerated fully homomorphic encryption over RNS with `u32` residues: BGV and CKKS
+//! written once against a kernel-level [`backend::Backend`] trait, with a simple CPU reference
+//! backend that is the specification of every kernel and a `wgpu` backend (WGSL kernels) that
+//! reproduces it bit for bit.
 //!
-//! Layers (each depends only on the ones above it):
+//! Layers, lowest first; each uses only the layers before it (`tests/layers.rs` checks this on
+//! the sources):
 //!
+//! * [`error`]: the one [`Error`] enum.
 //! * [`math`]: modular arithmetic ([`math::zq`]), primes, negacyclic NTT, RNS tools, samplers.
-//! * [`poly`]: [`poly::RnsPoly`], an RNS polynomial whose representation (`Coeff` or `Eval`) is
-//!   part of its type.
-//! * [`backend`]: the kernel set every scheme uses, and the CPU reference implementation.
-//! * [`rlwe`]: keys, encryption, decryption, hybrid key switching, Galois automorphisms.
-//! * [`bgv`]: the BGV scheme (batch and coefficient encoding, modulus switching).
-//! * [`ckks`]: the CKKS scheme (canonical-embedding encoder, rescaling, conjugation).
-//! * [`compare`]: range-restricted lookup tables (ReLU, sign, comparisons) on BGV ciphertexts.
-//! * [`ml`]: MNIST data and plaintext integer models (logistic regression) for encrypted
-//!   inference.
+//! * [`serial`]: the versioned binary wire format (header, readers and writers, residue blocks).
 //! * [`params`]: validated parameter sets, checked against the 2024 security guidelines.
-//! * [`serial`]: the versioned binary wire format.
+//! * [`ring`]: [`ring::RingContext`], the primes of a set and the tables built from them.
+//! * [`backend`]: the kernel set every scheme uses, the CPU reference, the GPU backend, fused
+//!   element-wise programs and the traffic ledger.
+//! * [`poly`]: [`poly::RnsPoly`], an RNS polynomial on a backend whose representation (`Coeff`
+//!   or `Eval`) is part of its type.
+//! * [`rlwe`]: keys, encryption, decryption, hybrid key switching, Galois automorphisms.
+//! * [`bgv`] and [`ckks`]: the schemes (batch and coefficient encoding, modulus switching; the
+//!   canonical-embedding encoder, rescaling, conjugation).
+//! * [`compress`]: BXT memory compression (seeded halves, bit-packed limbs, fused operations).
+//! * [`compare`]: range-restricted lookup tables (ReLU, sign, comparisons), word-wise
+//!   comparisons on digit vectors and digit extraction, on BGV ciphertexts.
+//! * [`ml`]: MNIST data, quantised models and encrypted inference.
+//! * [`bench`]: the `wgfhe bench` suites.
+//!
+//! With the `testing` feature, `testing` holds test doubles (a backend that flips one bit of one
+//! kernel's output). The `wgfhe` command-line tool sits on top, in `src/bin/wgfhe/`.
 
 pub mod backend;
 pub mod bench;

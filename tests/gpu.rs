@@ -16,10 +16,10 @@ use common::device;
 use std::sync::Arc;
 
 use wgfhe::backend::gpu::GpuDevice;
-use wgfhe::testing::FlipOneBit;
 use wgfhe::backend::CpuBackend;
 use wgfhe::params::{self, Parameters};
 use wgfhe::ring::RingContext;
+use wgfhe::testing::FlipOneBit;
 use wgfhe::verify;
 
 fn check_kernels(params: &Parameters, seed: u64) {
