@@ -273,8 +273,8 @@ pub fn run_with<B: Backend>(
         for (op, variant, records) in &traced {
             for r in records {
                 let line = serde_json::to_string(&TraceLine { op, variant, record: r })
-                    .map_err(|_| Error::InvalidField { field: "trace", reason: "record did not serialise" })?;
-                writeln!(out, "{line}").map_err(|_| Error::InvalidField { field: "trace", reason: "write failed" })?;
+                    .map_err(|e| Error::json("encoding of a trace record", &e))?;
+                writeln!(out, "{line}").map_err(|e| Error::io("write the trace", None, &e))?;
             }
         }
     }
