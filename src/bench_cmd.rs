@@ -93,6 +93,7 @@ pub(crate) fn anchors(reps: usize, more: &More, json: bool) -> wgfhe::Result<()>
         sets: more.anchor_params.iter().map(|n| params::by_name(n)).collect::<wgfhe::Result<_>>()?,
         reps,
         openfhe_threads: rayon::current_num_threads(),
+        openfhe_python: std::env::var_os("WGFHE_OPENFHE_PYTHON").map(std::path::PathBuf::from),
     };
     let choice = BackendChoice::from_env()?;
     let device = describe(&choice);

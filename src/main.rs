@@ -612,28 +612,24 @@ fn cmd_mnist(a: &MnistArgs) -> wgfhe::Result<()> {
     let (backend_name, run) = match choice {
         BackendChoice::Cpu => (
             "cpu",
-            infer::run_lr_with(
+            infer::run_lr(
                 CpuBackend::new(RingContext::new(&params)?),
                 &model,
                 &test,
-                Some(total),
-                variant,
+                infer::LrOptions { images: Some(total), variant, timed: a.timed },
                 progress,
                 trace,
-                a.timed,
             )?,
         ),
         BackendChoice::Gpu(dev) => (
             "gpu",
-            infer::run_lr_with(
+            infer::run_lr(
                 GpuBackend::new(RingContext::new(&params)?, dev),
                 &model,
                 &test,
-                Some(total),
-                variant,
+                infer::LrOptions { images: Some(total), variant, timed: a.timed },
                 progress,
                 trace,
-                a.timed,
             )?,
         ),
     };
