@@ -1,8 +1,9 @@
 //! # wgfhe
 //!
-//! GPU-accelerated fully homomorphic encryption over RNS with `u32` residues: BGV (and, in a
-//! later layer, CKKS) written once against a kernel-level [`backend::Backend`] trait, with a
-//! simple CPU reference backend that is the specification of every kernel.
+//! GPU-accelerated fully homomorphic encryption over RNS with `u32` residues: BGV and CKKS
+//! written once against a kernel-level [`backend::Backend`] trait, with a simple CPU reference
+//! backend that is the specification of every kernel. [`backend::BackendChoice::with_backend`]
+//! runs a job written once for every backend on the one chosen at run time.
 //!
 //! Layers (each depends only on the ones above it):
 //!
@@ -35,6 +36,5 @@ pub mod rlwe;
 pub mod serial;
 #[cfg(feature = "testing")]
 pub mod testing;
-pub mod verify;
 
 pub use error::{Error, Result};
