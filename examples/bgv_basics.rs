@@ -54,6 +54,6 @@ fn main() -> wgfhe::Result<()> {
         println!("all results match the clear computation");
         Ok(())
     } else {
-        Err(wgfhe::Error::InvalidParameters { reason: "a result did not match".into() })
+        Err(wgfhe::Error::Verification { what: "a result differs".into(), reference: "the clear computation" })
     }
 }

@@ -15,7 +15,7 @@
 
 use std::time::Instant;
 
-use wgfhe::backend::{Backend, BackendChoice, CpuBackend, GpuBackend};
+use wgfhe::backend::{Backend, BackendChoice, BackendTask};
 use wgfhe::bgv::Bgv;
 use wgfhe::compare::digits::Convention;
 use wgfhe::compare::extract::{layout_for_bound, relu, relu_model, DigitExtractor};
@@ -58,6 +58,15 @@ fn plans(t: u32, args: &Args) -> wgfhe::Result<()> {
         );
     }
     Ok(())
+}
+
+/// The pipeline, on the backend `WGFHE_BACKEND` chooses.
+impl BackendTask for Args {
+    type Output = ();
+
+    fn run<B: Backend>(self, backend: B) -> wgfhe::Result<()> {
+        run(backend, &self)
+    }
 }
 
 fn run<B: Backend>(backend: B, args: &Args) -> wgfhe::Result<()> {
@@ -111,7 +120,10 @@ fn run<B: Backend>(backend: B, args: &Args) -> wgfhe::Result<()> {
             bgv.noise_budget(&sk, out.ciphertext())?
         );
         if off_model != 0 {
-            return Err(wgfhe::Error::InvalidParameters { reason: "digit ReLU differs from its model".into() });
+            return Err(wgfhe::Error::Verification {
+                what: "the digit ReLU differs".into(),
+                reference: "its plaintext model",
+            });
         }
     }
     let table = Lut::relu(t, bound)?;
@@ -147,8 +159,5 @@ fn main() -> wgfhe::Result<()> {
         return plans(786_433, &args);
     }
     let params = params::by_name(name)?;
-    match BackendChoice::from_env()? {
-        BackendChoice::Cpu => run(CpuBackend::new(RingContext::new(&params)?), &args),
-        BackendChoice::Gpu(dev) => run(GpuBackend::new(RingContext::new(&params)?, dev), &args),
-    }
+    BackendChoice::from_env()?.with_backend(RingContext::new(&params)?, args)
 }

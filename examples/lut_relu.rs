@@ -9,12 +9,25 @@
 
 use std::time::Instant;
 
-use wgfhe::backend::{Backend, BackendChoice, CpuBackend, GpuBackend};
+use wgfhe::backend::{Backend, BackendChoice, BackendTask};
 use wgfhe::bgv::Bgv;
 use wgfhe::compare::{eval_lut, Bounded, Lut};
 use wgfhe::math::zq::Modulus;
 use wgfhe::params;
 use wgfhe::ring::RingContext;
+
+/// The table evaluation on a domain of `bits` bits, on the backend `WGFHE_BACKEND` chooses.
+struct Relu {
+    bits: u32,
+}
+
+impl BackendTask for Relu {
+    type Output = ();
+
+    fn run<B: Backend>(self, backend: B) -> wgfhe::Result<()> {
+        run(backend, self.bits)
+    }
+}
 
 fn run<B: Backend>(backend: B, bits: u32) -> wgfhe::Result<()> {
     let bgv = Bgv::new(backend)?;
@@ -53,7 +66,10 @@ fn run<B: Backend>(backend: B, bits: u32) -> wgfhe::Result<()> {
         bgv.noise_budget(&sk, &out)?
     );
     if wrong != 0 {
-        return Err(wgfhe::Error::InvalidParameters { reason: "decrypted ReLU differs".into() });
+        return Err(wgfhe::Error::Verification {
+            what: "the decrypted ReLU differs".into(),
+            reference: "the clear ReLU",
+        });
     }
     Ok(())
 }
@@ -63,8 +79,5 @@ fn main() -> wgfhe::Result<()> {
     let name = args.get(1).map_or("bgv-lut-n16", String::as_str);
     let bits: u32 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(13).clamp(2, 20);
     let params = params::by_name(name)?;
-    match BackendChoice::from_env()? {
-        BackendChoice::Cpu => run(CpuBackend::new(RingContext::new(&params)?), bits),
-        BackendChoice::Gpu(dev) => run(GpuBackend::new(RingContext::new(&params)?, dev), bits),
-    }
+    BackendChoice::from_env()?.with_backend(RingContext::new(&params)?, Relu { bits })
 }

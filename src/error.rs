@@ -431,6 +431,43 @@ pub enum Error {
         expected_cols: u32,
     },
 
+    // ---- files and formats -------------------------------------------------------------------
+    /// Reading, writing or creating a file or directory failed, or writing to a caller's output
+    /// stream (`path` is then `None`).
+    #[error("{}", io_message(.operation, .path.as_deref(), .reason))]
+    Io {
+        /// What was being done (`"create"`, `"write"`, `"create the directory"`, `"write the
+        /// trace"`, ...).
+        operation: &'static str,
+        /// The file or directory, if the operation had one.
+        path: Option<std::path::PathBuf>,
+        /// The kind of the operating system's error.
+        kind: std::io::ErrorKind,
+        /// The operating system's message.
+        reason: String,
+    },
+    /// Encoding a value as JSON, or decoding JSON, failed.
+    #[error("JSON {what}: {reason}")]
+    Json {
+        /// What was being encoded or decoded (`"report"`, `"CNN model"`, ...), and which way.
+        what: &'static str,
+        /// The JSON library's message (its position in the text, for decoding).
+        reason: String,
+    },
+
+    // ---- verification ------------------------------------------------------------------------
+    /// A result differs from its reference: a backend's kernels or programs from the CPU
+    /// reference backend, or a decrypted result from the same computation in the clear. Says
+    /// what differed and from what, never the values.
+    #[error("verification failed: {what}, compared with {reference}")]
+    Verification {
+        /// What differed, as a clause (`"2 of 120 checks of the GPU backend differ"`, `"the
+        /// decrypted result differs"`).
+        what: String,
+        /// What it was compared with (`"the CPU backend"`, `"the clear computation"`).
+        reference: &'static str,
+    },
+
     // ---- backend ---------------------------------------------------------------------------
     /// No GPU adapter could be opened.
     #[error("no GPU adapter: {reason}")]
@@ -477,4 +514,27 @@ pub enum Error {
         /// The OS error text.
         reason: String,
     },
+}
+
+impl Error {
+    /// An [`Error::Io`] for `operation` on `path` (`None`: a caller's output stream).
+    #[must_use]
+    pub fn io(operation: &'static str, path: Option<&std::path::Path>, err: &std::io::Error) -> Self {
+        Self::Io { operation, path: path.map(std::path::Path::to_path_buf), kind: err.kind(), reason: err.to_string() }
+    }
+
+    /// An [`Error::Json`] about `what`.
+    #[must_use]
+    pub fn json(what: &'static str, err: &serde_json::Error) -> Self {
+        Self::Json { what, reason: err.to_string() }
+    }
+}
+
+/// The message of an [`Error::Io`]: `cannot <operation> <path>: <reason>`, without the path
+/// when there is none.
+fn io_message(operation: &str, path: Option<&std::path::Path>, reason: &str) -> String {
+    match path {
+        Some(p) => format!("cannot {operation} {}: {reason}", p.display()),
+        None => format!("cannot {operation}: {reason}"),
+    }
 }

@@ -3,7 +3,8 @@
 //! GPU-accelerated fully homomorphic encryption over RNS with `u32` residues: BGV and CKKS
 //! written once against a kernel-level [`backend::Backend`] trait, with a simple CPU reference
 //! backend that is the specification of every kernel and a `wgpu` backend (WGSL kernels) that
-//! reproduces it bit for bit.
+//! reproduces it bit for bit. [`backend::BackendChoice::with_backend`] runs a job written once
+//! for every backend on the one chosen at run time.
 //!
 //! Layers, lowest first; each uses only the layers before it (`tests/layers.rs` checks this on
 //! the sources):
@@ -45,6 +46,5 @@ pub mod rlwe;
 pub mod serial;
 #[cfg(feature = "testing")]
 pub mod testing;
-pub mod verify;
 
 pub use error::{Error, Result};

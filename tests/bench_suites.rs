@@ -1,6 +1,6 @@
 //! The kernels, ledger and anchors benchmark suites at tiny sizes, on the CPU and (when an
-//! adapter exists) the GPU: every row is present, its fields are sane and the report parses as
-//! JSON with the documented fields. No timing is asserted beyond "finite and not negative".
+//! adapter exists) the GPU: every row is present, the ledger's counts are right and the report
+//! parses as JSON with the documented fields. No timing is asserted: speed is for benchmarks.
 
 #![expect(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic, reason = "tests")]
 
@@ -24,10 +24,6 @@ fn gpu(dev: &Arc<GpuDevice>) -> impl Fn(&Parameters) -> Result<GpuBackend> + '_ 
     move |p| Ok(GpuBackend::new(RingContext::new(p)?, Arc::clone(dev)))
 }
 
-fn sane(x: f64) -> bool {
-    x.is_finite() && x >= 0.0
-}
-
 fn check_kernels<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>) {
     let config = kernels::Config { log_ns: vec![6, 7], limbs: vec![1, 2], reps: 2 };
     let r = kernels::run(make, "test".into(), &config).unwrap();
@@ -37,8 +33,7 @@ fn check_kernels<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>) {
             let row = r.rows.iter().find(|x| x.kernel == k && x.n == n && x.limbs == l);
             let row = row.unwrap_or_else(|| panic!("no row for {k} at N = {n}, {l} limbs"));
             assert!(row.bytes > 0, "{row:?}");
-            assert!(sane(row.median_ms) && sane(row.p95_ms) && row.p95_ms >= row.median_ms, "{row:?}");
-            assert!(sane(row.gbps) && sane(row.arith_intensity) && sane(row.roofline_fraction), "{row:?}");
+            assert_eq!(row.backend, r.header.backend);
             // The ledger's counts scale with the size: twice the limbs, at least twice the bytes
             // of the operands (tables aside).
             if k == "copy" {
@@ -47,10 +42,6 @@ fn check_kernels<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>) {
             }
             if k == "ntt_forward" {
                 assert_eq!(row.modmuls, (l * n / 2 * n.trailing_zeros() as usize) as u64);
-                assert!(row.modmul_fraction.is_some(), "NTT is above mul's intensity: {row:?}");
-            }
-            if k == "add" {
-                assert!(row.modmul_fraction.is_none());
             }
         }
     }
@@ -59,11 +50,22 @@ fn check_kernels<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>) {
     for key in ["kernel", "n", "limbs", "backend", "median_ms", "gbps", "arith_intensity", "roofline_fraction"] {
         assert!(!row[key].is_null(), "missing {key} in {row}");
     }
+    check_header(&json, &r.header, 2);
     assert!(r.table().lines().count() > r.rows.len());
-    let dir = std::env::temp_dir().join(format!("wgfhe-bench-plots-{}-{}", std::process::id(), r.backend));
+    let dir = std::env::temp_dir().join(format!("wgfhe-bench-plots-{}-{}", std::process::id(), r.header.backend));
     std::fs::create_dir_all(&dir).unwrap();
     let path = plots::kernel_throughput(&r, &dir).unwrap();
     assert!(std::fs::read_to_string(path).unwrap().contains("<svg"));
+}
+
+/// The report's header is flattened into its JSON object: the same keys as before the header
+/// was one struct.
+fn check_header(json: &serde_json::Value, header: &wgfhe::bench::ReportHeader, reps: usize) {
+    assert_eq!(json["backend"], header.backend.as_str());
+    assert_eq!(json["device"], "test");
+    assert_eq!(json["threads"], header.threads);
+    assert_eq!(json["reps"], reps);
+    assert!(json.get("header").is_none(), "{json}");
 }
 
 #[test]
@@ -99,11 +101,6 @@ fn check_ledger<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>) {
     assert_eq!(names, ["hmult_relin", "rotation", "lr_batch", "cnn_relu"]);
     for j in &r.jobs {
         assert_eq!(j.stages.len(), stages::STAGES.len());
-        assert!(sane(j.total_ms) && j.total_ms > 0.0, "{j:?}");
-        let share: f64 = j.stages.iter().map(|s| s.share).sum();
-        assert!(j.stages.iter().all(|s| sane(s.ms) && sane(s.share)), "{j:?}");
-        // Stage times never add up to more than the wall time (host is the rest).
-        assert!(share <= 1.0 + 1e-9, "{j:?}");
         let stage = |name: &str| j.stages.iter().find(|s| s.stage == name).unwrap();
         match j.job {
             "hmult_relin" => {
@@ -119,8 +116,9 @@ fn check_ledger<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>) {
     }
     let json: serde_json::Value = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
     assert_eq!(json["jobs"][0]["stages"][0]["stage"], "ntt");
+    check_header(&json, &r.header, 1);
     assert!(r.table().contains("key_switch_inner_product"));
-    let dir = std::env::temp_dir().join(format!("wgfhe-bench-ledger-{}-{}", std::process::id(), r.backend));
+    let dir = std::env::temp_dir().join(format!("wgfhe-bench-ledger-{}-{}", std::process::id(), r.header.backend));
     std::fs::create_dir_all(&dir).unwrap();
     assert!(std::fs::read_to_string(plots::stage_ledger(&r, &dir).unwrap()).unwrap().contains("<svg"));
 }
@@ -148,21 +146,21 @@ fn stages_map_every_kernel() {
 #[test]
 fn anchors_suite_without_openfhe_says_so() {
     // A reference interpreter that does not exist: the OpenFHE rows must say so, typed.
-    std::env::set_var("WGFHE_OPENFHE_PYTHON", "/nonexistent/wgfhe-test/python");
+    let missing = std::env::temp_dir().join(format!("wgfhe-no-openfhe-{}", std::process::id())).join("python");
     let config = anchors::Config {
         ntt_log_ns: vec![8, 9],
         sets: vec![params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 3, p_primes: 1, dnum: 3 }, 65537)
             .unwrap()],
         reps: 2,
         openfhe_threads: 1,
+        openfhe_python: Some(missing),
     };
     let r = anchors::run(&cpu, "test".into(), &config).unwrap();
     assert_eq!(r.rows.len(), 2 * 2 + 4);
     for row in &r.rows {
-        assert!(sane(row.ours_ms), "{row:?}");
         if row.anchor.starts_with("ntt") {
             assert_eq!(row.status, anchors::Status::Measured);
-            assert!(row.ratio.is_some_and(sane), "{row:?}");
+            assert!(row.reference_ms.is_some(), "{row:?}");
         } else {
             assert!(
                 matches!(&row.status, anchors::Status::Unavailable(why) if why.contains("not installed")),
@@ -175,6 +173,7 @@ fn anchors_suite_without_openfhe_says_so() {
     assert_eq!(json["rows"][0]["status"], "measured");
     assert_eq!(json["rows"][4]["status"], "unavailable");
     assert!(json["rows"][4]["reason"].as_str().unwrap().contains("not installed"));
+    check_header(&json, &r.header, 2);
     assert!(r.table().contains("unavailable"));
 }
 
@@ -182,7 +181,9 @@ fn anchors_suite_without_openfhe_says_so() {
 fn bxt_plots_are_svg() {
     let p =
         params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 3, p_primes: 1, dnum: 3 }, 65537).unwrap();
-    let r = wgfhe::bench::bxt::run(cpu(&p).unwrap(), "test".into(), 1, None).unwrap();
+    let r = wgfhe::bench::bxt::run_with(cpu(&p).unwrap(), "test".into(), 1, None, false).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+    check_header(&json, &r.header, 1);
     let dir = std::env::temp_dir().join(format!("wgfhe-bench-bxt-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let paths = plots::bxt_variants(&r, &dir).unwrap();

@@ -325,7 +325,9 @@ fn malformed_compressed_input_is_a_typed_error() {
 #[test]
 fn bxt_report_has_every_row() {
     let p = params();
-    let report = wgfhe::bench::bxt::run(CpuBackend::new(RingContext::new(&p).unwrap()), "cpu".into(), 1, None).unwrap();
+    let report =
+        wgfhe::bench::bxt::run_with(CpuBackend::new(RingContext::new(&p).unwrap()), "cpu".into(), 1, None, false)
+            .unwrap();
     let ops = wgfhe::bench::bxt::OPS;
     assert_eq!(report.rows.len(), ops.len() * (Variant::ALL.len() + 1));
     for op in ops {

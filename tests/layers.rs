@@ -26,7 +26,6 @@ const LAYERS: &[&[&str]] = &[
     &["compare"],
     &["ml"],
     &["bench"],
-    &["verify"],
 ];
 
 fn layer_of(module: &str) -> Option<usize> {

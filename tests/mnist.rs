@@ -11,7 +11,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use wgfhe::backend::{CpuBackend, GpuBackend};
 use wgfhe::compress::Variant;
-use wgfhe::ml::infer::run_lr;
+use wgfhe::ml::infer::{run_lr, LrOptions};
 use wgfhe::ml::lr::{Dataset, QuantLr};
 use wgfhe::params;
 use wgfhe::ring::RingContext;
@@ -37,7 +37,8 @@ fn encrypted_lr_agrees_with_the_quantised_model() {
     let (model, data) = model_and_data(1100);
     let mut calls = 0;
     for variant in Variant::ALL {
-        let run = run_lr(CpuBackend::new(ctx.clone()), &model, &data, None, variant, |_, _| calls += 1, None).unwrap();
+        let options = LrOptions { images: None, variant, timed: false };
+        let run = run_lr(CpuBackend::new(ctx.clone()), &model, &data, options, |_, _| calls += 1, None).unwrap();
         assert_eq!((run.images, run.batches), (1100, 2));
         assert_eq!(run.score_mismatches, 0, "{variant}");
         assert_eq!(run.agreement, 1.0, "{variant}");
@@ -47,7 +48,8 @@ fn encrypted_lr_agrees_with_the_quantised_model() {
     }
     assert_eq!(calls, 2 * Variant::ALL.len());
     if let Some(dev) = common::device() {
-        let run = run_lr(GpuBackend::new(ctx, dev), &model, &data, Some(300), Variant::Cso, |_, _| {}, None).unwrap();
+        let options = LrOptions { images: Some(300), variant: Variant::Cso, timed: false };
+        let run = run_lr(GpuBackend::new(ctx, dev), &model, &data, options, |_, _| {}, None).unwrap();
         assert_eq!((run.images, run.score_mismatches), (300, 0));
     }
 }
@@ -58,6 +60,7 @@ fn a_bound_beyond_the_plaintext_modulus_is_refused() {
         params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 3, p_primes: 0, dnum: 1 }, 12_289).unwrap();
     let (_, data) = model_and_data(10);
     let big = QuantLr::new(vec![500; DIM], 0, 4).unwrap();
-    let err = run_lr(CpuBackend::new(RingContext::new(&p).unwrap()), &big, &data, None, Variant::C, |_, _| {}, None);
+    let options = LrOptions { images: None, variant: Variant::C, timed: false };
+    let err = run_lr(CpuBackend::new(RingContext::new(&p).unwrap()), &big, &data, options, |_, _| {}, None);
     assert!(matches!(err, Err(Error::BoundTooLarge { .. })), "{err:?}");
 }

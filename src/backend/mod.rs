@@ -121,6 +121,24 @@ pub trait Backend: Send + Sync + Sized + 'static {
     }
 }
 
+/// A job written once for every backend, run by [`BackendChoice::with_backend`] on the backend
+/// it opens. (A closure cannot be generic over the backend type; a trait method can.)
+pub trait BackendTask {
+    /// What the job returns.
+    type Output;
+    /// Runs the job on `backend`.
+    fn run<B: Backend>(self, backend: B) -> Result<Self::Output>;
+}
+
+/// A job that opens backends of one kind on rings of its own choosing (a benchmark suite that
+/// sweeps several rings), run by [`BackendChoice::with_backends`].
+pub trait MultiRingTask {
+    /// What the job returns.
+    type Output;
+    /// Runs the job; `open` opens a backend of the chosen kind on a ring.
+    fn run<B: Backend>(self, open: &dyn Fn(Arc<RingContext>) -> B) -> Result<Self::Output>;
+}
+
 /// Which backend to run on, from `WGFHE_BACKEND` (`auto`, `gpu` or `cpu`; default `auto`).
 #[derive(Debug, Clone)]
 pub enum BackendChoice {
@@ -151,6 +169,57 @@ impl BackendChoice {
                 }
             },
             _ => Err(crate::Error::InvalidField { field: "backend", reason: "must be auto, gpu or cpu" }),
+        }
+    }
+
+    /// Opens the chosen backend on `ring` and runs `task` on it: the one place where the choice
+    /// becomes a backend type.
+    ///
+    /// ```
+    /// use wgfhe::backend::{Backend, BackendChoice, BackendTask};
+    /// use wgfhe::bgv::Bgv;
+    /// use wgfhe::params::{insecure_test_bgv, TestRing};
+    /// use wgfhe::ring::RingContext;
+    ///
+    /// /// Encrypts a vector, doubles it under encryption and decrypts it, on any backend.
+    /// struct Double(Vec<u64>);
+    ///
+    /// impl BackendTask for Double {
+    ///     type Output = Vec<u64>;
+    ///     fn run<B: Backend>(self, backend: B) -> wgfhe::Result<Vec<u64>> {
+    ///         let bgv = Bgv::new(backend)?;
+    ///         let sk = bgv.gen_secret_key()?;
+    ///         let ct = bgv.encrypt_symmetric(&sk, &bgv.encoder().encode(&self.0)?)?;
+    ///         let sum = bgv.add(&ct, &ct)?;
+    ///         bgv.encoder().decode(&bgv.decrypt(&sk, &sum)?)
+    ///     }
+    /// }
+    ///
+    /// let params = insecure_test_bgv(TestRing { log_n: 4, q_primes: 2, p_primes: 1, dnum: 2 }, 97)?;
+    /// let out = BackendChoice::Cpu.with_backend(RingContext::new(&params)?, Double(vec![1, 2, 60]))?;
+    /// assert_eq!(out[..3], [2, 4, 23]); // 120 mod 97
+    /// # Ok::<(), wgfhe::Error>(())
+    /// ```
+    pub fn with_backend<T: BackendTask>(&self, ring: Arc<RingContext>, task: T) -> Result<T::Output> {
+        /// [`BackendTask`] as a [`MultiRingTask`] that opens one backend on `ring`.
+        struct OnRing<T> {
+            ring: Arc<RingContext>,
+            task: T,
+        }
+        impl<T: BackendTask> MultiRingTask for OnRing<T> {
+            type Output = T::Output;
+            fn run<B: Backend>(self, open: &dyn Fn(Arc<RingContext>) -> B) -> Result<T::Output> {
+                self.task.run(open(self.ring))
+            }
+        }
+        self.with_backends(OnRing { ring, task })
+    }
+
+    /// Runs `task`, which opens backends of the chosen kind on rings of its choosing.
+    pub fn with_backends<T: MultiRingTask>(&self, task: T) -> Result<T::Output> {
+        match self {
+            Self::Cpu => task.run(&CpuBackend::new),
+            Self::Gpu(dev) => task.run(&|ring| GpuBackend::new(ring, Arc::clone(dev))),
         }
     }
 }

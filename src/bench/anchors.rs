@@ -18,7 +18,7 @@
 //! `perf_counter` around the call, so the pipe is not in its time.
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Instant;
 
@@ -30,6 +30,7 @@ use crate::error::{Error, Result};
 use crate::params::Parameters;
 
 use super::kernels::median_p95;
+use super::ReportHeader;
 
 /// Whether a row was measured.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -68,14 +69,9 @@ pub struct Row {
 /// The report of `wgfhe bench --suite anchors --json`.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
-    /// Backend name of our side.
-    pub backend: String,
-    /// Adapter or CPU description.
-    pub device: String,
-    /// Rayon threads of our side.
-    pub threads: usize,
-    /// Timed rounds.
-    pub reps: usize,
+    /// Our side's backend, device, threads, and the timed rounds.
+    #[serde(flatten)]
+    pub header: ReportHeader,
     /// The rows.
     pub rows: Vec<Row>,
 }
@@ -91,6 +87,10 @@ pub struct Config {
     pub reps: usize,
     /// OpenFHE's threads (`OMP_NUM_THREADS`).
     pub openfhe_threads: usize,
+    /// The Python interpreter with OpenFHE's wheel; `None`: the one `benches/anchors/setup.sh`
+    /// installs (`benches/anchors/.venv/bin/python`, from the working directory or the crate's).
+    /// `wgfhe bench` takes it from `WGFHE_OPENFHE_PYTHON`.
+    pub openfhe_python: Option<PathBuf>,
 }
 
 fn ratio(a: f64, b: Option<f64>) -> Option<f64> {
@@ -184,9 +184,8 @@ impl OpenFhe {
     }
 
     /// Starts the server for `p`, or says why it cannot.
-    fn start(p: &Parameters, threads: usize) -> std::result::Result<Self, String> {
-        let python = std::env::var_os("WGFHE_OPENFHE_PYTHON")
-            .map_or_else(|| Self::locate("benches/anchors/.venv/bin/python"), PathBuf::from);
+    fn start(p: &Parameters, threads: usize, python: Option<&Path>) -> std::result::Result<Self, String> {
+        let python = python.map_or_else(|| Self::locate("benches/anchors/.venv/bin/python"), Path::to_path_buf);
         if !python.exists() {
             return Err(format!(
                 "OpenFHE not installed ({} not found; run benches/anchors/setup.sh)",
@@ -257,6 +256,7 @@ fn scheme_rows<B: Backend>(
     p: &Parameters,
     reps: usize,
     threads: usize,
+    python: Option<&Path>,
 ) -> Result<Vec<Row>> {
     let bgv = Bgv::new(make(p)?)?;
     let sk = bgv.gen_secret_key()?;
@@ -280,7 +280,7 @@ fn scheme_rows<B: Backend>(
         drop(out);
         Ok(ms)
     };
-    let mut server = OpenFhe::start(p, threads);
+    let mut server = OpenFhe::start(p, threads, python);
     let mut ours_t = vec![Vec::with_capacity(reps); OPS.len()];
     let mut theirs_t = vec![Vec::with_capacity(reps); OPS.len()];
     let mut failure: Option<String> = None;
@@ -362,12 +362,12 @@ pub fn run<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>, device: String, 
     }
     for p in &config.sets {
         backend = make(p)?.name().to_string();
-        rows.extend(scheme_rows(make, p, reps, config.openfhe_threads)?);
+        rows.extend(scheme_rows(make, p, reps, config.openfhe_threads, config.openfhe_python.as_deref())?);
     }
     if backend.is_empty() {
         backend = make(&super::kernels::ring_params(10, 1)?)?.name().to_string();
     }
-    Ok(Report { backend, device, threads: rayon::current_num_threads(), reps, rows })
+    Ok(Report { header: ReportHeader::new(&backend, device, reps), rows })
 }
 
 impl Report {
@@ -379,7 +379,7 @@ impl Report {
         let _ = writeln!(
             s,
             "anchors: ours on {} ({}), {} threads, median of {} interleaved A/B rounds; ratio = ours / theirs",
-            self.backend, self.device, self.threads, self.reps
+            self.header.backend, self.header.device, self.header.threads, self.header.reps
         );
         let _ = writeln!(
             s,

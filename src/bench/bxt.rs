@@ -23,6 +23,8 @@ use crate::bgv::{Bgv, Ciphertext, EvaluationKeys, Plaintext};
 use crate::compress::{Bxt, BxtCiphertext, Variant, Weight};
 use crate::error::{Error, Result};
 
+use super::ReportHeader;
+
 /// Inputs of the fused weighted sum.
 pub const FUSED_INPUTS: usize = 16;
 
@@ -84,14 +86,9 @@ pub struct Memory {
 pub struct Report {
     /// Parameter set.
     pub params: String,
-    /// Backend name.
-    pub backend: String,
-    /// Adapter or CPU description.
-    pub device: String,
-    /// Worker threads of the CPU backend (rayon).
-    pub threads: usize,
-    /// Timed rounds per (operation, variant).
-    pub reps: usize,
+    /// Backend, device, threads and timed rounds per (operation, variant).
+    #[serde(flatten)]
+    pub header: ReportHeader,
     /// `N`.
     pub n: usize,
     /// Ciphertext limbs at the top level.
@@ -174,11 +171,8 @@ fn row(op: &'static str, variant: &'static str, records: &[Record]) -> Row {
 
 /// Runs the suite on `backend` (wrapped in a ledger), `reps` timed rounds, writing the labelled
 /// ledger records of the warm-up runs to `trace` if given.
-pub fn run<B: Backend>(backend: B, device: String, reps: usize, trace: Option<&mut dyn Write>) -> Result<Report> {
-    run_with(backend, device, reps, trace, false)
-}
-
-/// [`run`], and with `timed` a timed ledger ([`Ledger::timed`]): every trace record then carries
+///
+/// With `timed` the ledger is a timed one ([`Ledger::timed`]): every trace record then carries
 /// its dispatch's `elapsed_ns`, taken from the last timed round (not the warm-up, whose first
 /// dispatches include pipeline builds). Timing each dispatch serialises the queue, so the
 /// medians of a timed run are slower than those of an untimed one.
@@ -273,8 +267,8 @@ pub fn run_with<B: Backend>(
         for (op, variant, records) in &traced {
             for r in records {
                 let line = serde_json::to_string(&TraceLine { op, variant, record: r })
-                    .map_err(|_| Error::InvalidField { field: "trace", reason: "record did not serialise" })?;
-                writeln!(out, "{line}").map_err(|_| Error::InvalidField { field: "trace", reason: "write failed" })?;
+                    .map_err(|e| Error::json("encoding of a trace record", &e))?;
+                writeln!(out, "{line}").map_err(|e| Error::io("write the trace", None, &e))?;
             }
         }
     }
@@ -319,10 +313,7 @@ pub fn run_with<B: Backend>(
     }
     Ok(Report {
         params: params.name().to_string(),
-        backend: ledger.name().to_string(),
-        device,
-        threads: rayon::current_num_threads(),
-        reps,
+        header: ReportHeader::new(ledger.name(), device, reps),
         n: params.n(),
         limbs: params.q().len(),
         rows: out_rows,
@@ -345,7 +336,13 @@ impl Report {
         let _ = writeln!(
             s,
             "{} on {} ({}), N = {}, {} limbs, {} threads, median of {} interleaved rounds",
-            self.params, self.backend, self.device, self.n, self.limbs, self.threads, self.reps
+            self.params,
+            self.header.backend,
+            self.header.device,
+            self.n,
+            self.limbs,
+            self.header.threads,
+            self.header.reps
         );
         let _ = writeln!(
             s,

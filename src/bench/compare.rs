@@ -26,6 +26,8 @@ use crate::compare::wordwise::{compare, equal, max, EncryptedDigits};
 use crate::error::{Error, Result};
 use crate::rlwe::SecretKey;
 
+use super::ReportHeader;
+
 /// Pruning levels of the report.
 pub const KEEPS: [f64; 4] = [1.0, 0.75, 0.5, 0.25];
 
@@ -66,16 +68,11 @@ pub struct Row {
 pub struct Report {
     /// Parameter set.
     pub params: String,
-    /// Backend name.
-    pub backend: String,
-    /// Adapter or CPU description.
-    pub device: String,
-    /// Rayon threads.
-    pub threads: usize,
+    /// Backend, device, threads and timed rounds.
+    #[serde(flatten)]
+    pub header: ReportHeader,
     /// Slots per ciphertext (comparisons per evaluation).
     pub slots: usize,
-    /// Timed rounds.
-    pub reps: usize,
     /// The rows.
     pub rows: Vec<Row>,
 }
@@ -129,16 +126,13 @@ fn extract_layouts(bound: u64) -> Result<Vec<Digits>> {
 }
 
 /// Runs the suite on `backend` (`reps` timed rounds; the tables' domain is
-/// `[-(2^(lut_bits-1) - 1), 2^(lut_bits-1) - 1]`), with `extract` rows at [`EXTRACT_BITS`].
-pub fn run<B: Backend>(backend: B, device: String, reps: usize, lut_bits: u32) -> Result<Report> {
-    run_with_extract(backend, device, reps, lut_bits, EXTRACT_BITS)
-}
-
-/// [`run`] with the `extract` rows on values in `[-(2^(extract_bits-1) - 1), 2^(extract_bits-1) - 1]`
-/// (none for `extract_bits = 0`): per layout and pruning level, the top digits are extracted
-/// homomorphically ([`crate::compare::extract`]) and compared with 0 (`vs_zero`, the sign test)
-/// or with the digits of a second extracted value (`uniform`, LT); the timed region is the
-/// whole pipeline, extraction included.
+/// `[-(2^(lut_bits-1) - 1), 2^(lut_bits-1) - 1]`).
+///
+/// The `extract` rows run on values in `[-(2^(extract_bits-1) - 1), 2^(extract_bits-1) - 1]`
+/// (none for `extract_bits = 0`; the CLI's default is [`EXTRACT_BITS`]): per layout and pruning
+/// level, the top digits are extracted homomorphically ([`crate::compare::extract`]) and
+/// compared with 0 (`vs_zero`, the sign test) or with the digits of a second extracted value
+/// (`uniform`, LT); the timed region is the whole pipeline, extraction included.
 pub fn run_with_extract<B: Backend>(
     backend: B,
     device: String,
@@ -367,11 +361,8 @@ pub fn run_with_extract<B: Backend>(
     }
     Ok(Report {
         params: bgv.params().name().to_string(),
-        backend: bgv.backend().name().to_string(),
-        device,
-        threads: rayon::current_num_threads(),
+        header: ReportHeader::new(bgv.backend().name(), device, reps),
         slots,
-        reps,
         rows,
     })
 }
@@ -385,7 +376,7 @@ impl Report {
         let _ = writeln!(
             s,
             "{} on {} ({}), {} slots, {} threads, median of {} interleaved rounds",
-            self.params, self.backend, self.device, self.slots, self.threads, self.reps
+            self.params, self.header.backend, self.header.device, self.slots, self.header.threads, self.header.reps
         );
         let _ = writeln!(
             s,

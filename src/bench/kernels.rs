@@ -23,6 +23,8 @@ use crate::error::{Error, Result};
 use crate::math::sampling::Purpose;
 use crate::params::{self, Parameters};
 
+use super::ReportHeader;
+
 /// The kernels of the suite, in report order (`copy` is [`Backend::duplicate`]).
 pub const KERNELS: [&str; 12] = [
     "copy",
@@ -94,14 +96,9 @@ pub struct Row {
 /// The report of `wgfhe bench --suite kernels --json`.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
-    /// Backend name.
-    pub backend: String,
-    /// Adapter or CPU description.
-    pub device: String,
-    /// Rayon threads of the CPU backend.
-    pub threads: usize,
-    /// Timed rounds.
-    pub reps: usize,
+    /// Backend, device, threads and timed rounds.
+    #[serde(flatten)]
+    pub header: ReportHeader,
     /// Copy bandwidth at the largest point of the run, GB/s.
     pub copy_gbps: f64,
     /// Modular-multiplication rate of `mul` at the largest point, 10^9 per second.
@@ -287,15 +284,7 @@ pub fn run<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>, device: String, 
     let largest = points.iter().max_by_key(|p| p.0 * p.1);
     let copy_gbps = largest.and_then(|p| p.2.as_ref()).map_or(0.0, |c| c.gbps);
     let mul_rate = largest.and_then(|p| p.3.as_ref()).map_or(0.0, |m| m.gmodmul_per_s);
-    Ok(Report {
-        backend: backend_name,
-        device,
-        threads: rayon::current_num_threads(),
-        reps,
-        copy_gbps,
-        mul_gmodmul_per_s: mul_rate,
-        rows,
-    })
+    Ok(Report { header: ReportHeader::new(&backend_name, device, reps), copy_gbps, mul_gmodmul_per_s: mul_rate, rows })
 }
 
 impl Report {
@@ -308,7 +297,12 @@ impl Report {
             s,
             "kernels on {} ({}), {} threads, median of {} interleaved rounds; copy roofline {:.2} GB/s, \
              mul {:.3} Gmodmul/s",
-            self.backend, self.device, self.threads, self.reps, self.copy_gbps, self.mul_gmodmul_per_s
+            self.header.backend,
+            self.header.device,
+            self.header.threads,
+            self.header.reps,
+            self.copy_gbps,
+            self.mul_gmodmul_per_s
         );
         let _ = writeln!(
             s,

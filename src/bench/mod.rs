@@ -9,6 +9,30 @@ pub mod kernels;
 pub mod plots;
 pub mod stages;
 
+use serde::Serialize;
+
+/// The fields every suite's report starts with (flattened into its JSON object).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReportHeader {
+    /// Backend name (`cpu`, `gpu`) of the suite's side.
+    pub backend: String,
+    /// Adapter or CPU description (with the host machine's, for some suites: see [`machine`]).
+    pub device: String,
+    /// Worker threads of the CPU backend (rayon) in this process.
+    pub threads: usize,
+    /// Timed rounds per measurement.
+    pub reps: usize,
+}
+
+impl ReportHeader {
+    /// The header of a run on `backend` labelled `device`, with `reps` timed rounds and the
+    /// current rayon thread count.
+    #[must_use]
+    pub fn new(backend: &str, device: String, reps: usize) -> Self {
+        Self { backend: backend.to_string(), device, threads: rayon::current_num_threads(), reps }
+    }
+}
+
 /// The machine a report ran on, for its header: CPU model, cores, the rayon thread count and
 /// the 1-minute load average (Linux `/proc`; `unknown` elsewhere).
 #[must_use]

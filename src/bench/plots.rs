@@ -33,7 +33,7 @@ fn color(i: usize) -> RGBColor {
 /// `kernels_<backend>.svg`: GB/s of every kernel against `log2 N` at the report's largest limb
 /// count, log scale.
 pub fn kernel_throughput(report: &kernels::Report, dir: &Path) -> Result<PathBuf> {
-    let path = dir.join(format!("kernels_{}.svg", report.backend));
+    let path = dir.join(format!("kernels_{}.svg", report.header.backend));
     let limbs = report.rows.iter().map(|r| r.limbs).max().unwrap_or(1);
     let rows: Vec<&kernels::Row> = report.rows.iter().filter(|r| r.limbs == limbs).collect();
     let log_n = |r: &kernels::Row| f64::from(r.n.trailing_zeros());
@@ -48,7 +48,7 @@ pub fn kernel_throughput(report: &kernels::Report, dir: &Path) -> Result<PathBuf
         .caption(
             format!(
                 "Kernel throughput, {} ({}), {limbs} limbs; copy roofline {:.2} GB/s",
-                report.backend, report.device, report.copy_gbps
+                report.header.backend, report.header.device, report.copy_gbps
             ),
             ("sans-serif", 18),
         )
@@ -153,11 +153,16 @@ pub fn bxt_variants(report: &bxt::Report, dir: &Path) -> Result<Vec<PathBuf>> {
         let (op, v) = (ops.get(g)?, variants.get(s)?);
         report.rows.iter().find(|r| r.op == *op && r.variant == *v)
     };
-    let speed = dir.join(format!("bxt_speedup_{}.svg", report.backend));
+    let speed = dir.join(format!("bxt_speedup_{}.svg", report.header.backend));
     let timed: Vec<&str> = variants.iter().copied().filter(|v| *v != "baseline64").collect();
     grouped_bars(
         &speed,
-        &format!("BXT speedup over the baseline, {} on {} ({})", report.params, report.backend, short(&report.device)),
+        &format!(
+            "BXT speedup over the baseline, {} on {} ({})",
+            report.params,
+            report.header.backend,
+            short(&report.header.device)
+        ),
         "speedup (x)",
         &ops,
         &timed,
@@ -167,7 +172,7 @@ pub fn bxt_variants(report: &bxt::Report, dir: &Path) -> Result<Vec<PathBuf>> {
             report.rows.iter().find(|r| r.op == *op && r.variant == *v)?.speedup
         },
     )?;
-    let bytes = dir.join(format!("bxt_bytes_{}.svg", report.backend));
+    let bytes = dir.join(format!("bxt_bytes_{}.svg", report.header.backend));
     grouped_bars(
         &bytes,
         &format!("Bytes moved per operation (read + written), {}", report.params),
@@ -181,12 +186,15 @@ pub fn bxt_variants(report: &bxt::Report, dir: &Path) -> Result<Vec<PathBuf>> {
 
 /// `ledger_<backend>.svg`: one stacked bar per job, each stage's share of the job's time.
 pub fn stage_ledger(report: &stages::Report, dir: &Path) -> Result<PathBuf> {
-    let path = dir.join(format!("ledger_{}.svg", report.backend));
+    let path = dir.join(format!("ledger_{}.svg", report.header.backend));
     let jobs: Vec<String> = report.jobs.iter().map(|j| format!("{} (N=2^{})", j.job, j.n.trailing_zeros())).collect();
     let root = SVGBackend::new(&path, SIZE).into_drawing_area();
     root.fill(&WHITE).map_err(fail)?;
     let mut chart = ChartBuilder::on(&root)
-        .caption(format!("Stage ledger, {} ({})", report.backend, short(&report.device)), ("sans-serif", 16))
+        .caption(
+            format!("Stage ledger, {} ({})", report.header.backend, short(&report.header.device)),
+            ("sans-serif", 16),
+        )
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(60)

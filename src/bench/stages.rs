@@ -32,6 +32,7 @@ use crate::ml::lr::QuantLr;
 use crate::params::Parameters;
 
 use super::kernels::median_p95;
+use super::ReportHeader;
 
 /// The stages, in report order.
 pub const STAGES: [&str; 10] = [
@@ -127,14 +128,9 @@ pub struct Job {
 /// The report of `wgfhe bench --suite ledger --json`.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
-    /// Backend name.
-    pub backend: String,
-    /// Adapter or CPU description.
-    pub device: String,
-    /// Rayon threads.
-    pub threads: usize,
-    /// Timed runs per job.
-    pub reps: usize,
+    /// Backend, device, threads and timed runs per job.
+    #[serde(flatten)]
+    pub header: ReportHeader,
     /// The jobs.
     pub jobs: Vec<Job>,
 }
@@ -349,13 +345,7 @@ pub fn run<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>, device: String, 
     let mut jobs = job_hmult_rotation(make, config)?;
     jobs.push(job_lr(make, config)?);
     jobs.push(job_relu(make, config)?);
-    Ok(Report {
-        backend: make(&config.lr)?.name().to_string(),
-        device,
-        threads: rayon::current_num_threads(),
-        reps: config.reps.max(1),
-        jobs,
-    })
+    Ok(Report { header: ReportHeader::new(make(&config.lr)?.name(), device, config.reps.max(1)), jobs })
 }
 
 impl Report {
@@ -367,7 +357,7 @@ impl Report {
         let _ = writeln!(
             s,
             "stage ledger on {} ({}), {} threads, median of {} runs on a timed ledger",
-            self.backend, self.device, self.threads, self.reps
+            self.header.backend, self.header.device, self.header.threads, self.header.reps
         );
         for j in &self.jobs {
             let _ = writeln!(

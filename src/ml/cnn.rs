@@ -367,13 +367,12 @@ impl QuantCnn {
 
     /// The model as JSON.
     pub fn to_json(&self) -> Result<String> {
-        serde_json::to_string(self).map_err(|_| Error::InvalidField { field: "cnn", reason: "did not serialise" })
+        serde_json::to_string(self).map_err(|e| Error::json("encoding of the CNN model", &e))
     }
 
     /// A model from JSON (shapes checked).
     pub fn from_json(json: &str) -> Result<Self> {
-        let m: Self = serde_json::from_str(json)
-            .map_err(|_| Error::InvalidField { field: "cnn", reason: "malformed model JSON" })?;
+        let m: Self = serde_json::from_str(json).map_err(|e| Error::json("decoding of the CNN model", &e))?;
         m.validate()?;
         Ok(m)
     }

@@ -57,35 +57,31 @@ pub struct LrRun {
     pub dispatches: u64,
 }
 
-/// Runs the quantised model on the first `images` samples of `data` (all if `None`) under
-/// encryption, on `backend` with `variant`, calling `progress(done, total)` after each batch.
-/// Writes the server's ledger records to `trace` (JSON lines) if given.
+/// What [`run_lr`] runs.
+#[derive(Debug, Clone, Copy)]
+pub struct LrOptions {
+    /// The first `images` samples of the data set (all if `None`).
+    pub images: Option<usize>,
+    /// BXT variant of the inputs and the weighted sum.
+    pub variant: Variant,
+    /// A timed ledger ([`Ledger::timed`]): the trace records carry each dispatch's
+    /// `elapsed_ns`, and each batch's server evaluation runs once untimed first so that pipeline
+    /// builds are not counted. Timing serialises the queue: `server_ms` is then slower.
+    pub timed: bool,
+}
+
+/// Runs the quantised model under encryption on `data` as `options` say, on `backend`, calling
+/// `progress(done, total)` after each batch. Writes the server's ledger records to `trace`
+/// (JSON lines) if given.
 pub fn run_lr<B: Backend>(
     backend: B,
     model: &QuantLr,
     data: &Dataset,
-    images: Option<usize>,
-    variant: Variant,
-    progress: impl FnMut(usize, usize),
-    trace: Option<&mut dyn std::io::Write>,
-) -> Result<LrRun> {
-    run_lr_with(backend, model, data, images, variant, progress, trace, false)
-}
-
-/// [`run_lr`], and with `timed` a timed ledger ([`Ledger::timed`]): the trace records carry
-/// each dispatch's `elapsed_ns`, and each batch's server evaluation runs once untimed first so
-/// that pipeline builds are not counted. Timing serialises the queue: `server_ms` is then slower.
-#[expect(clippy::too_many_arguments)]
-pub fn run_lr_with<B: Backend>(
-    backend: B,
-    model: &QuantLr,
-    data: &Dataset,
-    images: Option<usize>,
-    variant: Variant,
+    options: LrOptions,
     mut progress: impl FnMut(usize, usize),
     mut trace: Option<&mut dyn std::io::Write>,
-    timed: bool,
 ) -> Result<LrRun> {
+    let LrOptions { images, variant, timed } = options;
     let bgv = Bgv::new(if timed { Ledger::timed(backend) } else { Ledger::new(backend) })?;
     let ledger = bgv.backend();
     let t = u64::from(bgv.plaintext_modulus());

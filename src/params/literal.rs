@@ -42,15 +42,13 @@ pub struct ParametersLiteral {
 impl ParametersLiteral {
     /// The literal as pretty-printed JSON.
     pub fn to_json(&self) -> Result<String> {
-        serde_json::to_string_pretty(self)
-            .map_err(|e| Error::InvalidParameters { reason: format!("cannot write JSON: {e}") })
+        serde_json::to_string_pretty(self).map_err(|e| Error::json("encoding of a parameter literal", &e))
     }
 
-    /// Parses a literal from JSON ([`Error::InvalidParameters`] on malformed JSON, unknown
-    /// fields or unknown enum values). Nothing else is checked: pass the result to
+    /// Parses a literal from JSON ([`Error::Json`] on malformed JSON, unknown fields or unknown
+    /// enum values). Nothing else is checked: pass the result to
     /// [`Parameters::new`].
     pub fn from_json(json: &str) -> Result<Self> {
-        serde_json::from_str(json)
-            .map_err(|e| Error::InvalidParameters { reason: format!("cannot parse JSON literal: {e}") })
+        serde_json::from_str(json).map_err(|e| Error::json("decoding of a parameter literal", &e))
     }
 }

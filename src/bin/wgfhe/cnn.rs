@@ -5,22 +5,22 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use sha2::{Digest, Sha256};
-use wgfhe::backend::{BackendChoice, CpuBackend, GpuBackend};
+use wgfhe::backend::{Backend, BackendTask};
 use wgfhe::compress::Variant;
 use wgfhe::ml::cnn::{self, CnnConfig, Faults, QuantCnn};
-use wgfhe::ml::cnn_infer::{self, ReluPath};
-use wgfhe::ml::mnist;
+use wgfhe::ml::cnn_infer::{self, CnnOptions, CnnRun, ReluPath};
+use wgfhe::ml::mnist::{self, Split};
 use wgfhe::params;
 use wgfhe::ring::RingContext;
 use wgfhe::{Error, Result};
 
-use super::MnistArgs;
+use crate::mnist::{resolve_params, MnistArgs};
+use crate::output::{self, Trace};
 
 /// Where the model trained with `config` is cached: `DIR/cnn-<first 16 hex digits of the
 /// SHA-256 of the configuration's JSON>.json`.
 fn cache_path(dir: &Path, config: &CnnConfig) -> Result<PathBuf> {
-    let json = serde_json::to_string(config)
-        .map_err(|_| Error::InvalidField { field: "cnn config", reason: "did not serialise" })?;
+    let json = serde_json::to_string(config).map_err(|e| Error::json("encoding of the CNN configuration", &e))?;
     let digest = Sha256::digest(json.as_bytes());
     let hex: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
     Ok(dir.join(format!("cnn-{hex}.json")))
@@ -52,8 +52,26 @@ fn model(dir: &Path, config: &CnnConfig, data: &mnist::Mnist, quiet: bool) -> Re
     Ok((m, false))
 }
 
+/// The encrypted CNN run, on any backend: `(backend name, run)`.
+struct CnnTask<'a, P> {
+    model: &'a QuantCnn,
+    test: &'a Split,
+    options: CnnOptions,
+    progress: P,
+    trace: Option<&'a mut dyn std::io::Write>,
+}
+
+impl<P: FnMut(usize, usize)> BackendTask for CnnTask<'_, P> {
+    type Output = (&'static str, CnnRun);
+
+    fn run<B: Backend>(self, backend: B) -> Result<Self::Output> {
+        let name = backend.name();
+        Ok((name, cnn_infer::run_cnn(backend, self.model, self.test, self.options, self.progress, self.trace)?))
+    }
+}
+
 /// Runs `wgfhe mnist --model cnn`.
-pub fn run(a: &MnistArgs, variant: Variant) -> Result<()> {
+pub(crate) fn run(a: &MnistArgs, variant: Variant) -> Result<()> {
     let relu = if a.relu == "digits" { ReluPath::digits(a.keep)? } else { ReluPath::Table };
     if relu == ReluPath::Table && a.keep != 1.0 {
         return Err(Error::InvalidField { field: "keep", reason: "--keep applies to --relu digits only" });
@@ -66,16 +84,9 @@ pub fn run(a: &MnistArgs, variant: Variant) -> Result<()> {
         });
     }
     let default_set = if relu == ReluPath::Table { params::CNN_SET } else { params::CNN_DIGITS_SET };
-    let params = super::resolve_params(a.params.as_deref().unwrap_or(default_set), a.insecure)?;
-    let choice = match &a.backend {
-        Some(name) => BackendChoice::from_name(name)?,
-        None => BackendChoice::from_env()?,
-    };
-    let say = |msg: String| {
-        if !a.json {
-            println!("{msg}");
-        }
-    };
+    let params = resolve_params(a.params.as_deref().unwrap_or(default_set), a.insecure)?;
+    let choice = a.backend_choice()?;
+    let say = |msg: String| a.say(msg);
     let start = Instant::now();
     mnist::fetch(&a.data)?;
     let data = mnist::load(&a.data)?;
@@ -112,40 +123,19 @@ pub fn run(a: &MnistArgs, variant: Variant) -> Result<()> {
     let slots = 1usize << params.log_n();
     let per_batch = slots / cnn_infer::BLOCK;
     let total = a.images.unwrap_or(per_batch).min(data.test.len());
-    let bar = super::image_bar(total, a.json);
+    let bar = output::image_bar(total, a.json);
     bar.tick();
-    let mut file = super::create_trace(a.trace.as_deref())?;
-    let trace = file.as_mut().map(|f| f as &mut dyn std::io::Write);
-    let progress = |done: usize, _| bar.set_position(done as u64);
-    let options = cnn_infer::CnnOptions { images: Some(total), variant, relu };
-    let (backend_name, run) = match choice {
-        BackendChoice::Cpu => (
-            "cpu",
-            cnn_infer::run_cnn(
-                CpuBackend::new(RingContext::new(&params)?),
-                &model,
-                &data.test,
-                options,
-                progress,
-                trace,
-            )?,
-        ),
-        BackendChoice::Gpu(dev) => (
-            "gpu",
-            cnn_infer::run_cnn(
-                GpuBackend::new(RingContext::new(&params)?, dev),
-                &model,
-                &data.test,
-                options,
-                progress,
-                trace,
-            )?,
-        ),
+    let mut trace = Trace::create(a.trace.as_deref())?;
+    let task = CnnTask {
+        model: &model,
+        test: &data.test,
+        options: CnnOptions { images: Some(total), variant, relu },
+        progress: |done: usize, _| bar.set_position(done as u64),
+        trace: output::trace_writer(&mut trace),
     };
+    let (backend_name, run) = choice.with_backend(RingContext::new(&params)?, task)?;
     bar.finish_and_clear();
-    if let Some(mut f) = file {
-        std::io::Write::flush(&mut f).map_err(|_| Error::InvalidField { field: "trace", reason: "write failed" })?;
-    }
+    output::finish_trace(trace)?;
     if a.json {
         let value = serde_json::json!({
             "model": "cnn",
@@ -239,10 +229,9 @@ pub fn run(a: &MnistArgs, variant: Variant) -> Result<()> {
     // The circuit must compute exactly what its plaintext emulation says (the exact model for
     // the table path and for the unpruned digit path).
     if run.emulation_agreement < 1.0 || run.score_mismatches > 0 {
-        return Err(Error::InvalidParameters {
-            reason: "encrypted CNN scores differ from the plaintext emulation of the circuit (this is a bug: please \
-                     report it)"
-                .into(),
+        return Err(Error::Verification {
+            what: "the encrypted CNN scores differ (this is a bug: please report it)".into(),
+            reference: "the plaintext emulation of the circuit",
         });
     }
     Ok(())

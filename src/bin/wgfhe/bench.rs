@@ -1,0 +1,270 @@
+//! `wgfhe bench`: the benchmark suites on the backend `WGFHE_BACKEND` chooses, printed as a
+//! table or JSON, with optional traces and SVG charts.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use wgfhe::backend::{Backend, BackendChoice, BackendTask, MultiRingTask};
+use wgfhe::bench::{anchors, bxt, compare, kernels, machine, plots, stages};
+use wgfhe::compress::Variant;
+use wgfhe::params::{self, Parameters, Scheme};
+use wgfhe::ring::RingContext;
+use wgfhe::Error;
+
+use crate::output::{self, Trace};
+
+/// Benchmark suites of `wgfhe bench`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub(crate) enum Suite {
+    /// BXT compression variants: bytes moved, PRNG words, modmuls and speedups per operation.
+    Bxt,
+    /// Word-wise EQ/LT/MAX with digit pruning, and ReLU/sign lookup tables.
+    Compare,
+    /// Every kernel at each N and limb count: median, GB/s, arithmetic intensity, roofline.
+    Kernels,
+    /// Stage ledger of composite jobs (HMULT, rotation, LR batch, CNN ReLU layer).
+    Ledger,
+    /// NTT against tfhe-ntt, scheme operations against OpenFHE (if installed).
+    Anchors,
+}
+
+/// Options of `wgfhe bench`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct BenchArgs {
+    /// Suite to run.
+    #[arg(long, value_enum, default_value_t = Suite::Bxt)]
+    suite: Suite,
+    /// Parameter set (a shipped set, or bgv-bxt-n16, the BXT paper's set); default bgv-n15
+    /// for the compare suite (its tables and digit extraction need depth 11), else bgv-n14.
+    #[arg(long)]
+    params: Option<String>,
+    /// Timed rounds per operation and variant (the median is reported).
+    #[arg(long, default_value_t = 5)]
+    reps: usize,
+    /// Write the traffic ledger's records (JSON lines, labelled with op and variant) here
+    /// (bxt suite).
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    /// Time every dispatch (`elapsed_ns` in the trace; serialises the queue; bxt suite).
+    #[arg(long)]
+    timed: bool,
+    /// Width of the lookup tables' domain, sign included (compare suite; the ledger suite's
+    /// ReLU table has domain [-(2^(bits-1) - 1), 2^(bits-1) - 1]).
+    #[arg(long, default_value_t = 8)]
+    lut_bits: u32,
+    /// Width of the values whose digits the `extract` rows extract, sign included; 0 skips
+    /// them (compare suite).
+    #[arg(long, default_value_t = compare::EXTRACT_BITS)]
+    extract_bits: u32,
+    /// log2 N of the kernels suite (comma-separated) and of the anchors' NTT rows.
+    #[arg(long, value_delimiter = ',', default_value = "12,13,14,15,16")]
+    log_n: Vec<u32>,
+    /// Limb counts of the kernels suite (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = "1,8")]
+    limbs: Vec<usize>,
+    /// Parameter sets of the anchors' scheme rows (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = "bgv-n14")]
+    anchor_params: Vec<String>,
+    /// Parameter set of the ledger suite's CNN ReLU layer.
+    #[arg(long, default_value = params::LUT_SET)]
+    cnn_params: String,
+    /// Write SVG charts of the report into this directory (kernels, bxt and ledger suites).
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+impl BenchArgs {
+    /// `--params`, or the suite's default.
+    fn params_name(&self) -> &str {
+        self.params.as_deref().unwrap_or(match self.suite {
+            Suite::Compare => "bgv-n15",
+            _ => "bgv-n14",
+        })
+    }
+
+    /// Creates the `--plot` directory and returns it, if given.
+    fn plot_dir(&self) -> wgfhe::Result<Option<&Path>> {
+        let Some(dir) = self.plot.as_deref() else { return Ok(None) };
+        std::fs::create_dir_all(dir).map_err(|e| Error::io("create the directory", Some(dir), &e))?;
+        Ok(Some(dir))
+    }
+}
+
+/// Runs `wgfhe bench`.
+pub(crate) fn run(a: &BenchArgs) -> wgfhe::Result<()> {
+    match a.suite {
+        Suite::Kernels => kernels_suite(a),
+        Suite::Ledger => ledger_suite(a),
+        Suite::Anchors => anchors_suite(a),
+        Suite::Bxt => bxt_suite(a),
+        Suite::Compare => compare_suite(a),
+    }
+}
+
+/// The device of a report: the adapter, or the CPU; with `host`, the host machine too.
+fn describe(choice: &BackendChoice, host: bool) -> String {
+    match (choice, host) {
+        (BackendChoice::Cpu, false) => format!("CPU, {} threads", rayon::current_num_threads()),
+        (BackendChoice::Cpu, true) => format!("CPU: {}", machine()),
+        (BackendChoice::Gpu(d), false) => format!("{} ({})", d.summary().name, d.summary().backend),
+        (BackendChoice::Gpu(d), true) => format!("{} ({}); host {}", d.summary().name, d.summary().backend, machine()),
+    }
+}
+
+/// The BGV set of the single-ring suites (bxt, compare).
+fn bgv_params(a: &BenchArgs) -> wgfhe::Result<Parameters> {
+    let params = params::by_name(a.params_name())?;
+    if params.scheme() != Scheme::Bgv {
+        return Err(Error::InvalidField { field: "params", reason: "the bench suites need a BGV set" });
+    }
+    Ok(params)
+}
+
+/// The compare suite on any backend.
+struct CompareTask<'a> {
+    a: &'a BenchArgs,
+    device: String,
+}
+
+impl BackendTask for CompareTask<'_> {
+    type Output = compare::Report;
+
+    fn run<B: Backend>(self, backend: B) -> wgfhe::Result<compare::Report> {
+        compare::run_with_extract(backend, self.device, self.a.reps, self.a.lut_bits, self.a.extract_bits)
+    }
+}
+
+fn compare_suite(a: &BenchArgs) -> wgfhe::Result<()> {
+    let params = bgv_params(a)?;
+    let choice = BackendChoice::from_env()?;
+    let task = CompareTask { a, device: describe(&choice, false) };
+    let report = choice.with_backend(RingContext::new(&params)?, task)?;
+    let table = report.table();
+    output::print_report(&report, table, a.json)
+}
+
+/// The bxt suite on any backend.
+struct BxtTask<'a> {
+    a: &'a BenchArgs,
+    device: String,
+    trace: Option<&'a mut dyn std::io::Write>,
+}
+
+impl BackendTask for BxtTask<'_> {
+    type Output = bxt::Report;
+
+    fn run<B: Backend>(self, backend: B) -> wgfhe::Result<bxt::Report> {
+        bxt::run_with(backend, self.device, self.a.reps, self.trace, self.a.timed)
+    }
+}
+
+fn bxt_suite(a: &BenchArgs) -> wgfhe::Result<()> {
+    let params = bgv_params(a)?;
+    let mut trace = Trace::create(a.trace.as_deref())?;
+    let choice = BackendChoice::from_env()?;
+    let task = BxtTask { a, device: describe(&choice, false), trace: output::trace_writer(&mut trace) };
+    let report = choice.with_backend(RingContext::new(&params)?, task)?;
+    output::finish_trace(trace)?;
+    if let Some(dir) = a.plot_dir()? {
+        for p in plots::bxt_variants(&report, dir)? {
+            eprintln!("wrote {}", p.display());
+        }
+    }
+    let table = report.table();
+    output::print_report(&report, table, a.json)
+}
+
+/// A suite's backend factory (`&dyn Fn(&Parameters) -> Result<B>`) from a task's opener.
+fn factory<B: Backend>(open: &dyn Fn(Arc<RingContext>) -> B) -> impl Fn(&Parameters) -> wgfhe::Result<B> + '_ {
+    move |p| Ok(open(RingContext::new(p)?))
+}
+
+/// The kernels suite, on backends of any kind.
+struct KernelsTask {
+    config: kernels::Config,
+    device: String,
+}
+
+impl MultiRingTask for KernelsTask {
+    type Output = kernels::Report;
+
+    fn run<B: Backend>(self, open: &dyn Fn(Arc<RingContext>) -> B) -> wgfhe::Result<kernels::Report> {
+        kernels::run(&factory(open), self.device, &self.config)
+    }
+}
+
+/// The ledger suite, on backends of any kind.
+struct LedgerTask {
+    config: stages::Config,
+    device: String,
+}
+
+impl MultiRingTask for LedgerTask {
+    type Output = stages::Report;
+
+    fn run<B: Backend>(self, open: &dyn Fn(Arc<RingContext>) -> B) -> wgfhe::Result<stages::Report> {
+        stages::run(&factory(open), self.device, &self.config)
+    }
+}
+
+/// The anchors suite, on backends of any kind.
+struct AnchorsTask {
+    config: anchors::Config,
+    device: String,
+}
+
+impl MultiRingTask for AnchorsTask {
+    type Output = anchors::Report;
+
+    fn run<B: Backend>(self, open: &dyn Fn(Arc<RingContext>) -> B) -> wgfhe::Result<anchors::Report> {
+        anchors::run(&factory(open), self.device, &self.config)
+    }
+}
+
+fn kernels_suite(a: &BenchArgs) -> wgfhe::Result<()> {
+    let config = kernels::Config { log_ns: a.log_n.clone(), limbs: a.limbs.clone(), reps: a.reps };
+    let choice = BackendChoice::from_env()?;
+    let report = choice.with_backends(KernelsTask { config, device: describe(&choice, true) })?;
+    if let Some(dir) = a.plot_dir()? {
+        eprintln!("wrote {}", plots::kernel_throughput(&report, dir)?.display());
+    }
+    let table = report.table();
+    output::print_report(&report, table, a.json)
+}
+
+fn ledger_suite(a: &BenchArgs) -> wgfhe::Result<()> {
+    let config = stages::Config {
+        hmult: params::by_name(a.params_name())?,
+        lr: params::by_name(params::LR_SET)?,
+        cnn: params::by_name(&a.cnn_params)?,
+        lr_pixels: 784,
+        lr_variant: Variant::Cso,
+        relu_domain: (1u64 << a.lut_bits.clamp(2, 20).saturating_sub(1)) - 1,
+        relu_channels: 1,
+        reps: a.reps,
+    };
+    let choice = BackendChoice::from_env()?;
+    let report = choice.with_backends(LedgerTask { config, device: describe(&choice, true) })?;
+    if let Some(dir) = a.plot_dir()? {
+        eprintln!("wrote {}", plots::stage_ledger(&report, dir)?.display());
+    }
+    let table = report.table();
+    output::print_report(&report, table, a.json)
+}
+
+fn anchors_suite(a: &BenchArgs) -> wgfhe::Result<()> {
+    let config = anchors::Config {
+        ntt_log_ns: a.log_n.clone(),
+        sets: a.anchor_params.iter().map(|n| params::by_name(n)).collect::<wgfhe::Result<_>>()?,
+        reps: a.reps,
+        openfhe_threads: rayon::current_num_threads(),
+        openfhe_python: std::env::var_os("WGFHE_OPENFHE_PYTHON").map(PathBuf::from),
+    };
+    let choice = BackendChoice::from_env()?;
+    let report = choice.with_backends(AnchorsTask { config, device: describe(&choice, true) })?;
+    let table = report.table();
+    output::print_report(&report, table, a.json)
+}

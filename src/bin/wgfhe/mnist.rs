@@ -1,0 +1,245 @@
+//! `wgfhe mnist`: the flags of both models, the checks of their combinations, and the
+//! logistic-regression job (the CNN's is in [`crate::cnn`]).
+
+use std::time::Instant;
+
+use wgfhe::backend::{Backend, BackendChoice, BackendTask};
+use wgfhe::compress::Variant;
+use wgfhe::ml::infer::{self, LrOptions, LrRun};
+use wgfhe::ml::lr::{self, Dataset, QuantLr};
+use wgfhe::ml::mnist;
+use wgfhe::params::{self, Parameters};
+use wgfhe::ring::RingContext;
+use wgfhe::Error;
+
+use crate::output::{self, Trace};
+
+/// Models of `wgfhe mnist`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Model {
+    /// Logistic regression, digits 3 vs 8.
+    Lr,
+    /// The CryptoDL-style CNN (ten digits, exact ReLUs).
+    Cnn,
+}
+
+/// Options of `wgfhe mnist`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct MnistArgs {
+    /// Model: `lr` (logistic regression, 3 vs 8) or `cnn` (ten digits, exact ReLU tables).
+    #[arg(long, value_enum, default_value_t = Model::Lr)]
+    pub(crate) model: Model,
+    /// Number of test images (default: LR all 1,984 3-vs-8 test images; CNN one batch).
+    #[arg(long)]
+    pub(crate) images: Option<usize>,
+    /// ReLU path of the CNN: `lut` (fused exact tables) or `digits` (digit extraction and a
+    /// pruned word-wise sign test; its secure set `bgv-cnn-n17` needs more than 24 GB of
+    /// memory); the LR has no ReLU.
+    #[arg(long, default_value = "lut")]
+    pub(crate) relu: String,
+    /// BXT variant: baseline, c, cs, cso or cso+k.
+    #[arg(long, default_value = "cso")]
+    pub(crate) variant: String,
+    /// Fraction of comparison digits kept (CNN `--relu digits` only).
+    #[arg(long, default_value_t = 1.0)]
+    pub(crate) keep: f64,
+    /// Run the fault-aware model trained with the ReLU corruption of `--keep` (CNN
+    /// `--relu digits` with `--keep` below 1 only; trained on first use, then cached).
+    #[arg(long)]
+    pub(crate) fault_aware: bool,
+    /// Backend: auto, gpu or cpu (default: WGFHE_BACKEND, else auto).
+    #[arg(long)]
+    pub(crate) backend: Option<String>,
+    /// Parameter set (default: bgv-lr-n13 for the LR, bgv-cnn-n16 for the CNN with
+    /// `--relu lut`, bgv-cnn-n17 with `--relu digits`).
+    #[arg(long)]
+    pub(crate) params: Option<String>,
+    /// Allow an insecure test set named `insecure-test-bgv-n{log_n}-q{Q primes}-p{P
+    /// primes}-d{dnum}-t{t}` in `--params` (experiments only: not 128-bit secure).
+    #[arg(long)]
+    pub(crate) insecure: bool,
+    /// Directory of the MNIST files.
+    #[arg(long, default_value = wgfhe::ml::mnist::DEFAULT_DIR)]
+    pub(crate) data: std::path::PathBuf,
+    /// Write the server's traffic-ledger records (JSON lines) here.
+    #[arg(long)]
+    pub(crate) trace: Option<std::path::PathBuf>,
+    /// Time every dispatch (`elapsed_ns` in the trace; serialises the queue; LR only).
+    #[arg(long)]
+    pub(crate) timed: bool,
+    /// Print one JSON object instead of the summary.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+impl MnistArgs {
+    /// The backend of `--backend`, else of `WGFHE_BACKEND`.
+    pub(crate) fn backend_choice(&self) -> wgfhe::Result<BackendChoice> {
+        match &self.backend {
+            Some(name) => BackendChoice::from_name(name),
+            None => BackendChoice::from_env(),
+        }
+    }
+
+    /// Prints `msg` unless `--json`.
+    pub(crate) fn say(&self, msg: String) {
+        if !self.json {
+            println!("{msg}");
+        }
+    }
+}
+
+/// A shipped or application set by name, or with `insecure` an insecure test set
+/// ([`params::insecure_by_name`]), announced on stderr.
+pub(crate) fn resolve_params(name: &str, insecure: bool) -> wgfhe::Result<Parameters> {
+    match params::by_name(name) {
+        Err(Error::UnknownParameterSet { .. }) if insecure => {
+            let p = params::insecure_by_name(name)?;
+            eprintln!("warning: {name} is an insecure test set (--insecure): not 128-bit secure, for experiments only");
+            Ok(p)
+        }
+        other => other,
+    }
+}
+
+/// Runs `wgfhe mnist`: checks the flags, then runs the chosen model's job.
+pub(crate) fn run(a: &MnistArgs) -> wgfhe::Result<()> {
+    if a.relu != "lut" && a.relu != "digits" {
+        return Err(Error::InvalidField { field: "relu", reason: "must be lut or digits" });
+    }
+    if ![1.0, 0.75, 0.5, 0.25].contains(&a.keep) {
+        return Err(Error::InvalidField { field: "keep", reason: "must be 1, 0.75, 0.5 or 0.25" });
+    }
+    let variant = Variant::parse(&a.variant)?;
+    if a.model == Model::Cnn {
+        if a.timed {
+            return Err(Error::InvalidField { field: "timed", reason: "--timed is for the LR model only" });
+        }
+        return crate::cnn::run(a, variant);
+    }
+    if a.relu != "lut" || a.keep != 1.0 || a.fault_aware {
+        return Err(Error::InvalidField {
+            field: "relu",
+            reason: "--relu, --keep and --fault-aware apply to --model cnn only (the LR has no ReLU)",
+        });
+    }
+    run_lr(a, variant)
+}
+
+/// The encrypted logistic-regression run, on any backend: `(backend name, run)`.
+struct LrTask<'a, P> {
+    model: &'a QuantLr,
+    test: &'a Dataset,
+    options: LrOptions,
+    progress: P,
+    trace: Option<&'a mut dyn std::io::Write>,
+}
+
+impl<P: FnMut(usize, usize)> BackendTask for LrTask<'_, P> {
+    type Output = (&'static str, LrRun);
+
+    fn run<B: Backend>(self, backend: B) -> wgfhe::Result<Self::Output> {
+        let name = backend.name();
+        Ok((name, infer::run_lr(backend, self.model, self.test, self.options, self.progress, self.trace)?))
+    }
+}
+
+/// `wgfhe mnist --model lr`: trains the model on 3 vs 8, runs it under encryption on the test
+/// images and prints the summary.
+fn run_lr(a: &MnistArgs, variant: Variant) -> wgfhe::Result<()> {
+    let params = resolve_params(a.params.as_deref().unwrap_or(params::LR_SET), a.insecure)?;
+    let choice = a.backend_choice()?;
+    let start = Instant::now();
+    mnist::fetch(&a.data)?;
+    let data = mnist::load(&a.data)?;
+    let train = Dataset::from_binary(&data.train.three_vs_eight());
+    let test = Dataset::from_binary(&data.test.three_vs_eight());
+    a.say(format!(
+        "MNIST 3 vs 8 from {}: {} training and {} test images ({:.1?})",
+        a.data.display(),
+        train.len(),
+        test.len(),
+        start.elapsed()
+    ));
+    let start = Instant::now();
+    let float = lr::train(&train, &lr::TrainConfig::default())?;
+    let model = float.quantise(7)?;
+    let plain_accuracy = float.accuracy(&test)?;
+    let quant_accuracy = model.accuracy(&test)?;
+    a.say(format!(
+        "logistic regression trained in {:.1?}: float test accuracy {:.2}%, 4-bit integer model {:.2}% \
+         (weights in [-7, 7], worst-case |score| {})",
+        start.elapsed(),
+        100.0 * plain_accuracy,
+        100.0 * quant_accuracy,
+        model.bound()
+    ));
+    let total = a.images.unwrap_or(test.len()).min(test.len());
+    let bar = output::image_bar(total, a.json);
+    let mut trace = Trace::create(a.trace.as_deref())?;
+    let task = LrTask {
+        model: &model,
+        test: &test,
+        options: LrOptions { images: Some(total), variant, timed: a.timed },
+        progress: |done: usize, _| bar.set_position(done as u64),
+        trace: output::trace_writer(&mut trace),
+    };
+    let (backend_name, run) = choice.with_backend(RingContext::new(&params)?, task)?;
+    bar.finish_and_clear();
+    output::finish_trace(trace)?;
+    if a.json {
+        let value = serde_json::json!({
+            "model": "lr",
+            "images": run.images,
+            "relu": serde_json::Value::Null,
+            "variant": variant.name(),
+            "keep": a.keep,
+            "backend": backend_name,
+            "params": params.name(),
+            "accuracy": run.accuracy,
+            "agreement": run.agreement,
+            "plain_accuracy": plain_accuracy,
+            "quantised_accuracy": quant_accuracy,
+            "batch_ms": run.batch_ms,
+            "per_image_ms": run.per_image_ms,
+            "encrypt_ms": run.encrypt_ms,
+            "decrypt_ms": run.decrypt_ms,
+            "peak_device_bytes": run.peak_device_bytes,
+            "bytes_moved": run.bytes_moved,
+            "dispatches": run.dispatches,
+            "score_mismatches": run.score_mismatches,
+        });
+        println!("{value:#}");
+    } else {
+        println!(
+            "encrypted ({}, {}, variant {}): {} images in {} batch(es), accuracy {:.2}%, agreement with the \
+             quantised model {:.2}% ({} score mismatches)",
+            params.name(),
+            backend_name,
+            variant.name(),
+            run.images,
+            run.batches,
+            100.0 * run.accuracy,
+            100.0 * run.agreement,
+            run.score_mismatches
+        );
+        println!(
+            "client encryption {:.0} ms, server {:.1} ms per batch ({:.4} ms per image), client decryption {:.0} ms; \
+             {:.1} MB resident per batch, {:.1} MB moved by {} kernel dispatches",
+            run.encrypt_ms,
+            run.batch_ms,
+            run.per_image_ms,
+            run.decrypt_ms,
+            run.peak_device_bytes as f64 / 1e6,
+            run.bytes_moved as f64 / 1e6,
+            run.dispatches
+        );
+    }
+    if run.agreement < 1.0 || run.score_mismatches > 0 {
+        return Err(Error::Verification {
+            what: "the encrypted predictions differ".into(),
+            reference: "the quantised plaintext model",
+        });
+    }
+    Ok(())
+}

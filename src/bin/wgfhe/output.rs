@@ -1,0 +1,73 @@
+//! What several subcommands print or write: JSON or a table, trace files, progress bars.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use wgfhe::Error;
+
+/// Prints `value` as pretty JSON (`what` names it in an encoding error).
+pub(crate) fn print_json(what: &'static str, value: &impl Serialize) -> wgfhe::Result<()> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| Error::json(what, &e))?;
+    println!("{text}");
+    Ok(())
+}
+
+/// Prints `report` as JSON with `json`, else the text `table`.
+pub(crate) fn print_report(report: &impl Serialize, table: String, json: bool) -> wgfhe::Result<()> {
+    if json {
+        print_json("encoding of the report", report)
+    } else {
+        print!("{table}");
+        Ok(())
+    }
+}
+
+/// A trace file (JSON lines of ledger records) being written, buffered.
+pub(crate) struct Trace {
+    path: PathBuf,
+    out: BufWriter<File>,
+}
+
+impl Trace {
+    /// Creates the trace file at `path`, if given.
+    pub(crate) fn create(path: Option<&Path>) -> wgfhe::Result<Option<Self>> {
+        path.map(|p| {
+            File::create(p)
+                .map(|f| Self { path: p.to_path_buf(), out: BufWriter::new(f) })
+                .map_err(|e| Error::io("create the trace file", Some(p), &e))
+        })
+        .transpose()
+    }
+
+    /// The writer the library's runs write the records to.
+    pub(crate) fn writer(&mut self) -> &mut dyn Write {
+        &mut self.out
+    }
+
+    /// Flushes the buffered records to the file.
+    pub(crate) fn finish(mut self) -> wgfhe::Result<()> {
+        self.out.flush().map_err(|e| Error::io("write the trace file", Some(&self.path), &e))
+    }
+}
+
+/// The writer of an optional trace, for the library's `Option<&mut dyn Write>` arguments.
+pub(crate) fn trace_writer(trace: &mut Option<Trace>) -> Option<&mut dyn Write> {
+    trace.as_mut().map(Trace::writer)
+}
+
+/// Flushes an optional trace.
+pub(crate) fn finish_trace(trace: Option<Trace>) -> wgfhe::Result<()> {
+    trace.map_or(Ok(()), Trace::finish)
+}
+
+/// The progress bar of an encrypted inference over `total` images (hidden under `--json`).
+pub(crate) fn image_bar(total: usize, hidden: bool) -> indicatif::ProgressBar {
+    let bar = if hidden { indicatif::ProgressBar::hidden() } else { indicatif::ProgressBar::new(total as u64) };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("encrypted inference {bar:30} {pos}/{len} images [{elapsed}]")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    bar
+}
