@@ -16,6 +16,47 @@
 //! written by [`write_residues`]: one packing-mode byte (0 = plain `u32` little-endian words),
 //! then the words. Readers check sizes before allocating and check every residue against its
 //! modulus, so hostile input yields a typed error, never a panic or a huge allocation.
+//!
+//! # Example
+//!
+//! The header of a BGV ciphertext, field by field, and the round trip (CPU backend, an
+//! explicitly insecure `N = 2^10` ring):
+//!
+//! ```
+//! use wgfhe::bgv::Bgv;
+//! use wgfhe::params::{self, TestRing};
+//! use wgfhe::serial::{ObjectType, Scheme, HEADER_LEN};
+//!
+//! let p = params::insecure_test_bgv(TestRing { log_n: 10, q_primes: 3, p_primes: 1, dnum: 3 }, 65537)?;
+//! let bgv = Bgv::cpu(&p)?;
+//! let sk = bgv.gen_secret_key_from_seed(&[3; 32])?;
+//! let ct = bgv.encrypt_symmetric(&sk, &bgv.encoder().encode(&[7, 8, 9])?)?;
+//!
+//! let bytes = bgv.ciphertext_to_bytes_unseeded(&ct)?;
+//! assert_eq!(&bytes[0..4], b"WGFH");
+//! assert_eq!(u16::from_le_bytes(bytes[4..6].try_into()?), 1);
+//! assert_eq!(bytes[6], ObjectType::Ciphertext.tag());
+//! assert_eq!(bytes[7], Scheme::Bgv.tag());
+//! assert_eq!(u64::from_le_bytes(bytes[8..16].try_into()?), p.id());
+//! assert_eq!(u64::from_le_bytes(bytes[16..24].try_into()?), (bytes.len() - HEADER_LEN) as u64);
+//! // The payload holds both polynomials: 3 limbs of 1024 u32 residues each.
+//! assert!(bytes.len() - HEADER_LEN >= 2 * 3 * 1024 * 4);
+//!
+//! // A fresh symmetric encryption is written with the seed of c_1 in place of c_1.
+//! let seeded = bgv.ciphertext_to_bytes(&ct)?;
+//! assert_eq!(seeded[6], ObjectType::SeededCiphertext.tag());
+//! assert!(seeded.len() < bytes.len() / 2 + 128);
+//! for b in [&bytes, &seeded] {
+//!     let back = bgv.ciphertext_from_bytes(b)?;
+//!     assert_eq!(bgv.encoder().decode(&bgv.decrypt(&sk, &back)?)?[..4], [7, 8, 9, 0]);
+//! }
+//! // Damaged input is a typed error.
+//! assert!(bgv.ciphertext_from_bytes(&bytes[..bytes.len() - 1]).is_err());
+//! let mut bad_magic = bytes.clone();
+//! bad_magic[0] ^= 1;
+//! assert!(bgv.ciphertext_from_bytes(&bad_magic).is_err());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use serde::{Deserialize, Serialize};
 

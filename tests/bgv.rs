@@ -1,44 +1,70 @@
-//! BGV end to end on the CPU reference backend: decrypt(op(enc(m))) == op(m) for every operation,
-//! at every level of several parameter sets, plus the typed errors of misuse.
+//! BGV end to end: decrypt(op(enc(m))) == op(m) for every operation, at every level of several
+//! parameter sets, plus the typed errors of misuse. Each test body is written once over the
+//! backend and runs on the CPU reference (`cpu::*`, and the shipped sets, CPU only) and on the
+//! GPU (`gpu::*`, small rings), where every decrypted ciphertext must also have the CPU's words
+//! (see `common/backends.rs`).
 
 #![expect(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic, reason = "tests")]
 
+#[path = "common/backends.rs"]
+mod backends;
+mod common;
+
+use backends::{cpu, cpu_and_gpu, Make, Transcript};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use wgfhe::backend::CpuBackend;
+use wgfhe::backend::Backend;
 use wgfhe::bgv::{max_depth, Bgv, Ciphertext, EvaluationKeys};
 use wgfhe::math::sampling::Sampler;
 use wgfhe::params::{self, Parameters};
 use wgfhe::rlwe::SecretKey;
+use wgfhe::testing::FlipOneBit;
 use wgfhe::Error;
 
-struct Fixture {
-    bgv: Bgv<CpuBackend>,
-    sk: SecretKey<CpuBackend>,
-    keys: EvaluationKeys<CpuBackend>,
+cpu_and_gpu!(
+    every_operation_every_level_insecure_n1024,
+    depth_insecure_n1024,
+    coefficient_encoding_with_power_of_two_t,
+    reproducible_from_seed,
+    misuse_gives_typed_errors,
+    fresh_seeds_never_repeat,
+    keys_of_other_parameters_are_refused,
+    structured_plaintexts_never_decrypt_wrong,
+    mixed_correction_factors_and_degrees,
+    mul_plain_as_aligns_correction_factors,
+);
+
+struct Fixture<'l, B: Backend> {
+    bgv: Bgv<B>,
+    sk: SecretKey<B>,
+    keys: EvaluationKeys<B>,
     rng: ChaCha8Rng,
+    log: &'l Transcript,
 }
 
 const STEPS: [i64; 4] = [1, -1, 5, 100];
 
-fn fixture(params: &Parameters, seed: u8) -> Fixture {
-    let bgv = Bgv::cpu(params).unwrap();
+fn fixture<'l, B: Backend>(make: Make<'_, B>, params: &Parameters, seed: u8, log: &'l Transcript) -> Fixture<'l, B> {
+    let bgv = Bgv::new(make(params)).unwrap();
     let sk = bgv.gen_secret_key_from_seed(&[seed; 32]).unwrap();
     let keys = bgv.gen_evaluation_keys(&sk, &STEPS, true).unwrap();
-    Fixture { bgv, sk, keys, rng: ChaCha8Rng::seed_from_u64(u64::from(seed)) }
+    Fixture { bgv, sk, keys, rng: ChaCha8Rng::seed_from_u64(u64::from(seed)), log }
 }
 
-fn random_values(f: &mut Fixture) -> Vec<u64> {
+fn random_values<B: Backend>(f: &mut Fixture<'_, B>) -> Vec<u64> {
     let t = u64::from(f.bgv.plaintext_modulus());
     (0..f.bgv.encoder().slots()).map(|_| f.rng.random_range(0..t)).collect()
 }
 
-fn encrypt_at(f: &Fixture, v: &[u64], level: usize) -> Ciphertext<CpuBackend> {
+fn encrypt_at<B: Backend>(f: &Fixture<'_, B>, v: &[u64], level: usize) -> Ciphertext<B> {
     let pt = f.bgv.encoder().encode(v).unwrap();
     f.bgv.encrypt_symmetric_at(&f.sk, &pt, level).unwrap()
 }
 
-fn decrypt(f: &Fixture, ct: &Ciphertext<CpuBackend>) -> Vec<u64> {
+/// Decrypts and decodes `ct`, recording its words in the transcript.
+#[track_caller]
+fn decrypt<B: Backend>(f: &Fixture<'_, B>, ct: &Ciphertext<B>) -> Vec<u64> {
+    f.log.record(f.bgv.backend(), &format!("level {} degree {}", ct.level(), ct.degree()), ct.polys());
     f.bgv.encoder().decode(&f.bgv.decrypt(&f.sk, ct).unwrap()).unwrap()
 }
 
@@ -65,7 +91,7 @@ fn swap_rows(v: &[u64]) -> Vec<u64> {
 
 /// The measured canonical norm of `c_0 + c_1 s` never exceeds the estimate the ciphertext
 /// carries (the estimate bounds exactly that quantity).
-fn assert_noise_within_estimate(f: &Fixture, ct: &Ciphertext<CpuBackend>) {
+fn assert_noise_within_estimate<B: Backend>(f: &Fixture<'_, B>, ct: &Ciphertext<B>) {
     let m = f.bgv.measure_noise(&f.sk, ct).unwrap();
     assert!(
         m.canonical_log2 <= ct.noise_estimate(),
@@ -79,8 +105,8 @@ fn assert_noise_within_estimate(f: &Fixture, ct: &Ciphertext<CpuBackend>) {
 }
 
 /// Every operation at every level of `params`.
-fn every_op_at_every_level(params: &Parameters, seed: u8) {
-    let mut f = fixture(params, seed);
+fn every_op_at_every_level<B: Backend>(make: Make<'_, B>, params: &Parameters, seed: u8, log: &Transcript) {
+    let mut f = fixture(make, params, seed, log);
     let t = u64::from(f.bgv.plaintext_modulus());
     for level in (0..=f.bgv.max_level()).rev() {
         let (a, b) = (random_values(&mut f), random_values(&mut f));
@@ -149,27 +175,26 @@ fn every_op_at_every_level(params: &Parameters, seed: u8) {
     }
 }
 
-#[test]
-fn every_operation_every_level_insecure_n1024() {
+fn every_operation_every_level_insecure_n1024<B: Backend>(make: Make<'_, B>, log: &Transcript) {
     let p =
         params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 6, p_primes: 2, dnum: 3 }, 65537).unwrap();
     assert!(p.is_insecure());
-    every_op_at_every_level(&p, 1);
+    every_op_at_every_level(make, &p, 1, log);
 }
 
 #[test]
 fn every_operation_every_level_bgv_n13() {
-    every_op_at_every_level(&params::by_name("bgv-n13").unwrap(), 2);
+    every_op_at_every_level(&cpu, &params::by_name("bgv-n13").unwrap(), 2, &Transcript::default());
 }
 
 #[test]
 fn every_operation_every_level_bgv_n14() {
-    every_op_at_every_level(&params::by_name("bgv-n14").unwrap(), 3);
+    every_op_at_every_level(&cpu, &params::by_name("bgv-n14").unwrap(), 3, &Transcript::default());
 }
 
 /// Sequential squarings reach the documented depth and decrypt correctly.
-fn reaches_documented_depth(params: &Parameters, seed: u8) {
-    let mut f = fixture(params, seed);
+fn reaches_documented_depth<B: Backend>(make: Make<'_, B>, params: &Parameters, seed: u8, log: &Transcript) {
+    let mut f = fixture(make, params, seed, log);
     let t = u64::from(f.bgv.plaintext_modulus());
     let depth = max_depth(params);
     assert!(depth >= 1, "parameter set without a multiplication");
@@ -189,29 +214,29 @@ fn reaches_documented_depth(params: &Parameters, seed: u8) {
     assert_eq!(decrypt(&f, &low), want);
 }
 
-#[test]
-fn depth_insecure_n1024() {
+fn depth_insecure_n1024<B: Backend>(make: Make<'_, B>, log: &Transcript) {
     reaches_documented_depth(
+        make,
         &params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 8, p_primes: 3, dnum: 3 }, 65537).unwrap(),
         4,
+        log,
     );
 }
 
 #[test]
 fn depth_bgv_n13() {
-    reaches_documented_depth(&params::by_name("bgv-n13").unwrap(), 5);
+    reaches_documented_depth(&cpu, &params::by_name("bgv-n13").unwrap(), 5, &Transcript::default());
 }
 
 #[test]
 fn depth_bgv_n14() {
-    reaches_documented_depth(&params::by_name("bgv-n14").unwrap(), 6);
+    reaches_documented_depth(&cpu, &params::by_name("bgv-n14").unwrap(), 6, &Transcript::default());
 }
 
-#[test]
-fn coefficient_encoding_with_power_of_two_t() {
+fn coefficient_encoding_with_power_of_two_t<B: Backend>(make: Make<'_, B>, log: &Transcript) {
     // t = 256 does not batch, but is coprime to every (odd) prime of Q.
     let p = params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 5, p_primes: 2, dnum: 3 }, 256).unwrap();
-    let mut f = fixture_without_rotations(&p);
+    let mut f = fixture_without_rotations(make, &p, log);
     let n = p.n();
     let a: Vec<u64> = (0..n).map(|_| f.rng.random_range(0..256)).collect();
     let b: Vec<u64> = (0..n).map(|_| f.rng.random_range(0..4)).collect();
@@ -220,6 +245,7 @@ fn coefficient_encoding_with_power_of_two_t() {
     let ca = f.bgv.encrypt_symmetric(&f.sk, &enc.encode_coeffs(&a).unwrap()).unwrap();
     let cb = f.bgv.encrypt_symmetric(&f.sk, &enc.encode_coeffs(&b).unwrap()).unwrap();
     let prod = f.bgv.mul_relin(&ca, &cb, &f.keys).unwrap();
+    log.record(f.bgv.backend(), "coefficient product", prod.polys());
     let got = enc.decode_coeffs(&f.bgv.decrypt(&f.sk, &prod).unwrap()).unwrap();
     // Schoolbook negacyclic product mod 256.
     let mut want = vec![0i64; n];
@@ -237,21 +263,25 @@ fn coefficient_encoding_with_power_of_two_t() {
     assert_eq!(got, want);
 }
 
-fn fixture_without_rotations(params: &Parameters) -> Fixture {
-    let bgv = Bgv::cpu(params).unwrap();
+fn fixture_without_rotations<'l, B: Backend>(
+    make: Make<'_, B>,
+    params: &Parameters,
+    log: &'l Transcript,
+) -> Fixture<'l, B> {
+    let bgv = Bgv::new(make(params)).unwrap();
     let sk = bgv.gen_secret_key_from_seed(&[9; 32]).unwrap();
     let keys = bgv.gen_evaluation_keys(&sk, &[], false).unwrap();
-    Fixture { bgv, sk, keys, rng: ChaCha8Rng::seed_from_u64(9) }
+    Fixture { bgv, sk, keys, rng: ChaCha8Rng::seed_from_u64(9), log }
 }
 
-#[test]
-fn reproducible_from_seed() {
+fn reproducible_from_seed<B: Backend>(make: Make<'_, B>, log: &Transcript) {
     let p =
         params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 3, p_primes: 1, dnum: 3 }, 65537).unwrap();
     let run = || {
-        let f = fixture_without_rotations(&p);
+        let f = fixture_without_rotations(make, &p, log);
         let pt = f.bgv.encoder().encode(&[1, 2, 3]).unwrap();
         let ct = f.bgv.encrypt_symmetric(&f.sk, &pt).unwrap();
+        assert_eq!(decrypt(&f, &ct)[..4], [1, 2, 3, 0]);
         ct.polys().iter().map(|p| p.to_host(f.bgv.backend()).unwrap()).collect::<Vec<_>>()
     };
     assert_eq!(run(), run());
@@ -259,11 +289,10 @@ fn reproducible_from_seed() {
 
 // ---- typed errors of misuse -------------------------------------------------------------------
 
-#[test]
-fn misuse_gives_typed_errors() {
+fn misuse_gives_typed_errors<B: Backend>(make: Make<'_, B>, log: &Transcript) {
     let p =
         params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 4, p_primes: 2, dnum: 2 }, 65537).unwrap();
-    let mut f = fixture(&p, 11);
+    let mut f = fixture(make, &p, 11, log);
     let a = random_values(&mut f);
     let ca = encrypt_at(&f, &a, 3);
     let cb = encrypt_at(&f, &a, 2);
@@ -277,9 +306,10 @@ fn misuse_gives_typed_errors() {
             assert_eq!(galois_element as usize, f.bgv.column_rotation_element(7));
             assert!(rotation.contains('7'));
         }
-        other => panic!("expected MissingGaloisKey, got {other:?}"),
+        other => panic!("expected MissingGaloisKey, got {:?}", other.map(|c| c.level())),
     }
     let deg2 = f.bgv.mul(&ca, &ca).unwrap();
+    assert_eq!(decrypt(&f, &deg2), a.iter().map(|x| x * x % 65537).collect::<Vec<_>>());
     assert!(matches!(f.bgv.rotate_columns(&deg2, 1, &f.keys), Err(Error::CiphertextDegree { degree: 2, expected: 1 })));
     assert!(matches!(f.bgv.mul(&deg2, &ca), Err(Error::CiphertextDegree { .. })));
     assert!(matches!(f.bgv.relinearize(&ca, &f.keys), Err(Error::CiphertextDegree { degree: 1, expected: 2 })));
@@ -297,7 +327,7 @@ fn misuse_gives_typed_errors() {
     // Objects of other parameters.
     let other =
         params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 3, p_primes: 2, dnum: 2 }, 65537).unwrap();
-    let g = Bgv::cpu(&other).unwrap();
+    let g = Bgv::new(make(&other)).unwrap();
     let sk2 = g.gen_secret_key_from_seed(&[12; 32]).unwrap();
     let foreign = g.encrypt_symmetric(&sk2, &g.encoder().encode(&[1]).unwrap()).unwrap();
     assert!(matches!(f.bgv.add(&ca, &foreign), Err(Error::ParameterMismatch { .. })));
@@ -313,11 +343,10 @@ fn misuse_gives_typed_errors() {
     assert!(matches!(f.bgv.rotate_columns(&ca, 1, &keys), Err(Error::KeyDimensions { .. })));
 }
 
-#[test]
-fn fresh_seeds_never_repeat() {
+fn fresh_seeds_never_repeat<B: Backend>(make: Make<'_, B>, log: &Transcript) {
     let p =
         params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 2, p_primes: 1, dnum: 2 }, 65537).unwrap();
-    let f = fixture_without_rotations(&p);
+    let f = fixture_without_rotations(make, &p, log);
     let mut seen = std::collections::HashSet::new();
     let first = u64::from_le_bytes(f.sk.fresh_seed().unwrap()[24..].try_into().unwrap());
     for i in 1..1000u64 {
@@ -328,21 +357,22 @@ fn fresh_seeds_never_repeat() {
     }
     // Encryptions draw from the same counter: their seeds differ too.
     let pt = f.bgv.encoder().encode(&[1]).unwrap();
-    let a = f.bgv.ciphertext_to_bytes(&f.bgv.encrypt_symmetric(&f.sk, &pt).unwrap()).unwrap();
-    let b = f.bgv.ciphertext_to_bytes(&f.bgv.encrypt_symmetric(&f.sk, &pt).unwrap()).unwrap();
+    let (ca, cb) = (f.bgv.encrypt_symmetric(&f.sk, &pt).unwrap(), f.bgv.encrypt_symmetric(&f.sk, &pt).unwrap());
+    assert_eq!((decrypt(&f, &ca)[0], decrypt(&f, &cb)[0]), (1, 1));
+    let (a, b) = (f.bgv.ciphertext_to_bytes(&ca).unwrap(), f.bgv.ciphertext_to_bytes(&cb).unwrap());
     assert_ne!(a[44..76], b[44..76]);
 }
 
-#[test]
-fn keys_of_other_parameters_are_refused() {
+fn keys_of_other_parameters_are_refused<B: Backend>(make: Make<'_, B>, log: &Transcript) {
     // Same shape (N, limb counts), different primes: only the parameter id tells them apart.
     let p1 =
         params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 3, p_primes: 1, dnum: 3 }, 65537).unwrap();
     let p2 =
         params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 3, p_primes: 1, dnum: 3 }, 12289).unwrap();
-    let f1 = fixture(&p1, 21);
-    let f2 = fixture(&p2, 22);
+    let f1 = fixture(make, &p1, 21, log);
+    let f2 = fixture(make, &p2, 22, log);
     let ct = f1.bgv.encrypt_symmetric(&f1.sk, &f1.bgv.encoder().encode(&[1, 2]).unwrap()).unwrap();
+    assert_eq!(decrypt(&f1, &ct)[..3], [1, 2, 0]);
     assert!(matches!(f1.bgv.mul_relin(&ct, &ct, &f2.keys), Err(Error::ParameterMismatch { .. })));
     assert!(matches!(f1.bgv.rotate_columns(&ct, 1, &f2.keys), Err(Error::ParameterMismatch { .. })));
     assert!(matches!(f1.bgv.decrypt(&f2.sk, &ct), Err(Error::ParameterMismatch { .. })));
@@ -352,13 +382,12 @@ fn keys_of_other_parameters_are_refused() {
     assert!(matches!(f1.bgv.encrypt_public(&pk2, &pt), Err(Error::ParameterMismatch { .. })));
 }
 
-#[test]
-fn structured_plaintexts_never_decrypt_wrong() {
+fn structured_plaintexts_never_decrypt_wrong<B: Backend>(make: Make<'_, B>, log: &Transcript) {
     // All coefficients (t-1)/2: canonical norm about N t / pi, far above a random plaintext's.
     // Repeated PMULT either decrypts right or is refused; it never returns a wrong result.
     let p =
         params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 10, p_primes: 4, dnum: 3 }, 65537).unwrap();
-    let f = fixture_without_rotations(&p);
+    let f = fixture_without_rotations(make, &p, log);
     let n = p.n();
     let t = 65537u64;
     let big = f.bgv.encoder().encode_coeffs(&vec![(t - 1) / 2; n]).unwrap();
@@ -384,6 +413,7 @@ fn structured_plaintexts_never_decrypt_wrong() {
                     }
                 }
                 want = acc.iter().map(|v| v.rem_euclid(i128::from(t)) as u64).collect();
+                log.record(f.bgv.backend(), &format!("PMULT step {step}"), next.polys());
                 let got = f.bgv.encoder().decode_coeffs(&f.bgv.decrypt(&f.sk, &next).unwrap()).unwrap();
                 assert_eq!(got, want, "PMULT step {step}");
                 assert_noise_within_estimate(&f, &next);
@@ -402,11 +432,10 @@ fn structured_plaintexts_never_decrypt_wrong() {
     assert_noise_within_estimate(&f, &sum);
 }
 
-#[test]
-fn mixed_correction_factors_and_degrees() {
+fn mixed_correction_factors_and_degrees<B: Backend>(make: Make<'_, B>, log: &Transcript) {
     let p =
         params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 6, p_primes: 2, dnum: 3 }, 65537).unwrap();
-    let mut f = fixture(&p, 31);
+    let mut f = fixture(make, &p, 31, log);
     let t = 65537u64;
     let (a, b, c) = (random_values(&mut f), random_values(&mut f), random_values(&mut f));
     let top = f.bgv.max_level();
@@ -446,11 +475,10 @@ fn mixed_correction_factors_and_degrees() {
 /// `mul_plain_as` lets products of ciphertexts with different correction factors be added
 /// without the rescaling `add` would do: same decryption, and a smaller noise estimate that
 /// still bounds the measured noise.
-#[test]
-fn mul_plain_as_aligns_correction_factors() {
+fn mul_plain_as_aligns_correction_factors<B: Backend>(make: Make<'_, B>, log: &Transcript) {
     let p =
         params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 6, p_primes: 2, dnum: 3 }, 65537).unwrap();
-    let mut f = fixture(&p, 7);
+    let mut f = fixture(make, &p, 7, log);
     let t = u64::from(f.bgv.plaintext_modulus());
     let (x, y, w) = (random_values(&mut f), random_values(&mut f), random_values(&mut f));
     let top = f.bgv.max_level();
@@ -486,4 +514,33 @@ fn mul_plain_as_aligns_correction_factors() {
 
     // A factor that is not invertible mod t (0) is a typed error.
     assert!(matches!(f.bgv.mul_plain_as(&c, &pt, 0), Err(Error::InvalidCorrectionFactor { .. })));
+}
+
+// ---- the CPU/GPU comparison itself ------------------------------------------------------------
+
+/// A sum and a product of two fresh encryptions, recorded.
+fn sum_and_product<B: Backend>(be: B) -> Transcript {
+    let log = Transcript::default();
+    let bgv = Bgv::new(be).unwrap();
+    let sk = bgv.gen_secret_key_from_seed(&[4; 32]).unwrap();
+    let pt = bgv.encoder().encode(&[1, 2, 3]).unwrap();
+    let (a, b) = (bgv.encrypt_symmetric(&sk, &pt).unwrap(), bgv.encrypt_symmetric(&sk, &pt).unwrap());
+    log.record(bgv.backend(), "sum", bgv.add(&a, &b).unwrap().polys());
+    log.record(bgv.backend(), "product", bgv.mul(&a, &b).unwrap().polys());
+    log
+}
+
+/// The transcript comparison the `gpu::*` tests rely on passes on identical runs and fails when
+/// one bit of one kernel's output differs (a backend that flips it, see `wgfhe::testing`).
+#[test]
+fn transcripts_tell_one_flipped_bit_apart() {
+    let p =
+        params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 3, p_primes: 1, dnum: 3 }, 65537).unwrap();
+    let reference = sum_and_product(cpu(&p));
+    sum_and_product(cpu(&p)).assert_same_as(&reference);
+    for kernel in ["add", "mul"] {
+        let flipped = sum_and_product(FlipOneBit::new(cpu(&p), kernel, 3));
+        let compared = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| flipped.assert_same_as(&reference)));
+        assert!(compared.is_err(), "one flipped bit in an {kernel} output went unnoticed");
+    }
 }

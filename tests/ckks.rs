@@ -1,34 +1,59 @@
-//! CKKS end to end on the CPU reference backend: every operation against the same computation in
-//! f64, at several levels of two parameter sets and both scale policies, plus typed errors.
+//! CKKS end to end: every operation against the same computation in f64, at several levels of
+//! two parameter sets and both scale policies, plus typed errors. Each test body is written once
+//! over the backend and runs on the CPU reference (`cpu::*`, and the shipped sets, CPU only) and
+//! on the GPU (`gpu::*`, small rings), where every checked ciphertext must also have the CPU's
+//! words (see `common/backends.rs`).
 
 #![expect(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic, reason = "tests")]
 
+#[path = "common/backends.rs"]
+mod backends;
+mod common;
+
+use backends::{cpu, cpu_and_gpu, Make, Transcript};
 use num_complex::Complex64;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use wgfhe::backend::CpuBackend;
+use wgfhe::backend::Backend;
 use wgfhe::ckks::{precision_stats, Ciphertext, Ckks, ScalePolicy};
 use wgfhe::params::{self, Parameters};
 use wgfhe::rlwe::{EvaluationKeys, SecretKey};
 use wgfhe::Error;
 
-struct Fixture {
-    ckks: Ckks<CpuBackend>,
-    sk: SecretKey<CpuBackend>,
-    keys: EvaluationKeys<CpuBackend>,
+cpu_and_gpu!(
+    every_operation_insecure_n1024_single,
+    every_operation_insecure_n1024_double,
+    depth_chain_insecure_single,
+    depth_chain_insecure_double,
+    sparse_packing_and_public_key,
+    flooded_decryption_costs_precision,
+    misuse_gives_typed_errors,
+);
+
+struct Fixture<'l, B: Backend> {
+    ckks: Ckks<B>,
+    sk: SecretKey<B>,
+    keys: EvaluationKeys<B>,
     rng: ChaCha8Rng,
+    log: &'l Transcript,
 }
 
 const STEPS: [i64; 3] = [1, -2, 7];
 
-fn fixture(params: &Parameters, policy: ScalePolicy, seed: u8) -> Fixture {
-    let ckks = Ckks::cpu(params, policy).unwrap();
+fn fixture<'l, B: Backend>(
+    make: Make<'_, B>,
+    params: &Parameters,
+    policy: ScalePolicy,
+    seed: u8,
+    log: &'l Transcript,
+) -> Fixture<'l, B> {
+    let ckks = Ckks::new(make(params), policy).unwrap();
     let sk = ckks.gen_secret_key_from_seed(&[seed; 32]).unwrap();
     let keys = ckks.gen_evaluation_keys(&sk, &STEPS, true).unwrap();
-    Fixture { ckks, sk, keys, rng: ChaCha8Rng::seed_from_u64(u64::from(seed)) }
+    Fixture { ckks, sk, keys, rng: ChaCha8Rng::seed_from_u64(u64::from(seed)), log }
 }
 
-fn random_values(f: &mut Fixture, slots: usize) -> Vec<Complex64> {
+fn random_values<B: Backend>(f: &mut Fixture<'_, B>, slots: usize) -> Vec<Complex64> {
     (0..slots).map(|_| Complex64::new(f.rng.random_range(-1.0..1.0), f.rng.random_range(-1.0..1.0))).collect()
 }
 
@@ -37,7 +62,7 @@ fn random_values(f: &mut Fixture, slots: usize) -> Vec<Complex64> {
 /// scale, with 10 bits to spare for products of values of magnitude up to 2. With key switching
 /// (HMULT, rotations, conjugation): `2^(-log2(scale) + log2(N) + 6)`, since `sum_j d_j e_j / P`
 /// grows like `N sigma`.
-fn bound(f: &Fixture, scale: f64, key_switch: bool) -> f64 {
+fn bound<B: Backend>(f: &Fixture<'_, B>, scale: f64, key_switch: bool) -> f64 {
     let log_n = (f.ckks.params().n() as f64).log2();
     let slack = if key_switch { log_n + 6.0 } else { log_n / 2.0 + 10.0 };
     (slack - scale.log2()).exp2()
@@ -48,7 +73,13 @@ fn max_err(want: &[Complex64], got: &[Complex64]) -> f64 {
     want.iter().zip(got).map(|(w, g)| (w - g).norm()).fold(0.0, f64::max)
 }
 
-fn check(f: &Fixture, ct: &Ciphertext<CpuBackend>, want: &[Complex64], what: &str) {
+/// Decrypts `ct` and checks it against `want` within the stated bound; records its words unless
+/// it comes from a public-key encryption (fresh randomness, not reproducible from the seeds).
+#[track_caller]
+fn check<B: Backend>(f: &Fixture<'_, B>, ct: &Ciphertext<B>, want: &[Complex64], what: &str) {
+    if !what.contains("public") {
+        f.log.record(f.ckks.backend(), &format!("{what} at level {}", ct.level()), ct.polys());
+    }
     let got = f.ckks.decrypt(&f.sk, ct).unwrap();
     let err = max_err(want, &got);
     let key_switch = ["rotate", "conjugate", "mul_relin", "sparse rotation"].iter().any(|w| what.starts_with(w));
@@ -61,8 +92,14 @@ fn rotate(v: &[Complex64], steps: i64) -> Vec<Complex64> {
     (0..n).map(|i| v[(i + steps).rem_euclid(n) as usize]).collect()
 }
 
-fn every_op_at_levels(params: &Parameters, policy: ScalePolicy, seed: u8) {
-    let mut f = fixture(params, policy, seed);
+fn every_op_at_levels<B: Backend>(
+    make: Make<'_, B>,
+    params: &Parameters,
+    policy: ScalePolicy,
+    seed: u8,
+    log: &Transcript,
+) {
+    let mut f = fixture(make, params, policy, seed, log);
     let slots = f.ckks.encoder().max_slots();
     let scale = f.ckks.default_scale();
     let k = policy.primes_per_level();
@@ -116,37 +153,39 @@ fn every_op_at_levels(params: &Parameters, policy: ScalePolicy, seed: u8) {
     }
 }
 
-#[test]
-fn every_operation_insecure_n1024_single() {
+fn every_operation_insecure_n1024_single<B: Backend>(make: Make<'_, B>, log: &Transcript) {
     every_op_at_levels(
+        make,
         &params::insecure_test_ckks(params::TestRing { log_n: 10, q_primes: 8, p_primes: 2, dnum: 4 }, 30).unwrap(),
         ScalePolicy::Single,
         1,
+        log,
     );
 }
 
-#[test]
-fn every_operation_insecure_n1024_double() {
+fn every_operation_insecure_n1024_double<B: Backend>(make: Make<'_, B>, log: &Transcript) {
     every_op_at_levels(
+        make,
         &params::insecure_test_ckks(params::TestRing { log_n: 10, q_primes: 9, p_primes: 3, dnum: 3 }, 30).unwrap(),
         ScalePolicy::Double,
         2,
+        log,
     );
 }
 
 #[test]
 fn every_operation_ckks_n13() {
-    every_op_at_levels(&params::by_name("ckks-n13").unwrap(), ScalePolicy::Single, 3);
+    every_op_at_levels(&cpu, &params::by_name("ckks-n13").unwrap(), ScalePolicy::Single, 3, &Transcript::default());
 }
 
 #[test]
 fn every_operation_ckks_n14_double() {
-    every_op_at_levels(&params::by_name("ckks-n14").unwrap(), ScalePolicy::Double, 4);
+    every_op_at_levels(&cpu, &params::by_name("ckks-n14").unwrap(), ScalePolicy::Double, 4, &Transcript::default());
 }
 
 /// Squares down the whole chain; values stay in the unit disc.
-fn depth_chain(params: &Parameters, policy: ScalePolicy) {
-    let mut f = fixture(params, policy, 9);
+fn depth_chain<B: Backend>(make: Make<'_, B>, params: &Parameters, policy: ScalePolicy, log: &Transcript) {
+    let mut f = fixture(make, params, policy, 9, log);
     let slots = f.ckks.encoder().max_slots();
     // |z| < 1, so the squares stay in the unit disc.
     let a: Vec<Complex64> = random_values(&mut f, slots).into_iter().map(|z| z * 0.7).collect();
@@ -156,6 +195,7 @@ fn depth_chain(params: &Parameters, policy: ScalePolicy) {
     for d in 0..f.ckks.max_depth() {
         ct = f.ckks.rescale(&f.ckks.mul_relin(&ct, &ct, &f.keys).unwrap()).unwrap();
         want = want.iter().map(|z| z * z).collect();
+        log.record(f.ckks.backend(), &format!("square {}", d + 1), ct.polys());
         let got = f.ckks.decrypt(&f.sk, &ct).unwrap();
         let stats = precision_stats(&want, &got).unwrap();
         assert!(stats.min_real > 12.0 && stats.min_imag > 12.0, "depth {}: {stats:?}", d + 1);
@@ -168,46 +208,51 @@ fn depth_chain(params: &Parameters, policy: ScalePolicy) {
     }
 }
 
-#[test]
-fn depth_chain_insecure_single() {
+fn depth_chain_insecure_single<B: Backend>(make: Make<'_, B>, log: &Transcript) {
     depth_chain(
+        make,
         &params::insecure_test_ckks(params::TestRing { log_n: 10, q_primes: 8, p_primes: 2, dnum: 4 }, 30).unwrap(),
         ScalePolicy::Single,
+        log,
     );
 }
 
-#[test]
-fn depth_chain_insecure_double() {
+fn depth_chain_insecure_double<B: Backend>(make: Make<'_, B>, log: &Transcript) {
     depth_chain(
+        make,
         &params::insecure_test_ckks(params::TestRing { log_n: 10, q_primes: 9, p_primes: 3, dnum: 3 }, 30).unwrap(),
         ScalePolicy::Double,
+        log,
     );
 }
 
-#[test]
-fn sparse_packing_and_public_key() {
+fn sparse_packing_and_public_key<B: Backend>(make: Make<'_, B>, log: &Transcript) {
     let p = params::insecure_test_ckks(params::TestRing { log_n: 10, q_primes: 5, p_primes: 2, dnum: 3 }, 30).unwrap();
-    let mut f = fixture(&p, ScalePolicy::Single, 5);
+    let mut f = fixture(make, &p, ScalePolicy::Single, 5, log);
     let a = random_values(&mut f, 8);
     let pt = f.ckks.encode(&a, f.ckks.default_scale(), 8, f.ckks.max_level()).unwrap();
+    // Symmetric (reproducible, so recorded) and public-key (fresh randomness) encryptions.
+    let sym = f.ckks.encrypt_symmetric(&f.sk, &pt).unwrap();
     let pk = f.ckks.gen_public_key(&f.sk).unwrap();
     let ct = f.ckks.encrypt_public(&pk, &pt).unwrap();
-    assert_eq!(ct.slots(), 8);
+    assert_eq!((ct.slots(), sym.slots()), (8, 8));
+    check(&f, &sym, &a, "symmetric encryption, 8 slots");
     check(&f, &ct, &a, "public-key encryption, 8 slots");
     for steps in STEPS {
-        check(&f, &f.ckks.rotate(&ct, steps, &f.keys).unwrap(), &rotate(&a, steps), "sparse rotation");
+        check(&f, &f.ckks.rotate(&sym, steps, &f.keys).unwrap(), &rotate(&a, steps), "sparse rotation");
+        check(&f, &f.ckks.rotate(&ct, steps, &f.keys).unwrap(), &rotate(&a, steps), "sparse rotation (public)");
     }
     let real = f.ckks.encode_real(&[0.5, -0.25, 0.125]).unwrap();
     assert_eq!(real.slots(), 4);
 }
 
-#[test]
-fn flooded_decryption_costs_precision() {
+fn flooded_decryption_costs_precision<B: Backend>(make: Make<'_, B>, log: &Transcript) {
     let p = params::insecure_test_ckks(params::TestRing { log_n: 10, q_primes: 4, p_primes: 1, dnum: 4 }, 30).unwrap();
-    let mut f = fixture(&p, ScalePolicy::Single, 6);
+    let mut f = fixture(make, &p, ScalePolicy::Single, 6, log);
     let slots = f.ckks.encoder().max_slots();
     let a = random_values(&mut f, slots);
     let ct = f.ckks.encrypt_symmetric(&f.sk, &f.ckks.encode(&a, f.ckks.default_scale(), slots, 3).unwrap()).unwrap();
+    check(&f, &ct, &a, "encrypt");
     let plain = max_err(&a, &f.ckks.decrypt(&f.sk, &ct).unwrap());
     let flooded = max_err(&a, &f.ckks.decrypt_flooded(&f.sk, &ct, 20.0).unwrap());
     // Flooding of 2^20 per coefficient: slot errors near 2^20 sqrt(N) / 2^30 = 2^-5, far above
@@ -217,10 +262,9 @@ fn flooded_decryption_costs_precision() {
     assert!(matches!(f.ckks.decrypt_flooded(&f.sk, &ct, f64::NAN), Err(Error::InvalidField { .. })));
 }
 
-#[test]
-fn misuse_gives_typed_errors() {
+fn misuse_gives_typed_errors<B: Backend>(make: Make<'_, B>, log: &Transcript) {
     let p = params::insecure_test_ckks(params::TestRing { log_n: 10, q_primes: 5, p_primes: 2, dnum: 3 }, 30).unwrap();
-    let mut f = fixture(&p, ScalePolicy::Single, 7);
+    let mut f = fixture(make, &p, ScalePolicy::Single, 7, log);
     let slots = f.ckks.encoder().max_slots();
     let scale = f.ckks.default_scale();
     let top = f.ckks.max_level();
@@ -229,6 +273,8 @@ fn misuse_gives_typed_errors() {
     let ca = f.ckks.encrypt_symmetric(&f.sk, &pa).unwrap();
     // Scale mismatch: a product before rescaling added to a fresh ciphertext.
     let prod = f.ckks.mul_relin(&ca, &ca, &f.keys).unwrap();
+    let square: Vec<Complex64> = a.iter().map(|z| z * z).collect();
+    check(&f, &f.ckks.rescale(&prod).unwrap(), &square, "mul_relin + rescale");
     assert!(matches!(f.ckks.add(&prod, &ca), Err(Error::ScaleMismatch { .. })));
     assert!(matches!(f.ckks.add_plain(&prod, &pa), Err(Error::ScaleMismatch { .. })));
     // Scale overflow: a third factor of 2^30 does not fit in 5 primes once the base is reached.
@@ -261,5 +307,5 @@ fn misuse_gives_typed_errors() {
     // A BGV parameter set is refused.
     let bgv =
         params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 3, p_primes: 1, dnum: 3 }, 65537).unwrap();
-    assert!(matches!(Ckks::cpu(&bgv, ScalePolicy::Single), Err(Error::SchemeMismatch { .. })));
+    assert!(matches!(Ckks::new(make(&bgv), ScalePolicy::Single), Err(Error::SchemeMismatch { .. })));
 }

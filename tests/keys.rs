@@ -1,9 +1,17 @@
 //! Seeded evaluation keys in memory: key-switching keys that keep only the seed of their `a`
 //! halves give the same bits as stored keys, read half the key bytes, hold half the memory,
-//! round-trip through the wire format, and depend on their seed.
+//! round-trip through the wire format, and depend on their seed. The key-switching bodies are
+//! written once over the backend: `cpu::*` and `gpu::*` (on the GPU the seeded keys' `a` halves
+//! are regenerated inside the fused inner product, and every result must be the CPU's words, see
+//! `common/backends.rs`); the traffic counts run through the CPU ledger.
 
-#![expect(clippy::unwrap_used, reason = "tests")]
+#![expect(clippy::unwrap_used, clippy::indexing_slicing, reason = "tests")]
 
+#[path = "common/backends.rs"]
+mod backends;
+mod common;
+
+use backends::{cpu, cpu_and_gpu, Make, Transcript};
 use num_complex::Complex64;
 use wgfhe::backend::ledger::{Ledger, Record};
 use wgfhe::backend::{Backend, CpuBackend};
@@ -11,8 +19,15 @@ use wgfhe::bgv::{self, Bgv};
 use wgfhe::ckks::{self, Ckks, ScalePolicy};
 use wgfhe::params::{self, Parameters};
 use wgfhe::poly::{Eval, RnsPoly};
-use wgfhe::ring::RingContext;
-use wgfhe::rlwe::{EvaluationKeys, GaloisKey, KeyForm, RelinKey, SecretKey};
+use wgfhe::rlwe::{EvaluationKeys, GaloisKey, KeyForm, KeySwitchKey, RelinKey, SecretKey};
+
+cpu_and_gpu!(
+    bgv_seeded_keys_give_identical_ciphertexts,
+    ckks_seeded_keys_give_identical_ciphertexts,
+    resident_bytes_halve,
+    wire_round_trip_from_a_seeded_key,
+    a_tampered_seed_gives_a_wrong_relinearisation,
+);
 
 type Cpu = Ledger<CpuBackend>;
 
@@ -21,29 +36,37 @@ fn bgv_params() -> Parameters {
     params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 5, p_primes: 2, dnum: 3 }, 65537).unwrap()
 }
 
-struct Fixture {
-    bgv: Bgv<Cpu>,
-    sk: SecretKey<Cpu>,
-    stored: EvaluationKeys<Cpu>,
-    seeded: EvaluationKeys<Cpu>,
+struct Fixture<'l, B: Backend> {
+    bgv: Bgv<B>,
+    sk: SecretKey<B>,
+    stored: EvaluationKeys<B>,
+    seeded: EvaluationKeys<B>,
+    log: &'l Transcript,
 }
 
-fn fixture() -> Fixture {
-    let p = bgv_params();
-    let bgv = Bgv::new(Ledger::new(CpuBackend::new(RingContext::new(&p).unwrap()))).unwrap();
+fn fixture<'l, B: Backend>(make: Make<'_, B>, log: &'l Transcript) -> Fixture<'l, B> {
+    let bgv = Bgv::new(make(&bgv_params())).unwrap();
     let sk = bgv.gen_secret_key_from_seed(&[7; 32]).unwrap();
     let stored = bgv.gen_evaluation_keys(&sk, &[1, -3], true).unwrap();
     let seeded = stored.expand(bgv.backend()).unwrap().into_seeded();
     assert!(!stored.is_seeded());
     assert!(seeded.is_seeded());
-    Fixture { bgv, sk, stored, seeded }
+    Fixture { bgv, sk, stored, seeded, log }
+}
+
+/// The BGV fixture on the CPU through the traffic ledger.
+fn ledger_fixture(log: &Transcript) -> Fixture<'_, Cpu> {
+    fixture(&|p: &Parameters| Ledger::new(cpu(p)), log)
 }
 
 fn host_polys<B: Backend>(be: &B, polys: &[RnsPoly<B, Eval>]) -> Vec<Vec<u32>> {
     polys.iter().map(|p| p.to_host(be).unwrap()).collect()
 }
 
-fn bgv_hosts(f: &Fixture, ct: &bgv::Ciphertext<Cpu>) -> Vec<Vec<u32>> {
+/// The words of `ct`, recorded in the transcript.
+#[track_caller]
+fn bgv_hosts<B: Backend>(f: &Fixture<'_, B>, ct: &bgv::Ciphertext<B>) -> Vec<Vec<u32>> {
+    f.log.record(f.bgv.backend(), &format!("level {}", ct.level()), ct.polys());
     host_polys(f.bgv.backend(), ct.polys())
 }
 
@@ -51,21 +74,29 @@ fn values(n: usize, salt: u64) -> Vec<u64> {
     (0..n as u64).map(|i| (i * 7919 + salt * 104_729) % 65537).collect()
 }
 
-fn encrypt(f: &Fixture, salt: u64) -> bgv::Ciphertext<Cpu> {
+fn encrypt<B: Backend>(f: &Fixture<'_, B>, salt: u64) -> bgv::Ciphertext<B> {
     let pt = f.bgv.encoder().encode(&values(f.bgv.params().n(), salt)).unwrap();
     f.bgv.encrypt_symmetric(&f.sk, &pt).unwrap()
 }
 
-fn decrypt(f: &Fixture, ct: &bgv::Ciphertext<Cpu>) -> Vec<u64> {
+fn decrypt<B: Backend>(f: &Fixture<'_, B>, ct: &bgv::Ciphertext<B>) -> Vec<u64> {
     f.bgv.encoder().decode(&f.bgv.decrypt(&f.sk, ct).unwrap()).unwrap()
+}
+
+/// The bytes of a key-switching key counted from its buffers: `(all, b halves only)`, 4 bytes
+/// per downloaded word.
+fn counted_bytes<B: Backend>(be: &B, key: &KeySwitchKey<B>) -> (u64, u64) {
+    let words = |p: &RnsPoly<B, Eval>| p.to_host(be).unwrap().len() as u64 * 4;
+    let b: u64 = key.digits.iter().map(|d| words(&d.b)).sum();
+    let a: u64 = key.digits.iter().filter_map(|d| d.a.as_ref()).map(words).sum();
+    (a + b, b)
 }
 
 /// Relinearisation, column rotations and the row swap at the top level (3 digits) and at
 /// lower levels (2 and 1 digits; level 0, a single prime, leaves no noise budget for key
 /// switching with t = 65537): seeded keys give the stored keys' bytes.
-#[test]
-fn bgv_seeded_keys_give_identical_ciphertexts() {
-    let f = fixture();
+fn bgv_seeded_keys_give_identical_ciphertexts<B: Backend>(make: Make<'_, B>, log: &Transcript) {
+    let f = fixture(make, log);
     let (a, b) = (encrypt(&f, 1), encrypt(&f, 2));
     for level in [4, 2, 1] {
         let ca = f.bgv.mod_switch_to_level(&a, level).unwrap();
@@ -93,10 +124,9 @@ fn bgv_seeded_keys_give_identical_ciphertexts() {
 }
 
 /// CKKS: HMULT with relinearisation, a rotation and conjugation.
-#[test]
-fn ckks_seeded_keys_give_identical_ciphertexts() {
+fn ckks_seeded_keys_give_identical_ciphertexts<B: Backend>(make: Make<'_, B>, log: &Transcript) {
     let p = params::insecure_test_ckks(params::TestRing { log_n: 10, q_primes: 5, p_primes: 2, dnum: 3 }, 30).unwrap();
-    let ckks = Ckks::cpu(&p, ScalePolicy::Single).unwrap();
+    let ckks = Ckks::new(make(&p), ScalePolicy::Single).unwrap();
     let be = ckks.backend();
     let sk = ckks.gen_secret_key_from_seed(&[11; 32]).unwrap();
     let stored = ckks.gen_evaluation_keys(&sk, &[2], true).unwrap();
@@ -104,7 +134,10 @@ fn ckks_seeded_keys_give_identical_ciphertexts() {
     let slots = 16;
     let x: Vec<f64> = (0..slots).map(|i| (i as f64 / slots as f64) - 0.5).collect();
     let ct = ckks.encrypt_symmetric(&sk, &ckks.encode_real(&x).unwrap()).unwrap();
-    let hosts = |c: &ckks::Ciphertext<CpuBackend>| host_polys(be, c.polys());
+    let hosts = |c: &ckks::Ciphertext<B>| {
+        log.record(be, "ckks", c.polys());
+        host_polys(be, c.polys())
+    };
     let want = ckks.mul_relin(&ct, &ct, &stored).unwrap();
     let got = ckks.mul_relin(&ct, &ct, &seeded).unwrap();
     assert_eq!(hosts(&got), hosts(&want), "HMULT");
@@ -125,20 +158,23 @@ fn key_bytes(records: &[Record]) -> u64 {
 }
 
 /// Through the ledger, a seeded key switch reads exactly half the key bytes: the stored path
-/// reads `b_j` and `a_j` (each `#limbs * N * 4` bytes per digit used), the fused path only `b_j`
-/// and regenerates `a_j` (counted as PRNG words, not bytes). No slack is needed: both counts
-/// are computed from the same shapes.
+/// reads `b_j` and `a_j` of every digit with a prime at or below the level, each over the
+/// ciphertext's primes and the special primes (`(level + 1 + #P) * N * 4` bytes), the fused path
+/// only `b_j` and regenerates `a_j` (counted as PRNG words, not bytes). The expected counts come
+/// from the parameters' digit partition, not from the ledger.
 #[test]
 fn seeded_key_switching_reads_half_the_key_bytes() {
-    let f = fixture();
+    let log = Transcript::default();
+    let f = ledger_fixture(&log);
     let be = f.bgv.backend();
-    let (n, limbs_qp) = (1024u64, 7u64);
+    let p = f.bgv.params();
+    let n = p.n() as u64;
     let a = encrypt(&f, 3);
     for level in [4usize, 1] {
         let ca = f.bgv.mod_switch_to_level(&a, level).unwrap();
         let prod = f.bgv.mul(&ca, &ca).unwrap();
-        let digits = (level as u64 + 1).div_ceil(2);
-        let limbs = level as u64 + 1 + 2;
+        let digits = (0..p.dnum()).filter(|&j| p.digit_range(j).start <= level).count() as u64;
+        let limbs = (level + 1 + p.p().len()) as u64;
         let stored_read = 2 * digits * limbs * n * 4;
 
         be.take();
@@ -169,27 +205,30 @@ fn seeded_key_switching_reads_half_the_key_bytes() {
         assert_eq!(key_bytes(&stored), stored_read);
         assert_eq!(key_bytes(&seeded) * 2, key_bytes(&stored), "rotation at level {level}");
     }
-    assert_eq!(limbs_qp, f.bgv.params().q().len() as u64 + f.bgv.params().p().len() as u64);
 }
 
-/// Resident bytes: `dnum * 2 * (#Q + #P) * N * 4` for a stored key, exactly half seeded, and the
-/// stored form back after `expand`.
-#[test]
-fn resident_bytes_halve() {
-    let f = fixture();
+/// Resident bytes: what the key's buffers hold (counted by downloading them), exactly half
+/// seeded (the `b` halves), and the stored form back after `expand`; the buffers have the shape
+/// of the digit partition, `dnum * 2 * (#Q + #P) * N * 4` bytes.
+fn resident_bytes_halve<B: Backend>(make: Make<'_, B>, log: &Transcript) {
+    let f = fixture(make, log);
     let be = f.bgv.backend();
     let p = f.bgv.params();
-    let (dnum, limbs, n) = (p.dnum() as u64, (p.q().len() + p.p().len()) as u64, p.n() as u64);
-    let full = dnum * 2 * limbs * n * 4;
-    assert_eq!(full, 3 * 2 * 7 * 1024 * 4);
     let rk = f.stored.relin.as_ref().unwrap();
     let rk_seeded = f.seeded.relin.as_ref().unwrap();
+    for d in &rk.0.digits {
+        log.record(be, "relinearisation key digit", [&d.b, d.a.as_ref().unwrap()]);
+    }
+    let (full, half) = counted_bytes(be, &rk.0);
+    assert_eq!(counted_bytes(be, &rk_seeded.0), (half, half), "a seeded key keeps only its b halves");
+    assert_eq!(2 * half, full);
+    assert_eq!(full, (p.dnum() * 2 * (p.q().len() + p.p().len()) * p.n() * 4) as u64);
     assert_eq!(rk.resident_bytes(be), full);
-    assert_eq!(rk_seeded.resident_bytes(be), full / 2);
-    assert_eq!(rk_seeded.resident_bytes(be) * 2, rk.resident_bytes(be));
+    assert_eq!(rk_seeded.resident_bytes(be), half);
     let g = f.bgv.column_rotation_element(1);
+    assert_eq!(counted_bytes(be, &f.stored.galois[&g].key), (full, half));
     assert_eq!(f.stored.galois[&g].resident_bytes(be), full);
-    assert_eq!(f.seeded.galois[&g].resident_bytes(be), full / 2);
+    assert_eq!(f.seeded.galois[&g].resident_bytes(be), half);
     // Relinearisation plus three Galois keys.
     assert_eq!(f.stored.resident_bytes(be), 4 * full);
     assert_eq!(f.seeded.resident_bytes(be), 2 * full);
@@ -206,9 +245,8 @@ fn resident_bytes_halve() {
 }
 
 /// A seeded key writes the same bytes as the stored key, and loads in either form.
-#[test]
-fn wire_round_trip_from_a_seeded_key() {
-    let f = fixture();
+fn wire_round_trip_from_a_seeded_key<B: Backend>(make: Make<'_, B>, log: &Transcript) {
+    let f = fixture(make, log);
     let be = f.bgv.backend();
     let rk = f.stored.relin.as_ref().unwrap();
     let rk_seeded = f.seeded.relin.as_ref().unwrap();
@@ -245,9 +283,8 @@ fn wire_round_trip_from_a_seeded_key() {
 /// A seeded key is only as good as its seed: one flipped bit regenerates other `a_j`, and the
 /// relinearised ciphertext no longer decrypts to the product. A stored key does not consult
 /// its seed.
-#[test]
-fn a_tampered_seed_gives_a_wrong_relinearisation() {
-    let f = fixture();
+fn a_tampered_seed_gives_a_wrong_relinearisation<B: Backend>(make: Make<'_, B>, log: &Transcript) {
+    let f = fixture(make, log);
     let be = f.bgv.backend();
     let a = encrypt(&f, 5);
     let prod = f.bgv.mul(&a, &a).unwrap();
@@ -259,6 +296,7 @@ fn a_tampered_seed_gives_a_wrong_relinearisation() {
     tampered.0.seed[0] ^= 1;
     let keys = EvaluationKeys { relin: Some(tampered), ..EvaluationKeys::default() };
     let bad = f.bgv.relinearize(&prod, &keys).unwrap();
+    bgv_hosts(&f, &bad);
     let wrong = decrypt(&f, &bad);
     assert_ne!(wrong, right);
     // Not a near miss: almost every slot is wrong.
@@ -272,57 +310,40 @@ fn a_tampered_seed_gives_a_wrong_relinearisation() {
     assert_eq!(decrypt(&f, &f.bgv.relinearize(&prod, &keys).unwrap()), right);
 }
 
-/// The resident bytes of one key-switching key of a shipped set, from its shape (the formula
-/// `resident_bytes` implements; generating `N = 2^16` keys on the CPU is not needed for this).
-fn shipped_key_bytes(p: &Parameters) -> (u64, u64) {
-    let digits = (0..p.dnum()).filter(|&j| !p.digit_range(j).is_empty()).count() as u64;
-    let limbs = (p.q().len() + p.p().len()) as u64;
-    let b = digits * limbs * p.n() as u64 * 4;
-    (2 * b, b)
-}
-
-#[test]
-fn shipped_bgv_n16_key_sizes() {
-    let p = params::by_name("bgv-n16").unwrap();
-    let (stored, seeded) = shipped_key_bytes(&p);
-    // dnum 3, 43 + 15 primes, N = 2^16.
-    assert_eq!(stored, 3 * 2 * 58 * 65536 * 4);
-    assert_eq!(stored, 91_226_112);
-    assert_eq!(seeded, 45_613_056);
-}
-
-/// The formula against `resident_bytes` of a real key of a shipped set small enough to generate
-/// quickly (`bgv-n13`).
-#[test]
-fn shipped_formula_matches_a_generated_key() {
-    let p = params::by_name("bgv-n13").unwrap();
+/// A generated key of a shipped set: its resident bytes are what its buffers hold (counted by
+/// downloading them), the `b` halves alone when seeded, and the buffers have the shape of the
+/// set's digit partition: one `(b, a)` pair per non-empty digit, each over `Q P`.
+fn check_shipped_key_sizes(name: &str) {
+    let p = params::by_name(name).unwrap();
     let bgv = Bgv::cpu(&p).unwrap();
     let be = bgv.backend();
     let sk = bgv.gen_secret_key_from_seed(&[1; 32]).unwrap();
     let rk = bgv.gen_relin_key(&sk).unwrap();
-    let (stored, seeded) = shipped_key_bytes(&p);
-    assert_eq!(rk.resident_bytes(be), stored);
-    assert_eq!(rk.seeded().resident_bytes(be), seeded);
+    let gk = bgv.gen_galois_key(&sk, bgv.column_rotation_element(1)).unwrap();
+    let digits = (0..p.dnum()).filter(|&j| !p.digit_range(j).is_empty()).count();
+    let shape = (digits * 2 * (p.q().len() + p.p().len()) * p.n() * 4) as u64;
+    let measure = |key: &KeySwitchKey<CpuBackend>| (key.digits.len(), counted_bytes(be, key));
+    let (rk_measured, gk_measured) = (measure(&rk.0), measure(&gk.key));
+    for (what, (key_digits, (counted, counted_b)), full, half) in [
+        ("relin", rk_measured, rk.resident_bytes(be), rk.seeded().resident_bytes(be)),
+        ("galois", gk_measured, gk.resident_bytes(be), gk.seeded().resident_bytes(be)),
+    ] {
+        println!("{name} {what}: stored {full} bytes, seeded {half} bytes");
+        assert_eq!(key_digits, digits, "{name} {what}");
+        assert_eq!((full, half), (counted, counted_b), "{name} {what}: resident bytes are not the buffers' bytes");
+        assert_eq!(counted, shape, "{name} {what}");
+        assert_eq!(2 * counted_b, counted, "{name} {what}");
+    }
+}
+
+#[test]
+fn shipped_bgv_n13_key_sizes() {
+    check_shipped_key_sizes("bgv-n13");
 }
 
 /// `bgv-n16` keys generated for real (two keys take under a second on the CPU in release), with
 /// the sizes printed (`--nocapture`).
 #[test]
-fn bgv_n16_generated_key_sizes() {
-    let p = params::by_name("bgv-n16").unwrap();
-    let bgv = Bgv::cpu(&p).unwrap();
-    let be = bgv.backend();
-    let sk = bgv.gen_secret_key_from_seed(&[1; 32]).unwrap();
-    let start = std::time::Instant::now();
-    let rk = bgv.gen_relin_key(&sk).unwrap();
-    let gk = bgv.gen_galois_key(&sk, bgv.column_rotation_element(1)).unwrap();
-    println!("two bgv-n16 keys in {:?}", start.elapsed());
-    let (stored, seeded) = shipped_key_bytes(&p);
-    for (what, full, half) in [
-        ("relin", rk.resident_bytes(be), rk.seeded().resident_bytes(be)),
-        ("galois", gk.resident_bytes(be), gk.seeded().resident_bytes(be)),
-    ] {
-        println!("{what}: stored {full} bytes, seeded {half} bytes");
-        assert_eq!((full, half), (stored, seeded));
-    }
+fn shipped_bgv_n16_key_sizes() {
+    check_shipped_key_sizes("bgv-n16");
 }

@@ -1,44 +1,101 @@
-//! Every WGSL shader parses and validates with naga (with the shared arithmetic and ChaCha20
-//! prepended, as the host does at pipeline build), and so do generated fused kernels of several
-//! shapes, on any machine, GPU or not.
+//! Every kernel's WGSL parses and validates with naga exactly as the device builds it (the
+//! backend's own assembly, `wgfhe::backend::gpu::sources`: the shared arithmetic, then the
+//! kernel's files), its entry point is a compute entry of the module, and the files it names
+//! exist under `shaders/`; every file under `shaders/` is used by some kernel; generated fused
+//! kernels of several shapes validate too. On any machine, GPU or not.
 
-#![expect(clippy::panic, reason = "tests")]
+#![expect(clippy::unwrap_used, clippy::panic, reason = "tests")]
 
+use std::collections::BTreeSet;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use wgfhe::backend::fused::{Expr, Format, Operand, Program, Traffic};
 use wgfhe::backend::gpu::fused_kernel_sources;
+use wgfhe::backend::gpu::sources::KERNELS;
 use wgfhe::backend::CpuBackend;
 use wgfhe::math::sampling::Purpose;
 
-fn validate(name: &str, source: &str) {
+fn validate(name: &str, source: &str) -> naga::Module {
     let module = naga::front::wgsl::parse_str(source)
         .unwrap_or_else(|e| panic!("{name}: {}\n{source}", e.emit_to_string(source)));
     naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::empty())
         .validate(&module)
         .unwrap_or_else(|e| panic!("{name}: {e:?}\n{source}"));
+    module
+}
+
+fn shaders_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("shaders")
+}
+
+/// Every `.wgsl` file under `dir`, recursively, as paths relative to `root`.
+fn wgsl_files(root: &Path, dir: &Path, out: &mut Vec<String>) {
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            wgsl_files(root, &path, out);
+        } else if path.extension().and_then(|e| e.to_str()) == Some("wgsl") {
+            out.push(path.strip_prefix(root).unwrap().to_str().unwrap().replace('\\', "/"));
+        }
+    }
 }
 
 #[test]
-fn every_shader_validates() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("shaders");
-    let shared = format!(
-        "{}\n{}",
-        fs::read_to_string(root.join("shared/zq.wgsl")).unwrap(),
-        fs::read_to_string(root.join("shared/chacha.wgsl")).unwrap()
-    );
-    let mut count = 0;
-    for entry in fs::read_dir(&root).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().and_then(|e| e.to_str()) != Some("wgsl") {
-            continue;
+fn every_kernel_validates_as_the_device_builds_it() {
+    let root = shaders_dir();
+    let shared = fs::read_to_string(root.join("shared/zq.wgsl")).unwrap();
+    let mut names = BTreeSet::new();
+    for k in KERNELS {
+        assert!(names.insert(k.name), "kernel {} listed twice", k.name);
+        let wgsl = k.wgsl();
+        let module = validate(k.name, &wgsl);
+        assert!(
+            module.entry_points.iter().any(|e| e.name == k.entry && e.stage == naga::ShaderStage::Compute),
+            "{}: no compute entry point {}",
+            k.name,
+            k.entry
+        );
+        // The source is the shared arithmetic, then the kernel's files as they are on disk.
+        assert!(wgsl.starts_with(&shared), "{}: the shared arithmetic does not come first", k.name);
+        assert!(!k.files.is_empty(), "{}: no source file", k.name);
+        let mut rest = &wgsl[shared.len()..];
+        for file in k.files {
+            let text = fs::read_to_string(root.join(file))
+                .unwrap_or_else(|e| panic!("{}: shaders/{file} is missing ({e})", k.name));
+            let at = rest.find(&text).unwrap_or_else(|| panic!("{}: shaders/{file} is not in its source", k.name));
+            rest = &rest[at + text.len()..];
         }
-        let source = format!("{shared}\n{}", fs::read_to_string(&path).unwrap());
-        validate(&path.display().to_string(), &source);
-        count += 1;
     }
-    assert!(count >= 3, "only {count} shaders found");
+    // The kernels the host code dispatches, by name (a kernel dropped from the list fails here).
+    let want = [
+        "automorphism",
+        "base_convert",
+        "elementwise",
+        "key_switch_inner_product",
+        "ntt_fwd_stage",
+        "ntt_fwd_tile",
+        "ntt_inv_stage",
+        "ntt_inv_tile",
+        "scale_down",
+        "uniform",
+    ];
+    assert_eq!(names.into_iter().collect::<Vec<_>>(), want);
+}
+
+#[test]
+fn every_shader_file_is_used_by_a_kernel() {
+    let root = shaders_dir();
+    let mut files = Vec::new();
+    wgsl_files(&root, &root, &mut files);
+    assert!(files.len() >= 9, "only {} shader files found: {files:?}", files.len());
+    let mut sources: Vec<String> = KERNELS.iter().map(|k| k.wgsl()).collect();
+    sources.extend(generated_sources(&[10]).into_iter().map(|(_, source)| source));
+    for file in &files {
+        let text = fs::read_to_string(root.join(file)).unwrap();
+        assert!(!text.trim().is_empty(), "shaders/{file} is empty");
+        assert!(sources.iter().any(|s| s.contains(&text)), "shaders/{file} is used by no kernel");
+    }
 }
 
 #[test]
@@ -50,10 +107,22 @@ fn a_broken_shader_is_caught() {
             .ok()
     });
     assert!(ok.is_none());
+    // A kernel's source without the shared arithmetic the device puts in front does not build.
+    let elementwise = KERNELS.iter().find(|k| k.name == "elementwise").unwrap();
+    let alone: String = elementwise.files.iter().map(|f| fs::read_to_string(shaders_dir().join(f)).unwrap()).collect();
+    assert!(naga::front::wgsl::parse_str(&alone)
+        .ok()
+        .and_then(|m| {
+            naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::empty())
+                .validate(&m)
+                .ok()
+        })
+        .is_none());
 }
 
-#[test]
-fn generated_fused_kernels_validate() {
+/// `(name, source)` of generated fused kernels of several shapes at each `log_n`, as the device
+/// builds them.
+fn generated_sources(log_ns: &[u32]) -> Vec<(String, String)> {
     let buf = vec![0u32; 8];
     let basis = [0usize, 1];
     let wide = [2usize, 1, 0];
@@ -80,17 +149,30 @@ fn generated_fused_kernels_validate() {
         ),
         ("empty sum", vec![(Expr::Sum(vec![]), Format::Packed)]),
     ];
-    let mut count = 0;
+    let mut out = Vec::new();
     for (name, outputs) in programs {
         let program = Program { basis: &basis, operands: operands.iter().map(clone_operand).collect(), outputs };
-        for log_n in [1, 4, 10] {
+        for &log_n in log_ns {
             for (key, source) in fused_kernel_sources(&program, log_n, 32).unwrap() {
-                validate(&format!("{name} (log_n {log_n}, {key})"), &source);
-                count += 1;
+                out.push((format!("{name} (log_n {log_n}, {key})"), source));
             }
         }
     }
-    assert!(count >= 24);
+    out
+}
+
+#[test]
+fn generated_fused_kernels_validate() {
+    let root = shaders_dir();
+    let shared = fs::read_to_string(root.join("shared/zq.wgsl")).unwrap();
+    let chacha = fs::read_to_string(root.join("shared/chacha.wgsl")).unwrap();
+    let sources = generated_sources(&[1, 4, 10]);
+    assert!(sources.len() >= 24);
+    for (name, source) in &sources {
+        assert!(source.starts_with(&shared) && source.contains(&chacha), "{name}: not assembled like the device's");
+        let module = validate(name, source);
+        assert!(module.entry_points.iter().any(|e| e.name == "main" && e.stage == naga::ShaderStage::Compute));
+    }
 }
 
 fn clone_operand<'a>(op: &Operand<'a, CpuBackend>) -> Operand<'a, CpuBackend> {

@@ -124,6 +124,37 @@ impl<B: Backend> Ciphertext<B> {
 }
 
 /// BGV over a backend: encoder, keys, encryption, decryption and evaluation.
+///
+/// # Example
+///
+/// Slot-wise arithmetic modulo `t = 65537` on the CPU backend, over an explicitly insecure
+/// `N = 2^10` ring (fast; the shipped sets are [`crate::params::by_name`]):
+///
+/// ```
+/// use wgfhe::bgv::Bgv;
+/// use wgfhe::params::{self, TestRing};
+///
+/// let p = params::insecure_test_bgv(TestRing { log_n: 10, q_primes: 4, p_primes: 2, dnum: 2 }, 65537)?;
+/// let bgv = Bgv::cpu(&p)?;
+/// let sk = bgv.gen_secret_key_from_seed(&[1; 32])?;
+/// // The relinearisation key and a Galois key for column rotations by one step.
+/// let keys = bgv.gen_evaluation_keys(&sk, &[1], false)?;
+/// let enc = bgv.encoder();
+/// let a = bgv.encrypt_symmetric(&sk, &enc.encode(&[1, 2, 3, 4])?)?;
+/// let b = bgv.encrypt_symmetric(&sk, &enc.encode(&[5, 6, 7, 65536])?)?;
+///
+/// let prod = bgv.mul_relin(&a, &b, &keys)?;
+/// // 4 * 65536 = 4 * (-1) = 65533 (mod 65537); unused slots stay 0.
+/// assert_eq!(enc.decode(&bgv.decrypt(&sk, &prod)?)?[..5], [5, 12, 21, 65533, 0]);
+/// let sum = bgv.add(&a, &b)?;
+/// assert_eq!(enc.decode(&bgv.decrypt(&sk, &sum)?)?[..4], [6, 8, 10, 3]);
+/// // A rotation by one column: slot k receives slot k + 1.
+/// let rotated = bgv.rotate_columns(&a, 1, &keys)?;
+/// assert_eq!(enc.decode(&bgv.decrypt(&sk, &rotated)?)?[..4], [2, 3, 4, 0]);
+/// // Every operation consumed noise budget, none exhausted it.
+/// assert!(bgv.noise_budget(&sk, &prod)? > 0.0);
+/// # Ok::<(), wgfhe::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct Bgv<B: Backend> {
     backend: Arc<B>,

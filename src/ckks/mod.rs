@@ -184,6 +184,37 @@ impl<B: Backend> Ciphertext<B> {
 }
 
 /// CKKS over a backend: encoder, keys, encryption, decryption and evaluation.
+///
+/// # Example
+///
+/// Approximate arithmetic at scale `2^30` on the CPU backend, over an explicitly insecure
+/// `N = 2^10` ring (fast; the shipped sets are [`crate::params::by_name`]):
+///
+/// ```
+/// use wgfhe::ckks::{Ckks, ScalePolicy};
+/// use wgfhe::params::{self, TestRing};
+///
+/// let p = params::insecure_test_ckks(TestRing { log_n: 10, q_primes: 5, p_primes: 2, dnum: 3 }, 30)?;
+/// let ckks = Ckks::cpu(&p, ScalePolicy::Single)?;
+/// let sk = ckks.gen_secret_key_from_seed(&[1; 32])?;
+/// // The relinearisation key and a Galois key for rotations by one slot (no conjugation key).
+/// let keys = ckks.gen_evaluation_keys(&sk, &[1], false)?;
+/// let x = ckks.encrypt_symmetric(&sk, &ckks.encode_real(&[0.5, -0.25, 1.5, 2.0])?)?;
+///
+/// // x^2, rescaled by one prime: one level lower.
+/// let square = ckks.rescale(&ckks.mul_relin(&x, &x, &keys)?)?;
+/// assert_eq!(square.level(), x.level() - 1);
+/// let got = ckks.decrypt(&sk, &square)?;
+/// for (z, want) in got.iter().zip([0.25, 0.0625, 2.25, 4.0]) {
+///     assert!((z.re - want).abs() < 1e-3 && z.im.abs() < 1e-3, "{z} vs {want}");
+/// }
+/// // A rotation by one slot (of the 4 encoded).
+/// let rotated = ckks.decrypt(&sk, &ckks.rotate(&x, 1, &keys)?)?;
+/// for (z, want) in rotated.iter().zip([-0.25, 1.5, 2.0, 0.5]) {
+///     assert!((z.re - want).abs() < 1e-3, "{z} vs {want}");
+/// }
+/// # Ok::<(), wgfhe::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct Ckks<B: Backend> {
     backend: Arc<B>,

@@ -785,22 +785,120 @@ mod tests {
         assert!(QuantCnn::from_json(&bad.to_json().unwrap()).is_err());
     }
 
+    /// The image whose position-0 patch (rows and columns 0..5, inside the image) is ink (15)
+    /// under the taps where `pick` holds for channel `c`'s weight and background elsewhere.
+    fn vertex_image(m: &QuantCnn, c: usize, pick: impl Fn(i64) -> bool) -> Image {
+        let mut img = [0u8; PIXELS];
+        for (k, &w) in m.conv_w[c * TAPS..(c + 1) * TAPS].iter().enumerate() {
+            if pick(w) {
+                img[(k / KERNEL) * SIDE + k % KERNEL] = 255;
+            }
+        }
+        img
+    }
+
+    /// The bounds are sound and as tight as claimed, on a trained model (weights of both signs)
+    /// and on a hand-built one (all weights and biases positive).
+    ///
+    /// A channel's pre-activation at one position is linear in its 25 pixels, each in
+    /// `0..=15`, so its extremes are at vertices of the box: ink under the positive weights
+    /// gives `15 P_c + b_c`, ink under the negative ones `b_c - 15 N_c` (`P_c`, `N_c` the sums of
+    /// the positive weights and of the magnitudes of the negative ones). The largest
+    /// `|z|` over all images is therefore `max_c max(15 P_c + b_c, 15 N_c - b_c)`, which the
+    /// vertex images below reach; [`QuantCnn::bounds`] gives `15 (P_c + N_c) + |b_c|`, equal to
+    /// it exactly when one side is empty and the bias has the other side's sign. The same holds
+    /// for the dense layers over activations in `0..=clip`.
     #[test]
     fn bounds_hold_the_worst_case_input() {
         let data = synthetic(200, 3);
         let config = CnnConfig { channels: 2, hidden: 8, epochs: 1, fc1_l1: 40, ..CnnConfig::default() };
         let m = train(&data, &config, |_| {}).unwrap();
         let b = m.bounds();
-        // The all-15 image where weights are positive attains the conv bound for its channel.
-        for img in data.images().iter().take(50) {
+        let mut exact_conv = 0u64;
+        for c in 0..m.channels {
+            let w = &m.conv_w[c * TAPS..(c + 1) * TAPS];
+            let pos: i64 = w.iter().filter(|&&v| v > 0).sum();
+            let neg: i64 = -w.iter().filter(|&&v| v < 0).sum::<i64>();
+            let bias = m.conv_b[c];
+            assert!(pos > 0 && neg > 0, "the trained channel {c} should have weights of both signs");
+            // The vertex images reach both extremes at position 0.
+            let high = m.conv(&patches(&vertex_image(&m, c, |v| v > 0)))[c * POSITIONS];
+            let low = m.conv(&patches(&vertex_image(&m, c, |v| v < 0)))[c * POSITIONS];
+            assert_eq!(high, 15 * pos + bias, "channel {c}");
+            assert_eq!(low, bias - 15 * neg, "channel {c}");
+            exact_conv = exact_conv.max(high.unsigned_abs()).max(low.unsigned_abs());
+        }
+        // Sound: the worst case is within the bound; and not tight here (mixed signs), by
+        // exactly the smaller side of the maximising channel at least.
+        assert!(exact_conv <= b.conv, "{exact_conv} > {}", b.conv);
+        assert!(exact_conv < b.conv, "mixed-sign weights cannot attain 15 L1 + |b|");
+        // No image beats the vertex: the real images and random ones stay within it.
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        let random: Vec<Image> = (0..100)
+            .map(|_| {
+                let mut img = [0u8; PIXELS];
+                img.iter_mut().for_each(|p| *p = rng.random_range(0..=255u8));
+                img
+            })
+            .collect();
+        for img in data.images().iter().take(50).chain(&random) {
             let z1 = m.conv(&patches(img));
-            assert!(z1.iter().all(|z| z.unsigned_abs() <= b.conv));
+            assert!(z1.iter().all(|z| z.unsigned_abs() <= exact_conv));
             let a1: Vec<i64> = z1.iter().map(|&z| m.act1.apply(z)).collect();
             let z2 = m.fc1(&a1);
             assert!(z2.iter().all(|z| z.unsigned_abs() <= b.fc1));
             let a2: Vec<i64> = z2.iter().map(|&z| m.act2.apply(z)).collect();
             assert!(m.fc2(&a2).iter().all(|z| z.unsigned_abs() <= b.fc2));
         }
-        assert!(b.fc1 <= 15 * 40 + m.fc1_b.iter().map(|v| v.unsigned_abs()).max().unwrap());
+        // Dense layers: the worst activation vector for a row is `clip` under its positive
+        // weights (or under its negative ones) and 0 elsewhere; both stay within the bound.
+        let f = m.features();
+        for n in 0..m.hidden {
+            let row = &m.fc1_w[n * f..(n + 1) * f];
+            let clip = m.act1.clip as i64;
+            for sign in [1, -1] {
+                let a1: Vec<i64> = row.iter().map(|&w| if w * sign > 0 { clip } else { 0 }).collect();
+                let z = m.fc1(&a1)[n];
+                let want: i64 = row.iter().filter(|&&w| w * sign > 0).map(|&w| clip * w).sum::<i64>() + m.fc1_b[n];
+                assert_eq!(z, want);
+                assert!(z.unsigned_abs() <= b.fc1);
+            }
+        }
+
+        // A hand-built model whose weights and biases are all positive: the all-ink image
+        // attains every bound exactly. The convolution saturates the first activation at
+        // every position (even the corner ones, 16 taps inside the image: 15 * 7 * 16 >> 3 >
+        // 15), so the dense layers see `a = clip` everywhere too.
+        let hidden = 2;
+        let tight = QuantCnn {
+            channels: 1,
+            hidden,
+            conv_w: vec![7; TAPS],
+            conv_b: vec![3],
+            act1: Requant { shift: 3, clip: 15 },
+            fc1_w: (0..hidden * POSITIONS).map(|i| (i % 3) as i64).collect(),
+            fc1_b: vec![5, 0],
+            act2: Requant { shift: 4, clip: 15 },
+            fc2_w: (0..CLASSES * hidden).map(|i| (i / hidden + i % hidden) as i64).collect(),
+            fc2_b: (0..CLASSES as i64).collect(),
+        };
+        tight.validate().unwrap();
+        let b = tight.bounds();
+        // By hand: conv 15 * 7 * 25 + 3; fc1 row sums of (i mod 3) over its 169 entries.
+        assert_eq!(b.conv, 15 * 7 * 25 + 3);
+        let row_sum = |n: usize| (n * POSITIONS..(n + 1) * POSITIONS).map(|i| (i % 3) as u64).sum::<u64>();
+        assert_eq!(b.fc1, (15 * row_sum(0) + 5).max(15 * row_sum(1)));
+        // fc2 row m is (m, m + 1), bias m: 15 (2m + 1) + m, largest at m = 9.
+        assert_eq!(b.fc2, 15 * 19 + 9);
+        let ink = [255u8; PIXELS];
+        let z1 = tight.conv(&patches(&ink));
+        assert_eq!(z1.iter().map(|z| z.unsigned_abs()).max(), Some(b.conv));
+        let a1: Vec<i64> = z1.iter().map(|&z| tight.act1.apply(z)).collect();
+        assert!(a1.iter().all(|&a| a == 15), "the first activation should saturate");
+        let z2 = tight.fc1(&a1);
+        assert_eq!(z2.iter().map(|z| z.unsigned_abs()).max(), Some(b.fc1));
+        let a2: Vec<i64> = z2.iter().map(|&z| tight.act2.apply(z)).collect();
+        assert!(a2.iter().all(|&a| a == 15), "the second activation should saturate");
+        assert_eq!(tight.scores(&ink).iter().map(|z| z.unsigned_abs()).max(), Some(b.fc2));
     }
 }

@@ -614,33 +614,4 @@ mod tests {
         assert_eq!(data.sample(9).map(|(q, _)| q.len()), Some(8));
         assert_eq!(data.sample(10), None);
     }
-
-    /// The real 3-vs-8 task, when the data has been fetched (never fetched here).
-    #[test]
-    fn real_mnist_three_vs_eight() {
-        let dir = std::env::var_os("WGFHE_MNIST_DIR")
-            .map_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/mnist"), Into::into);
-        if !dir.join(crate::ml::mnist::TRAIN_IMAGES.name).exists() {
-            println!("SKIPPED real_mnist_three_vs_eight: no MNIST in {} (run `wgfhe mnist`)", dir.display());
-            return;
-        }
-        let mnist = crate::ml::mnist::load(&dir).unwrap();
-        let train_set = Dataset::from_binary(&mnist.train.three_vs_eight());
-        let test_set = Dataset::from_binary(&mnist.test.three_vs_eight());
-        assert_eq!((train_set.len(), test_set.len()), (11_982, 1_984));
-        assert_eq!(test_set.positives(), 1_010);
-        let model = train(&train_set, &TrainConfig::default()).unwrap();
-        let float = model.accuracy(&test_set).unwrap();
-        let quant = model.quantise(7).unwrap();
-        let q_acc = quant.accuracy(&test_set).unwrap();
-        println!(
-            "3 vs 8: float {:.2}%, quantised (W = 7) {:.2}%, bound {}",
-            100.0 * float,
-            100.0 * q_acc,
-            quant.bound()
-        );
-        assert!(float >= 0.95, "float accuracy {float}");
-        assert!(q_acc >= float - 0.015, "quantised accuracy {q_acc} vs float {float}");
-        assert!(quant.max_weight() <= 7);
-    }
 }

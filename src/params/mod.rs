@@ -150,6 +150,41 @@ fn check_count(what: &'static str, found: u64, limit: usize) -> Result<()> {
 }
 
 /// Validated parameters. Cheap to clone (an `Arc` inside).
+///
+/// # Example
+///
+/// A shipped set, its digit partition, its id and its wire form; and an explicitly insecure test
+/// ring, which the secure loader refuses:
+///
+/// ```
+/// use sha2::{Digest, Sha256};
+/// use wgfhe::params::{self, Parameters, TestRing};
+/// use wgfhe::serial::HEADER_LEN;
+///
+/// let p = params::by_name("bgv-n13")?;
+/// assert_eq!(p.n(), 1 << 13);
+/// assert!(!p.is_insecure());
+/// // Digit j of hybrid key switching: chain primes [j alpha, min((j + 1) alpha, L)).
+/// let (l, alpha) = (p.q().len(), p.q().len().div_ceil(p.dnum()));
+/// assert_eq!(p.alpha(), alpha);
+/// for j in 0..p.dnum() {
+///     assert_eq!(p.digit_range(j), j * alpha..((j + 1) * alpha).min(l));
+///     // The special modulus P covers every digit.
+///     let digit_bits: f64 = p.q()[p.digit_range(j)].iter().map(|q| f64::from(q.value()).log2()).sum();
+///     assert!(p.log_p() >= digit_bits);
+/// }
+/// // The id: the first 8 bytes (little-endian) of the SHA-256 of the wire payload.
+/// let bytes = p.to_bytes();
+/// let digest = Sha256::digest(&bytes[HEADER_LEN..]);
+/// assert_eq!(p.id(), u64::from_le_bytes(digest[..8].try_into()?));
+/// assert_eq!(Parameters::from_bytes(&bytes)?, p);
+///
+/// let test = params::insecure_test_bgv(TestRing { log_n: 10, q_primes: 4, p_primes: 2, dnum: 2 }, 65537)?;
+/// assert!(test.is_insecure() && test.n() == 1024 && test.plaintext_modulus() == Some(65537));
+/// assert!(Parameters::from_bytes(&test.to_bytes()).is_err());
+/// assert_eq!(Parameters::from_bytes_insecure_for_tests(&test.to_bytes())?, test);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct Parameters {
     inner: Arc<Inner>,

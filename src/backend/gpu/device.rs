@@ -4,14 +4,13 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use super::sources::{assemble, Kernel};
 use crate::error::{Error, Result};
 
 /// Threads per workgroup of every 1-D kernel.
 pub const WORKGROUP_SIZE: u64 = 256;
 /// Most workgroups per grid dimension.
 const MAX_GROUPS_PER_DIM: u64 = 65_535;
-/// The shared arithmetic every kernel includes.
-const ZQ_WGSL: &str = include_str!("../../../shaders/shared/zq.wgsl");
 /// Most storage buffers per shader stage the device asks for (the adapter may allow fewer).
 pub const MAX_STORAGE_BUFFERS: u32 = 32;
 
@@ -317,13 +316,13 @@ impl GpuDevice {
     }
 
     /// The cached pipeline `key`, built on first use from `source()` (the shared arithmetic is
-    /// prepended).
+    /// prepended, [`assemble`]).
     fn pipeline(&self, key: &str, source: impl FnOnce() -> String, entry: &str) -> Result<Arc<wgpu::ComputePipeline>> {
         let mut cache = self.pipelines.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(p) = cache.get(key) {
             return Ok(Arc::clone(p));
         }
-        let full = format!("{ZQ_WGSL}\n{}", source());
+        let full = assemble(&source());
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some(key),
@@ -345,19 +344,11 @@ impl GpuDevice {
         Ok(p)
     }
 
-    /// Runs `entry` of kernel `kernel` (WGSL `source`, with the shared arithmetic prepended) over
-    /// `threads` invocations (256 per workgroup, a 2-D grid past 65,535 groups). Binding 0 is a
-    /// read-only `array<u32>` holding `params`; bindings `1..` are `buffers` in order.
-    pub fn dispatch(
-        &self,
-        kernel: &str,
-        source: &str,
-        entry: &str,
-        params: &[u32],
-        buffers: &[&wgpu::Buffer],
-        threads: u64,
-    ) -> Result<()> {
-        self.dispatch_generated(kernel, || source.to_owned(), entry, params, buffers, threads)
+    /// Runs `kernel` (its [`Kernel::wgsl`]) over `threads` invocations (256 per workgroup, a 2-D
+    /// grid past 65,535 groups). Binding 0 is a read-only `array<u32>` holding `params`; bindings
+    /// `1..` are `buffers` in order.
+    pub fn dispatch(&self, kernel: &Kernel, params: &[u32], buffers: &[&wgpu::Buffer], threads: u64) -> Result<()> {
+        self.dispatch_generated(kernel.name, || kernel.source().to_owned(), kernel.entry, params, buffers, threads)
     }
 
     /// [`Self::dispatch`] for a generated kernel: `key` names its shape (the pipeline cache

@@ -42,8 +42,6 @@ use crate::math::sampling::stream_id;
 
 /// The shared ChaCha20 block and uniform reduction.
 const CHACHA_WGSL: &str = include_str!("../../../shaders/shared/chacha.wgsl");
-/// The shared modular arithmetic (the device prepends it; [`kernel_sources`] does too).
-const ZQ_WGSL: &str = include_str!("../../../shaders/shared/zq.wgsl");
 
 /// Parameter words before the per-uniform keys.
 const HEADER: usize = 4;
@@ -465,9 +463,15 @@ pub fn kernel_sources<B: Backend>(
         .iter()
         .map(|outs| {
             let plan = Plan::new(program, outs, log_n)?;
-            Ok((plan.shape.key(), format!("{ZQ_WGSL}\n{CHACHA_WGSL}\n{}", plan.shape.wgsl())))
+            Ok((plan.shape.key(), super::sources::assemble(&own_source(&plan.shape))))
         })
         .collect()
+}
+
+/// A generated kernel's own source (the shared ChaCha20, then the shape's code); the device puts
+/// the shared arithmetic in front of it ([`super::sources::assemble`]).
+fn own_source(shape: &Shape) -> String {
+    format!("{CHACHA_WGSL}\n{}", shape.wgsl())
 }
 
 fn word(x: usize, what: &'static str) -> Result<u32> {
@@ -570,14 +574,7 @@ pub(super) fn fused(be: &GpuBackend, program: &Program<'_, GpuBackend>) -> Resul
         for &o in &plan.outputs {
             buffers.push(&outs.get(o).ok_or(Error::SizeOverflow { what: "fused outputs" })?.buf);
         }
-        be.dev.dispatch_generated(
-            &shape.key(),
-            || format!("{CHACHA_WGSL}\n{}", shape.wgsl()),
-            "main",
-            &params,
-            &buffers,
-            u64::from(threads),
-        )?;
+        be.dev.dispatch_generated(&shape.key(), || own_source(shape), "main", &params, &buffers, u64::from(threads))?;
     }
     Ok(outs)
 }

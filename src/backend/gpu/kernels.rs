@@ -1,13 +1,12 @@
 //! Host side of the WGSL kernels: tables, parameters and dispatches. One function per kernel
 //! family, named like its shader.
 
+use super::sources::{
+    AUTOMORPHISM, ELEMENTWISE, KEY_SWITCH_INNER_PRODUCT, NTT_FWD_STAGE, NTT_FWD_TILE, NTT_INV_STAGE, NTT_INV_TILE,
+};
 use super::{GpuBackend, GpuBuffer};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
-
-const ELEMENTWISE: &str = include_str!("../../../shaders/elementwise.wgsl");
-const AUTOMORPHISM: &str = include_str!("../../../shaders/automorphism.wgsl");
-const KEY_SWITCH_INNER_PRODUCT: &str = include_str!("../../../shaders/key_switch_inner_product.wgsl");
 
 /// Element-wise operations of `elementwise.wgsl` (the op code is the discriminant).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,14 +68,7 @@ pub(super) fn elementwise(
     let out = be.zeros(a.words)?;
     let params = [op as u32, be.log_n(), be.total(a.words)?];
     let b_buf = b.map_or(&a.buf, |b| &b.buf);
-    be.dev.dispatch(
-        "elementwise",
-        ELEMENTWISE,
-        "main",
-        &params,
-        &[&*table, &a.buf, b_buf, &out.buf],
-        a.words as u64,
-    )?;
+    be.dev.dispatch(&ELEMENTWISE, &params, &[&*table, &a.buf, b_buf, &out.buf], a.words as u64)?;
     Ok(out)
 }
 
@@ -91,14 +83,14 @@ pub(super) fn mul_add(
     be.check("operand b", b, basis.len())?;
     let table = be.table("limbs", basis, || limb_table(be, basis, None))?;
     let params = [Op::MulAdd as u32, be.log_n(), be.total(a.words)?];
-    be.dev.dispatch("elementwise", ELEMENTWISE, "main", &params, &[&*table, &a.buf, &b.buf, &acc.buf], a.words as u64)
+    be.dev.dispatch(&ELEMENTWISE, &params, &[&*table, &a.buf, &b.buf, &acc.buf], a.words as u64)
 }
 
 pub(super) fn automorphism(be: &GpuBackend, a: &GpuBuffer, g: usize) -> Result<GpuBuffer> {
     let perm_buf = be.table("galois permutation", &[g], || Ok(be.ctx.galois_permutation(g)?.to_vec()))?;
     let out = be.zeros(a.words)?;
     let params = [be.log_n(), be.total(a.words)?];
-    be.dev.dispatch("automorphism", AUTOMORPHISM, "main", &params, &[&*perm_buf, &a.buf, &out.buf], a.words as u64)?;
+    be.dev.dispatch(&AUTOMORPHISM, &params, &[&*perm_buf, &a.buf, &out.buf], a.words as u64)?;
     Ok(out)
 }
 
@@ -122,9 +114,7 @@ pub(super) fn key_switch_inner_product(
     let params = [be.log_n(), be.total(words)?];
     for (d, (kb, ka)) in digits.iter().zip(key) {
         be.dev.dispatch(
-            "key_switch_inner_product",
-            KEY_SWITCH_INNER_PRODUCT,
-            "main",
+            &KEY_SWITCH_INNER_PRODUCT,
             &params,
             &[&table, &d.buf, &kb.buf, &ka.buf, &out0.buf, &out1.buf],
             words as u64,
@@ -161,22 +151,20 @@ pub(super) fn ntt(be: &GpuBackend, buf: &mut GpuBuffer, basis: &[usize], inverse
     // Half-block sizes log2 t of the global stages, in the order they run.
     let global = log_tile..log_n;
     if inverse {
-        be.dev.dispatch("ntt_inv_tile", NTT, "inv_tile", &[log_n, tiles, log_tile], &buffers, tile_threads)?;
+        be.dev.dispatch(&NTT_INV_TILE, &[log_n, tiles, log_tile], &buffers, tile_threads)?;
         for log_t in global {
             let params = [log_n, pairs, log_t];
-            be.dev.dispatch("ntt_inv_stage", NTT, "inv_stage", &params, &buffers, u64::from(pairs))?;
+            be.dev.dispatch(&NTT_INV_STAGE, &params, &buffers, u64::from(pairs))?;
         }
     } else {
         for log_t in global.rev() {
             let params = [log_n, pairs, log_t];
-            be.dev.dispatch("ntt_fwd_stage", NTT, "fwd_stage", &params, &buffers, u64::from(pairs))?;
+            be.dev.dispatch(&NTT_FWD_STAGE, &params, &buffers, u64::from(pairs))?;
         }
-        be.dev.dispatch("ntt_fwd_tile", NTT, "fwd_tile", &[log_n, tiles, log_tile], &buffers, tile_threads)?;
+        be.dev.dispatch(&NTT_FWD_TILE, &[log_n, tiles, log_tile], &buffers, tile_threads)?;
     }
     Ok(())
 }
 
 /// `log2` of the values one workgroup transforms in workgroup memory (`tile` in `ntt.wgsl`).
 const NTT_LOG_TILE: u32 = 11;
-
-const NTT: &str = include_str!("../../../shaders/ntt.wgsl");

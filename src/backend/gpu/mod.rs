@@ -9,6 +9,7 @@ mod device;
 mod fused;
 mod kernels;
 mod rns_kernels;
+pub mod sources;
 
 pub use device::{AdapterSummary, GpuDevice, MAX_STORAGE_BUFFERS};
 pub use fused::kernel_sources as fused_kernel_sources;

@@ -3,17 +3,12 @@
 //! ([`crate::math::sampling`], [`crate::math::rns`]) into small per-call buffers and runs one
 //! dispatch with one thread per output word.
 
+use super::sources::{BASE_CONVERT, SCALE_DOWN, UNIFORM};
 use super::{GpuBackend, GpuBuffer};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::math::sampling::{stream_id, Purpose, Seed, SEED_BYTES};
 use crate::math::zq::Modulus;
-
-/// `uniform.wgsl` after the shared ChaCha20 block and reduction it calls.
-const UNIFORM: &str =
-    concat!(include_str!("../../../shaders/shared/chacha.wgsl"), "\n", include_str!("../../../shaders/uniform.wgsl"));
-const BASE_CONVERT: &str = include_str!("../../../shaders/base_convert.wgsl");
-const SCALE_DOWN: &str = include_str!("../../../shaders/scale_down.wgsl");
 
 fn count(len: usize, what: &'static str) -> Result<u32> {
     u32::try_from(len).map_err(|_| Error::SizeOverflow { what })
@@ -73,7 +68,7 @@ pub(super) fn uniform(
         return Ok(out);
     }
     let table = be.dev.upload(&table)?;
-    be.dev.dispatch("uniform", UNIFORM, "main", &params, &[&table, &out.buf], words as u64)?;
+    be.dev.dispatch(&UNIFORM, &params, &[&table, &out.buf], words as u64)?;
     Ok(out)
 }
 
@@ -105,14 +100,7 @@ pub(super) fn base_convert(be: &GpuBackend, a: &GpuBuffer, from: &[usize], to: &
     let from_buf = be.dev.upload(&from_table)?;
     let to_buf = be.dev.upload(&to_table)?;
     let matrix_buf = be.dev.upload(&matrix)?;
-    be.dev.dispatch(
-        "base_convert",
-        BASE_CONVERT,
-        "main",
-        &params,
-        &[&from_buf, &to_buf, &matrix_buf, &a.buf, &out.buf],
-        words as u64,
-    )?;
+    be.dev.dispatch(&BASE_CONVERT, &params, &[&from_buf, &to_buf, &matrix_buf, &a.buf, &out.buf], words as u64)?;
     Ok(out)
 }
 
@@ -155,13 +143,6 @@ pub(super) fn scale_down(
     let keep_buf = be.dev.upload(&keep_table)?;
     let drop_buf = be.dev.upload(&drop_table)?;
     let lift_buf = be.dev.upload(&lift)?;
-    be.dev.dispatch(
-        "scale_down",
-        SCALE_DOWN,
-        "main",
-        &params,
-        &[&keep_buf, &drop_buf, &lift_buf, &a.buf, &out.buf],
-        words as u64,
-    )?;
+    be.dev.dispatch(&SCALE_DOWN, &params, &[&keep_buf, &drop_buf, &lift_buf, &a.buf, &out.buf], words as u64)?;
     Ok(out)
 }
