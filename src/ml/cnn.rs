@@ -9,8 +9,9 @@
 //! `[-max_weight, max_weight]`; each ReLU is fused with requantisation,
 //! `a = min(clip, (max(z, 0) + 2^(s-1)) >> s)` (the table [`Lut::relu_requant`] with `mul = 1`),
 //! so the activations are small integers again; the ten outputs are integer scores and the
-//! prediction is their arg-max (lowest index on ties). Every pre-activation has an exact
-//! worst-case bound from the weights' L1 norms ([`QuantCnn::bounds`]): the encrypted ReLU
+//! prediction is their arg-max (lowest index on ties). Every pre-activation has a sound
+//! worst-case bound from the weights' L1 norms ([`QuantCnn::bounds`]; attained only when a
+//! neuron's weights share one sign and its bias has that sign too): the encrypted ReLU
 //! tables are compiled on domains that hold them, and training keeps each FC100 row's L1 norm
 //! at most [`CnnConfig::fc1_l1`] so the second table's domain stays small (default 546 with
 //! 4-bit activations: `|y| <= 15 * 546 + |b| <= 8191`, a table of depth 14).
@@ -345,7 +346,9 @@ impl QuantCnn {
         self.accuracy_with(data, Faults::default())
     }
 
-    /// The exact worst-case bounds of the pre-activations over all 4-bit images.
+    /// Sound worst-case bounds of the pre-activations over all 4-bit images: `max_in * L1(w) +
+    /// |b|` per neuron. No input exceeds them; an input attains one only when that neuron's
+    /// weights share one sign and its bias has the same sign (a test builds both cases).
     #[must_use]
     pub fn bounds(&self) -> CnnBounds {
         let l1 = |w: &[i64]| w.iter().map(|v| v.unsigned_abs()).sum::<u64>();

@@ -244,7 +244,7 @@ impl CnnCircuit {
     }
 
     /// Prepares the circuit of `model` for `bgv`'s parameters: compiles the ReLUs of `relu` on
-    /// the model's exact bounds and encodes the diagonals. Errors: [`Error::BoundTooLarge`] if a
+    /// the model's worst-case bounds and encodes the diagonals. Errors: [`Error::BoundTooLarge`] if a
     /// bound (or the scores' bound) does not fit `t`; [`Error::DigitRange`] if a bound is
     /// outside the digit layout of [`ReluPath::Digits`]; [`Error::InvalidField`] for a `kept`
     /// outside `1..=DIGIT_COUNT` or a row of slots that holds no whole block;
@@ -628,7 +628,7 @@ pub struct CnnRun {
     /// Images with any decrypted score different from the emulation's (0 when the circuit
     /// computes exactly what the emulation says).
     pub score_mismatches: usize,
-    /// Domains of the two tables (the exact bounds).
+    /// Domains of the two tables (the worst-case bounds).
     pub table_domains: (u64, u64),
     /// Key generation (relinearisation and rotation keys), once.
     pub keygen_ms: f64,

