@@ -224,7 +224,7 @@ pub struct QuantCnn {
     pub fc2_b: Vec<i64>,
 }
 
-/// Exact worst-case bounds of the three pre-activations over all 4-bit images.
+/// Sound worst-case bounds of the three pre-activations over all 4-bit images.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct CnnBounds {
     /// `max_c 15 * L1(conv_c) + |b_c|`.

@@ -6,7 +6,7 @@
 //! seeds under every variant but the baseline); the server computes
 //! `S = sum_i w_i x_i + b` with the integer weights as scalars ([`Bxt::weighted_sum`]: one
 //! fused kernel per 16 inputs under `cso`, the `a` half generated at the end); the client
-//! decrypts `S` and predicts `S >= 0`. The parameters must hold the model's exact worst-case
+//! decrypts `S` and predicts `S >= 0`. The parameters must hold the model's worst-case
 //! bound, `2 bound < t`, or the run is refused ([`Error::BoundTooLarge`]).
 //!
 //! The decision `S >= 0` is taken by the client after decryption. An encrypted sign would be a
