@@ -30,7 +30,7 @@ use crate::math::zq::Modulus;
 use crate::params::{Parameters, Scheme};
 use crate::poly::{Coeff, Eval, RnsPoly};
 use crate::ring::RingContext;
-use crate::rlwe::{self, NoiseScale, PublicKey, SecretKey};
+use crate::rlwe::{self, CiphertextCore, NoiseScale, PublicKey, SecretKey};
 
 /// `log2(x)` of a big integer (0 for 0 and 1), exact to f64 precision at any size.
 fn log2_big(x: &BigUint) -> f64 {
@@ -54,31 +54,29 @@ pub struct NoiseMeasurement {
     pub modulus_log2: f64,
 }
 
-/// A BGV ciphertext: `(c_0, c_1[, c_2])` in the Eval domain over `q_0..q_level`.
+/// A BGV ciphertext: `(c_0, c_1[, c_2])` in the Eval domain over `q_0..q_level`, with its
+/// correction factor and noise estimate.
 #[derive(Debug)]
 pub struct Ciphertext<B: Backend> {
-    pub(crate) polys: Vec<RnsPoly<B, Eval>>,
+    /// Polynomials, seed of an untouched `c_1` and parameter id.
+    pub(crate) core: CiphertextCore<B>,
     /// Plaintext correction factor: the ciphertext encrypts `corr * m mod t`.
     pub(crate) correction: u32,
     /// Estimated `log2` of the canonical norm of `c_0 + c_1 s` (see [`noise`]).
     pub(crate) noise_log2: f64,
-    /// Seed of `c_1` while `c_1` is still the untouched PRG output of a fresh symmetric
-    /// encryption (serialised as the seed).
-    pub(crate) seed: Option<Seed>,
-    pub(crate) param_id: u64,
 }
 
 impl<B: Backend> Ciphertext<B> {
     /// Current level (index of the last prime of its modulus).
     #[must_use]
     pub fn level(&self) -> usize {
-        self.polys.first().map_or(0, |p| p.limb_count().saturating_sub(1))
+        self.core.level()
     }
 
     /// Degree (number of polynomials minus one).
     #[must_use]
     pub fn degree(&self) -> usize {
-        self.polys.len().saturating_sub(1)
+        self.core.degree()
     }
 
     /// Plaintext correction factor.
@@ -96,30 +94,24 @@ impl<B: Backend> Ciphertext<B> {
     /// Whether `c_1` is still a seed (a fresh symmetric encryption).
     #[must_use]
     pub fn is_seeded(&self) -> bool {
-        self.seed.is_some()
+        self.core.seed().is_some()
     }
 
     /// The polynomials.
     #[must_use]
     pub fn polys(&self) -> &[RnsPoly<B, Eval>] {
-        &self.polys
+        self.core.polys()
     }
 
     /// Id of the parameters.
     #[must_use]
     pub fn param_id(&self) -> u64 {
-        self.param_id
+        self.core.param_id()
     }
 
     /// A deep copy.
     pub fn duplicate(&self, backend: &B) -> Result<Self> {
-        Ok(Self {
-            polys: self.polys.iter().map(|p| p.duplicate(backend)).collect::<Result<_>>()?,
-            correction: self.correction,
-            noise_log2: self.noise_log2,
-            seed: self.seed,
-            param_id: self.param_id,
-        })
+        Ok(Self { core: self.core.duplicate(backend)?, correction: self.correction, noise_log2: self.noise_log2 })
     }
 }
 
@@ -213,11 +205,7 @@ impl<B: Backend> Bgv<B> {
     }
 
     pub(crate) fn check_ct(&self, ct: &Ciphertext<B>) -> Result<()> {
-        let id = self.params().id();
-        if ct.param_id != id {
-            return Err(Error::ParameterMismatch { expected: id, found: ct.param_id });
-        }
-        Ok(())
+        ct.core.check_params(self.backend())
     }
 
     // ---- keys -----------------------------------------------------------------------------
@@ -268,13 +256,10 @@ impl<B: Backend> Bgv<B> {
     pub fn encrypt_symmetric_at(&self, sk: &SecretKey<B>, pt: &Plaintext, level: usize) -> Result<Ciphertext<B>> {
         let correction = self.level_correction(level)?;
         let msg = self.lift(pt, correction, level)?;
-        let ((b, a), seed) = rlwe::encrypt_symmetric(self.backend(), sk, &msg, self.scale())?;
         Ok(Ciphertext {
-            polys: vec![b, a],
+            core: CiphertextCore::encrypt_symmetric(self.backend(), sk, &msg, self.scale())?,
             correction,
             noise_log2: self.noise.fresh_secret(self.plain_norm_log2(pt, correction)),
-            seed: Some(seed),
-            param_id: self.params().id(),
         })
     }
 
@@ -293,13 +278,10 @@ impl<B: Backend> Bgv<B> {
         rng: &mut Sampler,
     ) -> Result<Ciphertext<B>> {
         let msg = self.lift(pt, 1, self.max_level())?;
-        let (c0, c1) = rlwe::encrypt_public(self.backend(), pk, &msg, self.scale(), rng)?;
         Ok(Ciphertext {
-            polys: vec![c0, c1],
+            core: CiphertextCore::encrypt_public(self.backend(), pk, &msg, self.scale(), rng)?,
             correction: 1,
             noise_log2: self.noise.fresh_public(self.plain_norm_log2(pt, 1)),
-            seed: None,
-            param_id: self.params().id(),
         })
     }
 
@@ -307,9 +289,7 @@ impl<B: Backend> Bgv<B> {
 
     /// `c_0 + c_1 s (+ c_2 s^2)` in coefficients, on the host.
     fn raw_decrypt(&self, sk: &SecretKey<B>, ct: &Ciphertext<B>) -> Result<Vec<u32>> {
-        self.check_ct(ct)?;
-        let v = rlwe::decrypt_polys(self.backend(), sk, &ct.polys)?.into_coeff(self.backend())?;
-        v.to_host(self.backend())
+        ct.core.decrypt_to_host(self.backend(), sk)
     }
 
     /// Decrypts to the plaintext `m` (correction factor removed).

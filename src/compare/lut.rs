@@ -364,7 +364,7 @@ impl<B: Backend> Bounded<B> {
     /// `k * self` for an integer `k`, bound `|k| b`.
     pub fn mul_int(&self, bgv: &Bgv<B>, k: i64) -> Result<Self> {
         let bound = checked_bound(bgv.plaintext_modulus(), self.bound.checked_mul(k.unsigned_abs()))?;
-        Ok(Self { ct: poly_eval::mul_int(bgv, &self.ct, k)?, bound })
+        Ok(Self { ct: bgv.mul_int(&self.ct, k)?, bound })
     }
 
     /// `self + pt` for a batch-encoded plaintext, bound `b + max |pt|` with `max |pt|` read from
@@ -391,7 +391,7 @@ impl<B: Backend> Bounded<B> {
         let mut acc: Option<Ciphertext<B>> = None;
         for (w, x) in terms {
             let low = bgv.mod_switch_to_level(&x.ct, level)?;
-            let scaled = poly_eval::mul_int(bgv, &low, *w)?;
+            let scaled = bgv.mul_int(&low, *w)?;
             acc = Some(match acc {
                 None => scaled,
                 Some(a) => bgv.add(&a, &scaled)?,
@@ -475,7 +475,7 @@ fn evaluate_on<B: Backend>(
             }
             Val::Const(c) => {
                 // A constant table: 0 * x + c.
-                let zero = poly_eval::mul_int(bgv, &x.ct, 0)?;
+                let zero = bgv.mul_int(&x.ct, 0)?;
                 let pt = ops.constant(c)?;
                 bgv.add_plain(&zero, pt)?
             }

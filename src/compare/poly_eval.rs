@@ -80,6 +80,7 @@ use crate::bgv::{Bgv, Ciphertext, EvaluationKeys, Plaintext};
 use crate::error::{Error, Result};
 use crate::math::zq::Modulus;
 use crate::poly::{Eval, RnsPoly};
+use crate::rlwe::CiphertextCore;
 
 /// How a polynomial is evaluated (see the [module documentation](self)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -667,25 +668,6 @@ impl<'a, B: Backend> BgvOps<'a, B> {
     fn inv(&self, a: u32) -> Result<u32> {
         self.t.inv(a).ok_or(Error::InvalidCorrectionFactor { factor: u64::from(a), t: u64::from(self.t.value()) })
     }
-
-    fn check_noise(&self, noise: f64, level: usize) -> Result<()> {
-        let model = self.bgv.noise_model();
-        if !model.decryptable(noise, level) {
-            return Err(Error::NoiseBudgetExhausted { noise_log2: noise, modulus_log2: model.log_q_at(level) });
-        }
-        Ok(())
-    }
-}
-
-/// `k * ct` for an integer `k` (every polynomial times `k`; the noise grows by `|k|`).
-pub(crate) fn mul_int<B: Backend>(bgv: &Bgv<B>, ct: &Ciphertext<B>, k: i64) -> Result<Ciphertext<B>> {
-    let polys = ct.polys.iter().map(|p| p.mul_int(bgv.backend(), k)).collect::<Result<Vec<_>>>()?;
-    let noise = bgv.noise_model().mul_plain(ct.noise_log2, (k.unsigned_abs() as f64).max(1.0).log2());
-    let model = bgv.noise_model();
-    if !model.decryptable(noise, ct.level()) {
-        return Err(Error::NoiseBudgetExhausted { noise_log2: noise, modulus_log2: model.log_q_at(ct.level()) });
-    }
-    Ok(Ciphertext { polys, correction: ct.correction, noise_log2: noise, seed: None, param_id: ct.param_id })
 }
 
 /// The component-wise sum of two polynomial vectors of possibly different lengths (a degree-1
@@ -746,8 +728,8 @@ impl<B: Backend> Ops for BgvOps<'_, B> {
             if form == level { target } else { self.t.mul(target, self.inv(self.switch_factor(form, level)?)?) };
         let bgv = self.bgv;
         let t = self.t;
-        let mut acc: Option<(Vec<RnsPoly<B, Eval>>, f64)> = None;
-        let mut param_id = 0;
+        // The running sum: its polynomials, noise and the terms' parameter id.
+        let mut acc = None;
         for &(c, node) in terms {
             let ct = self.at_level(node, form)?;
             let inv = t
@@ -756,16 +738,20 @@ impl<B: Backend> Ops for BgvOps<'_, B> {
             // c * x^i with factor f_i -> c * T / f_i times it carries factor T.
             let k = t.center(t.mul(t.mul(c, form_target), inv));
             let noise = ct.noise_log2 + (k.unsigned_abs() as f64).max(1.0).log2();
-            param_id = ct.param_id;
-            let scaled = ct.polys.iter().map(|p| p.mul_int(bgv.backend(), k)).collect::<Result<Vec<_>>>()?;
+            let param_id = ct.param_id();
+            let scaled = ct.core.polys().iter().map(|p| p.mul_int(bgv.backend(), k)).collect::<Result<Vec<_>>>()?;
             acc = Some(match acc {
-                None => (scaled, noise),
-                Some((sum, n)) => (add_components(bgv.backend(), sum, scaled)?, log2_add(n, noise)),
+                None => (scaled, noise, param_id),
+                Some((sum, n, _)) => (add_components(bgv.backend(), sum, scaled)?, log2_add(n, noise), param_id),
             });
         }
-        let (polys, noise) = acc.ok_or(internal("empty combination"))?;
-        self.check_noise(noise, form)?;
-        let formed = Ciphertext { polys, correction: form_target, noise_log2: noise, seed: None, param_id };
+        let (polys, noise, param_id) = acc.ok_or(internal("empty combination"))?;
+        self.bgv.check_noise(noise, form)?;
+        let formed = Ciphertext {
+            core: CiphertextCore::from_parts(polys, None, param_id)?,
+            correction: form_target,
+            noise_log2: noise,
+        };
         let mut ct = if form == level { formed } else { bgv.mod_switch_to_level(&formed, level)? };
         if constant != 0 {
             let pt = self.constant(constant)?;
