@@ -293,7 +293,7 @@ impl<B: Backend> Bgv<B> {
                 reason: "not coprime to a chain prime",
             })?;
             correction = self.t.mul(correction, q_inv);
-            noise = self.noise.after_mod_switch_degree(noise, self.noise.log_prime(l), 1, ct.degree());
+            noise = self.noise.after_mod_switch_degree(noise, self.noise.log_prime(l)?, 1, ct.degree());
         }
         // No prime dropped: `c_1` is untouched and keeps its seed.
         let seed = if count == 0 { ct.core.seed().copied() } else { None };

@@ -25,6 +25,7 @@ use num_traits::ToPrimitive;
 
 use crate::backend::{Backend, CpuBackend};
 use crate::error::{Error, Result};
+use crate::math::rns::{for_each_coefficient, limbs_of, RnsBasis};
 use crate::math::sampling::{Sampler, Seed};
 use crate::math::zq::Modulus;
 use crate::params::{Parameters, Scheme};
@@ -33,14 +34,11 @@ use crate::ring::RingContext;
 use crate::rlwe::{self, CiphertextCore, NoiseScale, PublicKey, SecretKey};
 
 /// `log2(x)` of a big integer (0 for 0 and 1), exact to f64 precision at any size.
-fn log2_big(x: &BigUint) -> f64 {
-    let bits = x.bits();
-    if bits <= 64 {
-        return x.to_u64().map_or(0.0, |v| (v.max(1) as f64).log2());
-    }
-    let shift = bits - 64;
-    let top = (x >> shift).to_u64().unwrap_or(u64::MAX);
-    (top as f64).log2() + shift as f64
+fn log2_big(x: &BigUint) -> Result<f64> {
+    // The top 64 bits (all of them for a small `x`) and the number of bits below them.
+    let shift = x.bits().saturating_sub(64);
+    let top = u64::try_from(x >> shift).map_err(|_| Error::SizeOverflow { what: "top bits of a noise value" })?;
+    Ok((top.max(1) as f64).log2() + shift as f64)
 }
 
 /// What [`Bgv::measure_noise`] found.
@@ -302,36 +300,45 @@ impl<B: Backend> Bgv<B> {
         // Centred CRT reduced mod t: v = sum_i y_i Qhat_i - k Q with y_i = [x_i Qhat_i^-1]_{q_i}
         // and k = round(sum_i y_i / q_i); then v mod t needs only Qhat_i mod t and Q mod t.
         let t = u64::from(self.t.value());
-        let q_big: BigUint = moduli.iter().map(|m| BigUint::from(m.value())).product();
-        let mut qhat_inv = Vec::with_capacity(moduli.len());
-        let mut qhat_mod_t = Vec::with_capacity(moduli.len());
-        for m in &moduli {
-            let qhat = &q_big / BigUint::from(m.value());
-            let r = (&qhat % BigUint::from(m.value())).to_u32().unwrap_or(0);
-            let inv = m
-                .inv(r)
-                .ok_or(Error::InvalidModulus { modulus: u64::from(m.value()), reason: "chain primes not coprime" })?;
-            qhat_inv.push((inv, m.shoup(inv)));
-            qhat_mod_t.push((&qhat % BigUint::from(t)).to_u64().unwrap_or(0));
-        }
-        let q_mod_t = (&q_big % BigUint::from(t)).to_u64().unwrap_or(0);
+        let basis = RnsBasis::new(&moduli)?;
+        // prod_{j != skip} q_j mod t.
+        let product_mod_t = |skip: Option<usize>| {
+            moduli
+                .iter()
+                .enumerate()
+                .filter(|&(j, _)| Some(j) != skip)
+                .fold(1 % self.t.value(), |acc, (_, m)| self.t.mul(acc, self.t.reduce_u32(m.value())))
+        };
+        // Per limb: Qhat_i^-1 mod q_i with its Shoup companion, and Qhat_i mod t.
+        let per_limb: Vec<(u32, u32, u64)> = moduli
+            .iter()
+            .zip(basis.qhat_inv())
+            .enumerate()
+            .map(|(i, (m, &inv))| (inv, m.shoup(inv), u64::from(product_mod_t(Some(i)))))
+            .collect();
+        let q_mod_t = u64::from(product_mod_t(None));
         let corr_inv =
             self.t.inv(ct.correction).ok_or(Error::InvalidCorrectionFactor { factor: u64::from(ct.correction), t })?;
-        let mut coeffs = vec![0u32; n];
-        for (j, out) in coeffs.iter_mut().enumerate() {
-            let mut frac = 0.0f64;
-            let mut acc = 0u64;
-            for (i, m) in moduli.iter().enumerate() {
-                let x = residues.get(i * n + j).copied().unwrap_or(0);
-                let (w, ws) = qhat_inv.get(i).copied().unwrap_or((0, 0));
+        // Limb by limb, every coefficient: sum_i y_i / q_i and sum_i y_i Qhat_i mod t.
+        let mut frac = vec![0.0f64; n];
+        let mut acc = vec![0u64; n];
+        for (row, (m, &(w, ws, qhat_mod_t))) in limbs_of(&residues, moduli.len(), n)?.zip(moduli.iter().zip(&per_limb))
+        {
+            for ((&x, f), a) in row.iter().zip(frac.iter_mut()).zip(acc.iter_mut()) {
                 let y = m.mul_shoup(x, w, ws);
-                frac += f64::from(y) / f64::from(m.value());
-                acc = (acc + u64::from(y) * qhat_mod_t.get(i).copied().unwrap_or(0)) % t;
+                *f += f64::from(y) / f64::from(m.value());
+                *a = (*a + u64::from(y) * qhat_mod_t) % t;
             }
-            let k = frac.round() as u64 % t;
-            let v = (acc + t - k * q_mod_t % t) % t;
-            *out = self.t.mul(v as u32, corr_inv);
         }
+        let coeffs = frac
+            .iter()
+            .zip(&acc)
+            .map(|(&f, &a)| {
+                let k = f.round() as u64 % t;
+                let v = (a + t - k * q_mod_t % t) % t;
+                self.t.mul(v as u32, corr_inv)
+            })
+            .collect();
         Ok(Plaintext { coeffs, param_id: self.params().id() })
     }
 
@@ -343,21 +350,21 @@ impl<B: Backend> Bgv<B> {
         let ctx = self.backend.context();
         let n = ctx.n();
         let moduli = ctx.moduli_of(&ctx.q_basis(level)?)?;
-        let basis = crate::math::rns::RnsBasis::new(&moduli)?;
-        let mut limb_vals = vec![0u32; moduli.len()];
+        let basis = RnsBasis::new(&moduli)?;
         let mut values = Vec::with_capacity(n);
-        for j in 0..n {
-            for (i, v) in limb_vals.iter_mut().enumerate() {
-                *v = residues.get(i * n + j).copied().unwrap_or(0);
-            }
-            values.push(basis.reconstruct_centered(&limb_vals)?);
-        }
+        for_each_coefficient(&residues, moduli.len(), n, |column| {
+            values.push(basis.reconstruct_centered(column)?);
+            Ok(())
+        })?;
         let max_bits = values.iter().map(|v| v.magnitude().bits()).max().unwrap_or(0);
         // Scale down so every value converts to f64 without overflow.
         let shift = max_bits.saturating_sub(900);
-        let scaled: Vec<f64> =
-            values.iter().map(|v| num_traits::ToPrimitive::to_f64(&(v >> shift)).unwrap_or(0.0)).collect();
-        let inf = values.iter().map(|v| log2_big(v.magnitude())).fold(0.0, f64::max);
+        let scaled: Vec<f64> = values
+            .iter()
+            .map(|v| (v >> shift).to_f64().ok_or(Error::SizeOverflow { what: "noise value as f64" }))
+            .collect::<Result<_>>()?;
+        let inf =
+            values.iter().map(|v| log2_big(v.magnitude())).try_fold(0.0, |m, l| Ok::<_, Error>(f64::max(m, l?)))?;
         Ok(NoiseMeasurement {
             infinity_log2: inf,
             canonical_log2: noise::canonical_norm_log2(&scaled) + shift as f64,

@@ -44,7 +44,7 @@ use rand::RngCore;
 
 use crate::backend::{Backend, CpuBackend};
 use crate::error::{Error, Result};
-use crate::math::rns::RnsBasis;
+use crate::math::rns::{for_each_coefficient, RnsBasis};
 use crate::math::sampling::{Sampler, Seed};
 use crate::params::{Parameters, Scheme};
 use crate::poly::{Coeff, Eval, RnsPoly};
@@ -400,15 +400,12 @@ impl<B: Backend> Ckks<B> {
             .unwrap_or(ct.level() + 1)
             .min(ct.level() + 1);
         let basis = RnsBasis::new(&ctx.moduli_of(&ctx.q_basis(keep - 1)?)?)?;
-        let mut limb = vec![0u32; keep];
         let mut out = Vec::with_capacity(n);
-        for j in 0..n {
-            for (i, x) in limb.iter_mut().enumerate() {
-                *x = v.get(i * n + j).copied().unwrap_or(0);
-            }
-            let c: BigInt = basis.reconstruct_centered(&limb)?;
-            out.push(c.to_f64().unwrap_or(0.0));
-        }
+        for_each_coefficient(&v, keep, n, |column| {
+            let c: BigInt = basis.reconstruct_centered(column)?;
+            out.push(c.to_f64().ok_or(Error::SizeOverflow { what: "decrypted coefficient as f64" })?);
+            Ok(())
+        })?;
         Ok(out)
     }
 

@@ -142,22 +142,24 @@ pub fn ceil_log2(n: usize) -> usize {
 /// ([`super::lut::Lut::cost`] counts them exactly).
 #[must_use]
 pub fn dense_cost(degree: usize, k: usize) -> Option<EvalStats> {
-    if k < 2 {
-        return None;
-    }
+    (k >= 2).then(|| direct_cost(degree, k))
+}
+
+/// [`dense_cost`] for `k >= 2` (every caller's range starts at 2).
+fn direct_cost(degree: usize, k: usize) -> EvalStats {
     if degree <= 1 {
-        return Some(EvalStats::default());
+        return EvalStats::default();
     }
     let n = degree + 1;
     let blocks = n.div_ceil(k);
     if blocks == 1 {
-        return Some(EvalStats { hmults: degree - 1, depth: ceil_log2(degree), relins: degree - 1 });
+        return EvalStats { hmults: degree - 1, depth: ceil_log2(degree), relins: degree - 1 };
     }
     let m = ceil_log2(blocks);
     let const_top = n % k == 1;
     let hmults = (k - 1) + (m - 1) + (blocks - 1) - usize::from(const_top);
     let top_scalar = const_top && blocks - 1 == 1 << (m - 1);
-    Some(EvalStats { hmults, depth: ceil_log2(k) + m - usize::from(top_scalar), relins: hmults })
+    EvalStats { hmults, depth: ceil_log2(k) + m - usize::from(top_scalar), relins: hmults }
 }
 
 /// The best `k` for a dense polynomial of `degree` under `objective` (closed form, `k >= 2`):
@@ -165,12 +167,11 @@ pub fn dense_cost(degree: usize, k: usize) -> Option<EvalStats> {
 #[must_use]
 pub fn best_dense(degree: usize, objective: Objective) -> (usize, EvalStats) {
     let n = degree + 1;
-    let mut best = (2, dense_cost(degree, 2).unwrap_or_default());
+    let mut best = (2, direct_cost(degree, 2));
     for k in 3..=n.max(2) {
-        if let Some(c) = dense_cost(degree, k) {
-            if key(objective, c) < key(objective, best.1) {
-                best = (k, c);
-            }
+        let c = direct_cost(degree, k);
+        if key(objective, c) < key(objective, best.1) {
+            best = (k, c);
         }
     }
     best
@@ -256,9 +257,12 @@ fn levels(len: usize, k: usize) -> usize {
     m
 }
 
-fn trim(c: &[u32]) -> &[u32] {
-    let end = c.iter().rposition(|&v| v != 0).map_or(0, |i| i + 1);
-    c.get(..end).unwrap_or(&[])
+/// `c` without its trailing zero coefficients.
+fn trim(mut c: &[u32]) -> &[u32] {
+    while let [rest @ .., 0] = c {
+        c = rest;
+    }
+    c
 }
 
 fn powers<O: Ops>(ops: &mut O, base: O::V, k: usize, max_len: usize) -> Result<Powers<O::V>> {
@@ -350,6 +354,7 @@ fn rec<O: Ops>(
 
 /// `c_0 + c_1 x` for a table whose even and odd parts have at most one coefficient.
 fn linear<O: Ops>(ops: &mut O, t: Modulus, x: &O::V, even: &[u32], odd: &[u32]) -> Result<Val<O::V>> {
+    // An empty part is the zero polynomial.
     let c0 = even.first().copied().unwrap_or(0);
     let odd_val = match odd.first() {
         Some(&c1) if c1 != 0 => Val::Enc(ops.lin(&[(c1, x)], 0, None)?),
