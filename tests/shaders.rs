@@ -77,7 +77,8 @@ fn every_kernel_validates_as_the_device_builds_it() {
         "ntt_fwd_tile",
         "ntt_inv_stage",
         "ntt_inv_tile",
-        "scale_down",
+        "scale_down_correction",
+        "scale_down_digits",
         "uniform",
     ];
     assert_eq!(names.into_iter().collect::<Vec<_>>(), want);

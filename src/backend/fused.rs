@@ -5,10 +5,10 @@
 //! basis, residue by residue, in a single dispatch with no intermediate stores. Each operand is
 //! either a buffer of stored residues (plain `u32` words or bit-packed, see [`Format`]), a
 //! ChaCha20 uniform stream regenerated in registers from its seed (the seeded `a` half of a
-//! fresh ciphertext, or of a key-switching key), or a per-limb constant. Each output is written
-//! plain or packed. So `sum_i w_i * x_i + b`, a tensor product whose `a` halves are seeds, the
-//! lazy `a` half `sum_i w_i * PRG(seed_i)` and the seeded key-switching inner product are all
-//! one dispatch each.
+//! fresh ciphertext), or a per-limb constant. Each output is written plain or packed. So
+//! `sum_i w_i * x_i + b`, a tensor product whose `a` halves are seeds, the lazy `a` half
+//! `sum_i w_i * PRG(seed_i)` and the last pass of a divide-and-round (`x D^{-1} + corr` plus an
+//! addend, [`crate::rlwe::drop_primes`]) are all one dispatch each.
 //!
 //! Semantics (every backend computes exactly this): for every output limb `l` (prime
 //! `q = basis[l]`) and residue index `j`, an expression evaluates to a residue in `[0, q)`:

@@ -18,17 +18,20 @@
 pub mod cpu;
 pub mod fused;
 pub mod gpu;
+pub mod key_switching;
 pub mod ledger;
 pub mod wrapper;
 
 use std::sync::Arc;
 
 use crate::error::Result;
+use crate::math::rounding::Rounding;
 use crate::math::sampling::{Purpose, Seed};
 use crate::ring::RingContext;
 
 pub use cpu::CpuBackend;
 pub use gpu::GpuBackend;
+pub use key_switching::{ConvertPart, InnerProductInput, InnerProductSums, KeyDigitRef};
 pub use wrapper::{BackendWrapper, Kernel, KernelOutput};
 
 /// The kernel-level operation set.
@@ -56,15 +59,6 @@ pub trait Backend: Send + Sync + Sized + 'static {
     /// A new buffer made of the limbs at `positions` of `buf`, in that order.
     fn gather_limbs(&self, buf: &Self::Buffer, positions: &[usize]) -> Result<Self::Buffer>;
 
-    /// A new buffer of `limbs` limbs where limb `pos[k]` is limb `k` of the source it belongs
-    /// to; the two position lists must cover `0..limbs` exactly once.
-    fn merge_limbs(
-        &self,
-        first: (&Self::Buffer, &[usize]),
-        second: (&Self::Buffer, &[usize]),
-        limbs: usize,
-    ) -> Result<Self::Buffer>;
-
     /// `ntt_forward`: negacyclic NTT of every limb, natural order in, bit-reversed out.
     fn ntt_forward(&self, buf: &mut Self::Buffer, basis: &[usize]) -> Result<()>;
     /// `ntt_inverse`: inverse of [`Backend::ntt_forward`], bit-reversed in, natural out.
@@ -86,22 +80,39 @@ pub trait Backend: Send + Sync + Sized + 'static {
     /// `automorphism`: `X -> X^g` in the Eval domain (a permutation of every limb).
     fn automorphism(&self, a: &Self::Buffer, g: usize, basis: &[usize]) -> Result<Self::Buffer>;
 
-    /// `base_convert`: fast basis conversion of Coeff limbs from basis `from` to basis `to`.
-    fn base_convert(&self, a: &Self::Buffer, from: &[usize], to: &[usize]) -> Result<Self::Buffer>;
-    /// `scale_down`: divide-and-round of Coeff limbs over `keep ++ drop` by the product of
-    /// `drop`, output over `keep`; with `t` the BGV variant (plaintext kept up to `D^-1 mod t`).
-    fn scale_down(&self, a: &Self::Buffer, keep: &[usize], drop: &[usize], t: Option<u32>) -> Result<Self::Buffer>;
+    /// `base_convert`: fast basis conversion ([`crate::math::rns::BaseConverter`]) of Coeff
+    /// limbs, several conversions in one call. `a` holds limbs over `basis`; each part
+    /// `(from, to)` converts the limbs of `a` at the primes `from` (read where they lie in `a`,
+    /// not copied out) to the primes `to`. The output holds every part's converted limbs, part
+    /// after part (`sum |to|` limbs). Key switching's ModUp converts all its digits in one call.
+    fn base_convert(&self, a: &Self::Buffer, basis: &[usize], parts: &[ConvertPart<'_>]) -> Result<Self::Buffer>;
 
-    /// `key_switch_inner_product`: `(sum_j d_j * b_j, sum_j d_j * a_j)` in the Eval domain, over
-    /// `basis`. Each digit `d_j` is over `basis`; each key polynomial is over `key_basis` (a
-    /// superset of `basis`), whose limbs are picked by prime index.
+    /// `scale_down_correction`: the divide-and-round correction `corr = [-delta D^{-1}]_{k_i}`
+    /// over the primes `keep` ([`crate::math::rounding`]) of every polynomial whose dropped
+    /// limbs `dropped` holds: Coeff limbs over `drop`, one polynomial after another (the number
+    /// of polynomials is the buffer's length over `drop.len() N`). Returns one Coeff buffer over
+    /// `keep` per polynomial; `x D^{-1} + corr` is then the divided `x` (in either domain once
+    /// `corr` is transformed). `t` selects the BGV rounding that keeps the plaintext mod `t`;
+    /// `rounding` joint (ModDown) or prime by prime (modulus switching, rescaling).
+    fn scale_down_correction(
+        &self,
+        dropped: &Self::Buffer,
+        keep: &[usize],
+        drop: &[usize],
+        t: Option<u32>,
+        rounding: Rounding,
+    ) -> Result<Vec<Self::Buffer>>;
+
+    /// `key_switch_inner_product`: `(sum_j d_j b_j, sum_j d_j a_j)` in the Eval domain over
+    /// `q_basis ++ p_basis`, all digits in one call: digit `j` is read from `c` at its own primes
+    /// and from the converted limbs elsewhere; `a_j` is loaded where the key stores it and
+    /// regenerated from the key's seed where it does not. Each sum is the canonical residue of
+    /// the exact sum, so the order and grouping of the additions do not matter. The sums come
+    /// out split into their `q_basis` and `p_basis` limbs ([`InnerProductSums`]).
     fn key_switch_inner_product(
         &self,
-        digits: &[&Self::Buffer],
-        basis: &[usize],
-        key: &[(&Self::Buffer, &Self::Buffer)],
-        key_basis: &[usize],
-    ) -> Result<(Self::Buffer, Self::Buffer)>;
+        input: &InnerProductInput<'_, Self::Buffer>,
+    ) -> Result<InnerProductSums<Self::Buffer>>;
 
     /// `uniform`: residues of ChaCha20 streams, one per limb, as Eval-domain values.
     fn uniform(&self, seed: &Seed, purpose: Purpose, index: u32, basis: &[usize]) -> Result<Self::Buffer>;

@@ -269,7 +269,9 @@ impl<B: Backend> Bgv<B> {
     // ---- modulus switching -------------------------------------------------------------------
 
     /// Drops the last `count` primes, one at a time with exact centred rounding that preserves
-    /// the plaintext mod t; the correction factor absorbs `q^-1 mod t` per dropped prime.
+    /// the plaintext mod t; the correction factor absorbs `q^-1 mod t` per dropped prime. The
+    /// roundings run on the dropped limbs only ([`rlwe::drop_primes`]): `l + 1` limb-NTTs per
+    /// polynomial for any `count`.
     pub fn mod_switch(&self, ct: &Ciphertext<B>, count: usize) -> Result<Ciphertext<B>> {
         self.check_ct(ct)?;
         let level = ct.level();
@@ -277,17 +279,17 @@ impl<B: Backend> Bgv<B> {
             return Err(Error::DepthExhausted { level, wanted: count });
         }
         let be = self.backend();
-        let mut polys = ct.core.duplicate_polys(be)?;
+        let polys = if count == 0 {
+            ct.core.duplicate_polys(be)?
+        } else {
+            rlwe::drop_primes(be, ct.core.polys(), count, Some(self.t.value()))?
+        };
         let mut correction = ct.correction;
         let mut noise = ct.noise_log2;
         let ctx = be.context();
         for step in 0..count {
             let l = level - step;
             let q = ctx.modulus(l)?.value();
-            polys = polys
-                .into_iter()
-                .map(|p| p.into_coeff(be)?.scale_down(be, 1, Some(self.t.value()))?.into_eval(be))
-                .collect::<Result<_>>()?;
             let q_inv = self.t.inv(self.t.reduce_u32(q)).ok_or(Error::InvalidPlaintextModulus {
                 t: u64::from(self.t.value()),
                 reason: "not coprime to a chain prime",

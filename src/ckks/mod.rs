@@ -582,19 +582,13 @@ impl<B: Backend> Ckks<B> {
     }
 
     /// Divides by the last prime (single policy) or the last two (double policy), with exact
-    /// rounding per prime; the scale is divided by the same exact value.
+    /// rounding per prime (the last prime first); the scale is divided by the same exact value.
+    /// Only the dropped limbs are inverse-transformed ([`crate::rlwe::drop_primes`]).
     pub fn rescale(&self, ct: &Ciphertext<B>) -> Result<Ciphertext<B>> {
         self.check_ct(ct)?;
         let divisor = self.next_rescale_divisor(ct.level())?;
-        let be = self.backend();
-        let core = ct.core.map(|p| {
-            let mut c = p.duplicate(be)?.into_coeff(be)?;
-            for _ in 0..self.policy.primes_per_level() {
-                c = c.scale_down(be, 1, None)?;
-            }
-            c.into_eval(be)
-        })?;
-        Ok(ct.with(core, ct.scale / divisor))
+        let polys = crate::rlwe::drop_primes(self.backend(), ct.core.polys(), self.policy.primes_per_level(), None)?;
+        Ok(ct.with(ct.core.with_polys(polys)?, ct.scale / divisor))
     }
 
     /// Brings `ct` to scale `target` one level down: multiplies by 1 encoded at the scale that

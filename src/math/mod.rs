@@ -3,5 +3,6 @@
 pub mod ntt;
 pub mod primes;
 pub mod rns;
+pub mod rounding;
 pub mod sampling;
 pub mod zq;

@@ -17,10 +17,11 @@ pub use fused::kernel_sources as fused_kernel_sources;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::Backend;
+use super::{Backend, ConvertPart, InnerProductInput, InnerProductSums};
 use crate::error::{Error, Result};
+use crate::math::rounding::Rounding;
 use crate::math::sampling::{Purpose, Seed};
-use crate::ring::{positions_in, RingContext};
+use crate::ring::RingContext;
 
 /// A buffer of `u32` words on the device (its storage may be larger: pooled buffers come in
 /// power-of-two size classes); returned to the device's pool when dropped.
@@ -157,39 +158,6 @@ impl Backend for GpuBackend {
         Ok(self.wrap(out, positions.len() * n))
     }
 
-    fn merge_limbs(
-        &self,
-        first: (&GpuBuffer, &[usize]),
-        second: (&GpuBuffer, &[usize]),
-        limbs: usize,
-    ) -> Result<GpuBuffer> {
-        let n = self.n();
-        let out = self.dev.zeros(limbs * n)?;
-        let mut seen = vec![false; limbs];
-        let mut copies = Vec::with_capacity(limbs);
-        for (src, positions) in [first, second] {
-            self.check("merge_limbs input", src, positions.len())?;
-            for (k, &p) in positions.iter().enumerate() {
-                match seen.get_mut(p) {
-                    Some(s) if !*s => *s = true,
-                    _ => {
-                        return Err(Error::DimensionMismatch {
-                            what: "merge_limbs position",
-                            expected: limbs,
-                            found: p,
-                        })
-                    }
-                }
-                copies.push((&src.buf, k * n, &out, p * n, n));
-            }
-        }
-        if seen.iter().any(|s| !s) {
-            return Err(Error::DimensionMismatch { what: "merge_limbs coverage", expected: limbs, found: limbs });
-        }
-        self.dev.copy_many(&copies);
-        Ok(self.wrap(out, limbs * n))
-    }
-
     fn ntt_forward(&self, buf: &mut GpuBuffer, basis: &[usize]) -> Result<()> {
         self.check("ntt_forward input", buf, basis.len())?;
         kernels::ntt(self, buf, basis, false)
@@ -230,35 +198,27 @@ impl Backend for GpuBackend {
         kernels::automorphism(self, a, g)
     }
 
-    fn base_convert(&self, a: &GpuBuffer, from: &[usize], to: &[usize]) -> Result<GpuBuffer> {
-        self.check("base_convert input", a, from.len())?;
-        rns_kernels::base_convert(self, a, from, to)
+    fn base_convert(&self, a: &GpuBuffer, basis: &[usize], parts: &[ConvertPart<'_>]) -> Result<GpuBuffer> {
+        self.check("base_convert input", a, basis.len())?;
+        rns_kernels::base_convert(self, a, basis, parts)
     }
 
-    fn scale_down(&self, a: &GpuBuffer, keep: &[usize], drop: &[usize], t: Option<u32>) -> Result<GpuBuffer> {
-        self.check("scale_down input", a, keep.len() + drop.len())?;
-        rns_kernels::scale_down(self, a, keep, drop, t)
+    fn scale_down_correction(
+        &self,
+        dropped: &GpuBuffer,
+        keep: &[usize],
+        drop: &[usize],
+        t: Option<u32>,
+        rounding: Rounding,
+    ) -> Result<Vec<GpuBuffer>> {
+        rns_kernels::scale_down_correction(self, dropped, keep, drop, t, rounding)
     }
 
     fn key_switch_inner_product(
         &self,
-        digits: &[&GpuBuffer],
-        basis: &[usize],
-        key: &[(&GpuBuffer, &GpuBuffer)],
-        key_basis: &[usize],
-    ) -> Result<(GpuBuffer, GpuBuffer)> {
-        if digits.len() > key.len() {
-            return Err(Error::KeyDimensions { reason: "fewer key digits than ciphertext digits" });
-        }
-        for d in digits {
-            self.check("key-switch digit", d, basis.len())?;
-        }
-        for (kb, ka) in key {
-            self.check("key polynomial", kb, key_basis.len())?;
-            self.check("key polynomial", ka, key_basis.len())?;
-        }
-        let positions = positions_in(key_basis, basis)?;
-        kernels::key_switch_inner_product(self, digits, basis, key, &positions)
+        input: &InnerProductInput<'_, GpuBuffer>,
+    ) -> Result<InnerProductSums<GpuBuffer>> {
+        kernels::key_switch_inner_product(self, input)
     }
 
     fn uniform(&self, seed: &Seed, purpose: Purpose, index: u32, basis: &[usize]) -> Result<GpuBuffer> {

@@ -69,8 +69,10 @@ kernels! {
     ELEMENTWISE = "elementwise", "main", ["elementwise.wgsl"];
     /// `X -> X^g` in the Eval domain.
     AUTOMORPHISM = "automorphism", "main", ["automorphism.wgsl"];
-    /// `(sum_j d_j b_j, sum_j d_j a_j)` of hybrid key switching.
-    KEY_SWITCH_INNER_PRODUCT = "key_switch_inner_product", "main", ["key_switch_inner_product.wgsl"];
+    /// `(sum_j d_j b_j, sum_j d_j a_j)` of hybrid key switching, every digit in one dispatch
+    /// (after the shared ChaCha20 block that regenerates seeded `a_j`).
+    KEY_SWITCH_INNER_PRODUCT =
+        "key_switch_inner_product", "main", ["shared/chacha.wgsl", "key_switch_inner_product.wgsl"];
     /// One global stage of the forward NTT.
     NTT_FWD_STAGE = "ntt_fwd_stage", "fwd_stage", ["ntt.wgsl"];
     /// The workgroup-memory stages of the forward NTT.
@@ -81,8 +83,10 @@ kernels! {
     NTT_INV_TILE = "ntt_inv_tile", "inv_tile", ["ntt.wgsl"];
     /// ChaCha20 expansion to uniform residues (after the shared ChaCha20 block it calls).
     UNIFORM = "uniform", "main", ["shared/chacha.wgsl", "uniform.wgsl"];
-    /// Fast basis conversion.
+    /// Fast basis conversion, several parts per dispatch, a tile of target limbs per invocation.
     BASE_CONVERT = "base_convert", "main", ["base_convert.wgsl"];
-    /// Divide-and-round by the product of dropped primes.
-    SCALE_DOWN = "scale_down", "main", ["scale_down.wgsl"];
+    /// The digits of prime-by-prime divide-and-round (the triangular recurrence).
+    SCALE_DOWN_DIGITS = "scale_down_digits", "digits", ["scale_down_digits.wgsl"];
+    /// The divide-and-round correction over the kept primes, a tile of them per invocation.
+    SCALE_DOWN_CORRECTION = "scale_down_correction", "main", ["scale_down_correction.wgsl"];
 }
