@@ -4,18 +4,22 @@
 // -delta D^{-1}. The digits are read from `src`: computed by scale_down_digits.wgsl (staged,
 // prime by prime with several primes: src is its scratch, digit s at limb s) or inline from the
 // dropped residues (src is the input, y_s = [x_s f_s]_{d_s} with x_s at the step's input limb).
-// One invocation per coefficient and tile of TILE kept limbs: it reads (and, inline, scales) each
-// digit once for the whole tile.
+// One invocation per coefficient and tile of 8 kept limbs (two vec4 accumulators,
+// shared/zq4.wgsl): it reads (and, inline, scales) each digit once for the whole tile. The last
+// tile is padded with lanes of modulus 1 and zero constants, which are not written.
 // params: [log_n, total = tiles * N, steps S, keep K, tri_base, keep_base, poly, inline];
 // table: steps as in scale_down_digits.wgsl ([d_s, input limb, f_s, its Shoup]); at keep_base,
-// per kept limb i (stride 4 + 3 S): [k_i, 0, 0, 0], then per step s [-w_si, its Shoup, d_s w_si].
+// per tile (stride 8 + 24 S): the 8 lanes' [k_i], then per step s the 8 lanes' [-w_si],
+// [its Shoup], [d_s w_si].
 // src: per polynomial S limbs; out: K limbs, the correction of polynomial `poly`.
 @group(0) @binding(0) var<storage, read> params: array<u32>;
 @group(0) @binding(1) var<storage, read> table: array<u32>;
 @group(0) @binding(2) var<storage, read> src: array<u32>;
 @group(0) @binding(3) var<storage, read_write> out: array<u32>;
 
-const TILE: u32 = 8u;
+fn lanes(at: u32) -> vec4<u32> {
+    return vec4<u32>(table[at], table[at + 1u], table[at + 2u], table[at + 3u]);
+}
 
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -25,12 +29,15 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let n = 1u << log_n;
     let c = idx & (n - 1u);
     let steps = params[2];
-    let keep = params[3];
-    let i0 = (idx >> log_n) * TILE;
-    let cnt = min(TILE, keep - i0);
-    let stride = 4u + 3u * steps;
+    let tile = idx >> log_n;
+    let i0 = tile * 8u;
+    let cnt = min(8u, params[3] - i0);
+    let tb = params[5] + tile * (8u + 24u * steps);
+    let k_lo = lanes(tb);
+    let k_hi = lanes(tb + 4u);
     let base = params[6] * steps * n + c;
-    var acc: array<u32, 8>;
+    var acc_lo = vec4<u32>(0u);
+    var acc_hi = vec4<u32>(0u);
     for (var s = 0u; s < steps; s = s + 1u) {
         let d = table[s * 4u];
         var y: u32;
@@ -39,17 +46,19 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         } else {
             y = src[base + s * n];
         }
-        let high = y > (d >> 1u);
-        for (var t = 0u; t < cnt; t = t + 1u) {
-            let kb = params[5] + (i0 + t) * stride;
-            let k = table[kb];
-            let e = kb + 4u + 3u * s;
-            var v = mod_add(acc[t], shoup_mul(y, table[e], table[e + 1u], k), k);
-            if (high) { v = mod_add(v, table[e + 2u], k); }
-            acc[t] = v;
+        let e = tb + 8u + 24u * s;
+        acc_lo = mod_add4(acc_lo, shoup_mul4(vec4<u32>(y), lanes(e), lanes(e + 8u), k_lo), k_lo);
+        acc_hi = mod_add4(acc_hi, shoup_mul4(vec4<u32>(y), lanes(e + 4u), lanes(e + 12u), k_hi), k_hi);
+        if (y > (d >> 1u)) {
+            acc_lo = mod_add4(acc_lo, lanes(e + 16u), k_lo);
+            acc_hi = mod_add4(acc_hi, lanes(e + 20u), k_hi);
         }
     }
-    for (var t = 0u; t < cnt; t = t + 1u) {
-        out[(i0 + t) * n + c] = acc[t];
+    let o = i0 * n + c;
+    for (var t = 0u; t < min(cnt, 4u); t = t + 1u) {
+        out[o + t * n] = acc_lo[t];
+    }
+    for (var t = 4u; t < cnt; t = t + 1u) {
+        out[o + t * n] = acc_hi[t - 4u];
     }
 }

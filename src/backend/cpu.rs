@@ -15,6 +15,9 @@ use crate::math::sampling::{uniform_limb, Purpose, Seed};
 use crate::math::zq::Modulus;
 use crate::ring::RingContext;
 
+/// Coefficients the CPU inner product sums together (its `u64` sums stay in cache).
+const INNER_PRODUCT_BLOCK: usize = 2048;
+
 /// The CPU reference backend.
 #[derive(Debug, Clone)]
 pub struct CpuBackend {
@@ -270,34 +273,49 @@ impl Backend for CpuBackend {
             .collect();
         tasks.into_par_iter().try_for_each(|(((o0, o1), (m, &kp)), sources)| {
             let red = WideReducer::new(*m);
-            let (mut acc0, mut acc1) = (vec![0u64; n], vec![0u64; n]);
-            let mut scratch = vec![0u32; n];
-            for (j, (src, k)) in sources.iter().zip(input.key).enumerate() {
+            // Per digit: its residues, b_j and a_j at this limb (seeded a_j generated once).
+            let mut limbs = Vec::with_capacity(sources.len());
+            for (src, k) in sources.iter().zip(input.key) {
                 let d = match *src {
                     DigitSource::Input(l) => &input.c[l * n..(l + 1) * n],
                     DigitSource::Converted(l) => &input.converted[l * n..(l + 1) * n],
                 };
-                let kb = &k.b[kp * n..(kp + 1) * n];
-                let ka = match k.a {
-                    Some(a) => &a[kp * n..(kp + 1) * n],
+                let a: std::borrow::Cow<'_, [u32]> = match k.a {
+                    Some(a) => a[kp * n..(kp + 1) * n].into(),
                     None => {
-                        uniform_limb(input.seed, Purpose::KeySwitchA, k.index, m, &mut scratch)?;
-                        &scratch[..]
+                        let mut v = vec![0u32; n];
+                        uniform_limb(input.seed, Purpose::KeySwitchA, k.index, m, &mut v)?;
+                        v.into()
                     }
                 };
-                for ((((a0, a1), &x), &b), &a) in acc0.iter_mut().zip(acc1.iter_mut()).zip(d).zip(kb).zip(ka) {
-                    *a0 += u64::from(x) * u64::from(b);
-                    *a1 += u64::from(x) * u64::from(a);
-                }
-                if (j + 1) % LAZY_TERMS == 0 {
-                    for a in acc0.iter_mut().chain(acc1.iter_mut()) {
-                        *a = u64::from(red.reduce(*a));
+                limbs.push((d, &k.b[kp * n..(kp + 1) * n], a));
+            }
+            // Blocks of coefficients, so the sums stay in cache.
+            let block = INNER_PRODUCT_BLOCK.min(n);
+            let (mut acc0, mut acc1) = (vec![0u64; block], vec![0u64; block]);
+            for c0 in (0..n).step_by(block) {
+                let range = c0..(c0 + block).min(n);
+                let (acc0, acc1) = (&mut acc0[..range.len()], &mut acc1[..range.len()]);
+                acc0.fill(0);
+                acc1.fill(0);
+                for (j, (d, kb, ka)) in limbs.iter().enumerate() {
+                    let (d, kb, ka) = (&d[range.clone()], &kb[range.clone()], &ka[range.clone()]);
+                    for ((((a0, a1), &x), &b), &a) in acc0.iter_mut().zip(acc1.iter_mut()).zip(d).zip(kb).zip(ka) {
+                        *a0 += u64::from(x) * u64::from(b);
+                        *a1 += u64::from(x) * u64::from(a);
+                    }
+                    if (j + 1) % LAZY_TERMS == 0 && j + 1 < limbs.len() {
+                        for a in acc0.iter_mut().chain(acc1.iter_mut()) {
+                            *a = u64::from(red.reduce(*a));
+                        }
                     }
                 }
-            }
-            for ((o, a0), (p, a1)) in o0.iter_mut().zip(&acc0).zip(o1.iter_mut().zip(&acc1)) {
-                *o = red.reduce(*a0);
-                *p = red.reduce(*a1);
+                for ((o, a0), (p, a1)) in
+                    o0[range.clone()].iter_mut().zip(acc0.iter()).zip(o1[range].iter_mut().zip(acc1.iter()))
+                {
+                    *o = red.reduce(*a0);
+                    *p = red.reduce(*a1);
+                }
             }
             Ok::<(), Error>(())
         })?;

@@ -331,12 +331,14 @@ impl<B: Backend> Ledger<B> {
             },
             Kernel::BaseConvert { parts, .. } => {
                 // Per part: its input limbs read once, its output written, the tables (a header,
-                // four words per input and per output prime, the matrix with Shoup companions)
-                // and one Shoup product per input residue, per matrix entry and per output.
+                // four words per input prime; per tile of 8 outputs their constants and the
+                // matrix with Shoup companions) and one Shoup product per input residue, per
+                // matrix entry and per output.
                 let mut r = Record { kernel: name, n, ..Record::default() };
                 for (from, to) in parts {
                     let (l, m) = (from.len() as u64, to.len() as u64);
-                    let table = (8 + 4 * l + 4 * m + 2 * l * m) * WORD;
+                    let tiles = m.div_ceil(8);
+                    let table = (8 + 4 * l + 24 * tiles + 16 * l * tiles) * WORD;
                     r.limbs += m;
                     r.bytes_read += l * n * WORD + table;
                     r.bytes_written += m * n * WORD;
@@ -354,7 +356,7 @@ impl<B: Backend> Ledger<B> {
                 let staged = rounding == Rounding::PrimeByPrime && d > 1;
                 let tri = if rounding == Rounding::PrimeByPrime { d * d.saturating_sub(1) / 2 } else { 0 };
                 let scratch = if staged { d * n * WORD } else { 0 };
-                let table = (4 * d + 3 * tri + 4 * k + 3 * k * d) * WORD;
+                let table = (4 * d + 3 * tri + k.div_ceil(8) * (8 + 24 * d)) * WORD;
                 Record {
                     kernel: name,
                     n,

@@ -49,6 +49,10 @@
 use crate::error::{Error, Result};
 use crate::math::zq::Modulus;
 
+/// Coefficients processed together by [`RoundingCorrection::apply`] (digits and sums stay in
+/// cache).
+const BLOCK: usize = 1024;
+
 /// Terms of at most `2^60` that may be added to a `u64` holding a value below `2^30` before it
 /// must be reduced: `2^30 + 15 * 2^60 < 2^64`.
 pub const LAZY_TERMS: usize = 15;
@@ -281,9 +285,9 @@ impl RoundingCorrection {
     /// dropped primes in basis order), `out` receives `keep.len() * n` residues, each in
     /// `[0, k_i)`. Any input word `w` of a limb with modulus `d` is read as `w mod d`.
     ///
-    /// Loop order: one limb-wide pass per step computes `y_s` (after the triangle's `s` terms,
-    /// prime by prime); then, per kept prime, the sum over steps accumulates in `u64`, reduced
-    /// every [`LAZY_TERMS`] terms and once at the end.
+    /// Loop order, per block of coefficients: one pass per step computes `y_s` (after the
+    /// triangle's `s` terms, prime by prime); then, per kept prime, the sum over steps
+    /// accumulates in `u64`, reduced every [`LAZY_TERMS`] terms and once at the end.
     pub fn apply(&self, dropped: &[u32], n: usize, out: &mut [u32]) -> Result<()> {
         let s_len = self.steps.len();
         let want_in = s_len.checked_mul(n).ok_or(Error::SizeOverflow { what: "rounding correction input" })?;
@@ -297,48 +301,55 @@ impl RoundingCorrection {
         if n == 0 {
             return Ok(());
         }
-        let mut y = vec![0u32; s_len * n];
-        let mut acc = vec![0u64; n];
-        let mut tri = 0usize;
-        for s in 0..s_len {
-            let d = self.steps[s];
-            let x = &dropped[self.positions[s] * n..(self.positions[s] + 1) * n];
-            let (f, fs) = (self.f[s], self.f_shoup[s]);
-            let (done, rest) = y.split_at_mut(s * n);
-            let ys = &mut rest[..n];
-            if s == 0 || self.rounding == Rounding::Joint {
-                for (o, &xv) in ys.iter_mut().zip(x) {
-                    *o = d.mul_shoup(xv, f, fs);
+        // Blocks of coefficients, so the digits and the sums stay in cache.
+        let block = BLOCK.min(n);
+        let mut y = vec![0u32; s_len * block];
+        let mut acc = vec![0u64; block];
+        let reducers: Vec<WideReducer> = self.steps.iter().map(|d| WideReducer::new(*d)).collect();
+        let keep_reducers: Vec<WideReducer> = self.keep.iter().map(|k| WideReducer::new(*k)).collect();
+        for c0 in (0..n).step_by(block) {
+            let len = block.min(n - c0);
+            let mut tri = 0usize;
+            for (s, red) in reducers.iter().enumerate() {
+                let d = self.steps[s];
+                let at = self.positions[s] * n + c0;
+                let x = &dropped[at..at + len];
+                let (f, fs) = (self.f[s], self.f_shoup[s]);
+                let (done, rest) = y.split_at_mut(s * block);
+                let ys = &mut rest[..len];
+                if s == 0 || self.rounding == Rounding::Joint {
+                    for (o, &xv) in ys.iter_mut().zip(x) {
+                        *o = d.mul_shoup(xv, f, fs);
+                    }
+                    continue;
                 }
-                continue;
-            }
-            acc.fill(0);
-            for (r, yr) in done.chunks_exact(n).enumerate() {
-                let (g, gh) = (u64::from(self.tri_neg[tri + r]), u64::from(self.tri_high[tri + r]));
-                let half = self.steps[r].value() / 2;
-                add_terms(&mut acc, yr, g, gh, half);
-                if (r + 1) % LAZY_TERMS == 0 {
-                    reduce_all(&mut acc, &WideReducer::new(d));
+                let acc = &mut acc[..len];
+                acc.fill(0);
+                for (r, yr) in done.chunks_exact(block).enumerate() {
+                    let (g, gh) = (u64::from(self.tri_neg[tri + r]), u64::from(self.tri_high[tri + r]));
+                    add_terms(acc, &yr[..len], g, gh, self.steps[r].value() / 2);
+                    if (r + 1) % LAZY_TERMS == 0 && r + 1 < s {
+                        reduce_all(acc, red);
+                    }
                 }
-            }
-            tri += s;
-            let red = WideReducer::new(d);
-            for ((o, &xv), &a) in ys.iter_mut().zip(x).zip(&acc) {
-                *o = d.add(d.mul_shoup(xv, f, fs), red.reduce(a));
-            }
-        }
-        for (i, (k, o)) in self.keep.iter().zip(out.chunks_exact_mut(n)).enumerate() {
-            let red = WideReducer::new(*k);
-            acc.fill(0);
-            for (s, ys) in y.chunks_exact(n).enumerate() {
-                let (w, wh) = (u64::from(self.keep_neg[i * s_len + s]), u64::from(self.keep_high[i * s_len + s]));
-                add_terms(&mut acc, ys, w, wh, self.steps[s].value() / 2);
-                if (s + 1) % LAZY_TERMS == 0 {
-                    reduce_all(&mut acc, &red);
+                tri += s;
+                for ((o, &xv), &a) in ys.iter_mut().zip(x).zip(acc.iter()) {
+                    *o = d.add(d.mul_shoup(xv, f, fs), red.reduce(a));
                 }
             }
-            for (o, &a) in o.iter_mut().zip(&acc) {
-                *o = red.reduce(a);
+            for (i, red) in keep_reducers.iter().enumerate() {
+                let acc = &mut acc[..len];
+                acc.fill(0);
+                for (s, ys) in y.chunks_exact(block).enumerate() {
+                    let (w, wh) = (u64::from(self.keep_neg[i * s_len + s]), u64::from(self.keep_high[i * s_len + s]));
+                    add_terms(acc, &ys[..len], w, wh, self.steps[s].value() / 2);
+                    if (s + 1) % LAZY_TERMS == 0 && s + 1 < s_len {
+                        reduce_all(acc, red);
+                    }
+                }
+                for (o, &a) in out[i * n + c0..i * n + c0 + len].iter_mut().zip(acc.iter()) {
+                    *o = red.reduce(a);
+                }
             }
         }
         Ok(())
@@ -349,7 +360,7 @@ impl RoundingCorrection {
 #[inline]
 fn add_terms(acc: &mut [u64], y: &[u32], w: u64, wh: u64, half: u32) {
     for (a, &v) in acc.iter_mut().zip(y) {
-        *a += u64::from(v) * w + u64::from(v > half) * wh;
+        *a += u64::from(v) * w + if v > half { wh } else { 0 };
     }
 }
 
@@ -397,10 +408,10 @@ mod tests {
     /// [`LAZY_TERMS`]), with and without `t`.
     #[test]
     fn correction_reproduces_scale_down() {
-        let n = 8;
         let all = moduli(24);
         let mut rng = ChaCha8Rng::seed_from_u64(2);
-        for drop_len in [1usize, 2, 3, 16, 20] {
+        // Fewer coefficients than a block, and several blocks.
+        for (n, drop_len) in [(8, 1usize), (8, 2), (8, 3), (8, 16), (8, 20), (4 * BLOCK, 1), (4 * BLOCK, 17)] {
             let (keep, drop) = all.split_at(all.len() - drop_len);
             for t in [None, Some(65537u32), Some(3)] {
                 let x = random(&all, n, &mut rng);

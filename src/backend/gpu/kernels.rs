@@ -134,7 +134,7 @@ pub(super) fn key_switch_inner_product(
             let m = be.ctx.modulus(prime)?;
             let (radix, radix_shoup) = super::rns_kernels::word_radix(m);
             let kp = u32::try_from(kp).map_err(|_| Error::SizeOverflow { what: "key limb" })?;
-            t.extend_from_slice(&[m.value(), m.bits(), m.barrett_mu(), radix, radix_shoup, kp, 0, 0]);
+            t.extend_from_slice(&[m.value(), m.shoup(1), 0, radix, radix_shoup, kp, 0, 0]);
             for (src, k) in sources.iter().zip(key) {
                 let word = match *src {
                     DigitSource::Input(l) => be.total(l)?,
@@ -149,17 +149,17 @@ pub(super) fn key_switch_inner_product(
     let q0 = be.zeros(lq * n)?;
     let q1 = be.zeros(lq * n)?;
     let p = be.zeros(2 * lp * n)?;
-    let group = n.min(4);
-    let log_g = group.trailing_zeros();
-    let threads = layout.primes.len() * (n / group);
+    // Four residues per invocation (one ChaCha20 block).
+    let log_groups = (n / 4).max(1).trailing_zeros();
+    let threads = layout.primes.len() << log_groups;
     for (pass, slots) in key.chunks(INNER_PRODUCT_DIGITS_PER_PASS).enumerate() {
         let first = pass * INNER_PRODUCT_DIGITS_PER_PASS;
         let seeded = slots.iter().enumerate().fold(0u32, |m, (s, k)| if k.a.is_none() { m | 1 << s } else { m });
         let mut params = vec![
             be.log_n(),
             be.total(threads)?,
-            be.log_n() - log_g,
-            log_g,
+            log_groups,
+            0,
             be.total(lq)?,
             be.total(lp)?,
             be.total(first)?,

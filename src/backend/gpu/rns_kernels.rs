@@ -85,7 +85,8 @@ fn list_key<'a>(lists: impl IntoIterator<Item = &'a [usize]>) -> Vec<usize> {
     key
 }
 
-/// Target limbs one invocation of `base_convert.wgsl` and `scale_down_correction.wgsl` computes.
+/// Target limbs one invocation of `base_convert.wgsl` and `scale_down_correction.wgsl` computes
+/// (two vec4 lanes).
 const TILE: usize = 8;
 
 /// `base_convert.wgsl`: every part in one dispatch, with the tables of
@@ -106,22 +107,23 @@ pub(super) fn base_convert(
     }
     let tiles: usize = parts.iter().map(|(_, to)| to.len().div_ceil(TILE)).sum();
     let from_total: usize = parts.iter().map(|(from, _)| from.len()).sum();
-    let (from_base, to_base) = (8 * parts.len(), 8 * parts.len() + 4 * from_total);
-    let matrix_base = to_base + 4 * out_limbs;
+    let (from_base, tiles_base) = (8 * parts.len(), 8 * parts.len() + 4 * from_total);
+    let matrix_base = tiles_base + 24 * tiles;
     let key = list_key(std::iter::once(basis).chain(parts.iter().flat_map(|(f, t)| [*f, *t])));
     let table = be.table("base_convert", &key, || {
         let mut head = Vec::with_capacity(8 * parts.len());
-        let (mut from_t, mut to_t, mut matrix) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut from_t, mut tile_t, mut matrix) = (Vec::new(), Vec::new(), Vec::new());
         let (mut out_limb, mut tile) = (0usize, 0usize);
         for (conv, pos) in convs.iter().zip(&positions) {
             let (qs, ps) = (conv.from_moduli(), conv.to_moduli());
-            table_len("qhat_inv", qs.len(), conv.qhat_inv().len())?;
-            table_len("qhat_inv_shoup", qs.len(), conv.qhat_inv_shoup().len())?;
-            table_len("qhat_mod_p", qs.len() * ps.len(), conv.qhat_mod_p().len())?;
-            table_len("qhat_mod_p_shoup", qs.len() * ps.len(), conv.qhat_mod_p_shoup().len())?;
-            table_len("q_mod_p", ps.len(), conv.q_mod_p().len())?;
+            let (l, m) = (qs.len(), ps.len());
+            table_len("qhat_inv", l, conv.qhat_inv().len())?;
+            table_len("qhat_inv_shoup", l, conv.qhat_inv_shoup().len())?;
+            table_len("qhat_mod_p", l * m, conv.qhat_mod_p().len())?;
+            table_len("qhat_mod_p_shoup", l * m, conv.qhat_mod_p_shoup().len())?;
+            table_len("q_mod_p", m, conv.q_mod_p().len())?;
             head.extend(
-                [from_t.len() / 4, qs.len(), to_t.len() / 4, ps.len(), out_limb, matrix.len(), tile, 0]
+                [from_t.len() / 4, l, out_limb, matrix.len(), tile, m, 0, 0]
                     .into_iter()
                     .map(|v| count(v, "base_convert table"))
                     .collect::<Result<Vec<_>>>()?,
@@ -129,14 +131,27 @@ pub(super) fn base_convert(
             for ((q, (&w, &ws)), &p) in qs.iter().zip(conv.qhat_inv().iter().zip(conv.qhat_inv_shoup())).zip(pos) {
                 from_t.extend_from_slice(&[count(p, "base_convert input limb")?, q.value(), w, ws]);
             }
-            for (p, &qp) in ps.iter().zip(conv.q_mod_p()) {
-                to_t.extend_from_slice(&[p.value(), qp, p.shoup(qp), 0]);
+            // Per tile of 8 targets (padded with modulus 1 and zero constants): the targets'
+            // constants, then per source limb the 8 matrix entries and their Shoup companions.
+            for j0 in (0..m).step_by(TILE) {
+                let lane = |f: &dyn Fn(usize) -> u32| -> Vec<u32> {
+                    (j0..j0 + TILE).map(|j| if j < m { f(j) } else { 0 }).collect()
+                };
+                let p_of = |j: usize| ps.get(j).map_or(1, |p| p.value());
+                let qp = |j: usize| conv.q_mod_p().get(j).copied().unwrap_or(0);
+                tile_t.extend((j0..j0 + TILE).map(p_of));
+                tile_t.extend(lane(&qp));
+                tile_t.extend(lane(&|j| ps.get(j).map_or(0, |p| p.shoup(qp(j)))));
+                for i in 0..l {
+                    let entry = |v: &[u32], j: usize| v.get(j * l + i).copied().unwrap_or(0);
+                    matrix.extend(lane(&|j| entry(conv.qhat_mod_p(), j)));
+                    matrix.extend(lane(&|j| entry(conv.qhat_mod_p_shoup(), j)));
+                }
             }
-            matrix.extend(conv.qhat_mod_p().iter().zip(conv.qhat_mod_p_shoup()).flat_map(|(&w, &ws)| [w, ws]));
-            out_limb += ps.len();
-            tile += ps.len().div_ceil(TILE);
+            out_limb += m;
+            tile += m.div_ceil(TILE);
         }
-        Ok([head, from_t, to_t, matrix].concat())
+        Ok([head, from_t, tile_t, matrix].concat())
     })?;
     let threads = tiles * be.n();
     let params = [
@@ -144,7 +159,7 @@ pub(super) fn base_convert(
         be.total(threads)?,
         count(parts.len(), "base_convert parts")?,
         count(from_base, "base_convert table")?,
-        count(to_base, "base_convert table")?,
+        count(tiles_base, "base_convert table")?,
         count(matrix_base, "base_convert table")?,
     ];
     be.dev.dispatch(&BASE_CONVERT, &params, &[&*table, &a.buf, &out.buf], threads as u64)?;
@@ -182,22 +197,27 @@ pub(super) fn scale_down_correction(
     let key = list_key([keep, drop, &[t_key, mode][..]]);
     let table = be.table("scale_down_correction", &key, || {
         let (f, fs) = rc.step_factors();
-        let mut table = Vec::with_capacity(keep_base + keep.len() * (4 + 3 * steps));
+        let mut table = Vec::with_capacity(keep_base + keep.len().div_ceil(TILE) * (8 + 24 * steps));
         for (((d, &pos), &f), &fs) in rc.step_moduli().iter().zip(rc.step_positions()).zip(f).zip(fs) {
             table.extend_from_slice(&[d.value(), count(pos, "scale_down input limb")?, f, fs]);
         }
         for ((&g, &gs), &gh) in tri_neg.iter().zip(tri_shoup).zip(tri_high) {
             table.extend_from_slice(&[g, gs, gh]);
         }
-        for (k, ((ws, wss), whs)) in rc.keep_moduli().iter().zip(
-            w_neg
-                .chunks_exact(steps.max(1))
-                .zip(w_shoup.chunks_exact(steps.max(1)))
-                .zip(w_high.chunks_exact(steps.max(1))),
-        ) {
-            table.extend_from_slice(&[k.value(), 0, 0, 0]);
-            for ((&w, &wsh), &wh) in ws.iter().zip(wss).zip(whs) {
-                table.extend_from_slice(&[w, wsh, wh]);
+        // Per tile of 8 kept limbs (padded with modulus 1 and zero weights): the moduli, then per
+        // step the 8 lanes' -w, its Shoup companion and d_s w.
+        let keep_moduli = rc.keep_moduli();
+        let s_len = steps.max(1);
+        for i0 in (0..keep_moduli.len()).step_by(TILE) {
+            let lane = |f: &dyn Fn(usize) -> u32| -> Vec<u32> {
+                (i0..i0 + TILE).map(|i| if i < keep_moduli.len() { f(i) } else { 0 }).collect()
+            };
+            table.extend((i0..i0 + TILE).map(|i| keep_moduli.get(i).map_or(1, |k| k.value())));
+            for s in 0..steps {
+                let at = |v: &[u32], i: usize| v.get(i * s_len + s).copied().unwrap_or(0);
+                table.extend(lane(&|i| at(w_neg, i)));
+                table.extend(lane(&|i| at(w_shoup, i)));
+                table.extend(lane(&|i| at(w_high, i)));
             }
         }
         Ok(table)

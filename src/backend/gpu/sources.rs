@@ -72,7 +72,7 @@ kernels! {
     /// `(sum_j d_j b_j, sum_j d_j a_j)` of hybrid key switching, every digit in one dispatch
     /// (after the shared ChaCha20 block that regenerates seeded `a_j`).
     KEY_SWITCH_INNER_PRODUCT =
-        "key_switch_inner_product", "main", ["shared/chacha.wgsl", "key_switch_inner_product.wgsl"];
+        "key_switch_inner_product", "main", ["shared/chacha.wgsl", "shared/zq4.wgsl", "key_switch_inner_product.wgsl"];
     /// One global stage of the forward NTT.
     NTT_FWD_STAGE = "ntt_fwd_stage", "fwd_stage", ["ntt.wgsl"];
     /// The workgroup-memory stages of the forward NTT.
@@ -84,9 +84,9 @@ kernels! {
     /// ChaCha20 expansion to uniform residues (after the shared ChaCha20 block it calls).
     UNIFORM = "uniform", "main", ["shared/chacha.wgsl", "uniform.wgsl"];
     /// Fast basis conversion, several parts per dispatch, a tile of target limbs per invocation.
-    BASE_CONVERT = "base_convert", "main", ["base_convert.wgsl"];
+    BASE_CONVERT = "base_convert", "main", ["shared/zq4.wgsl", "base_convert.wgsl"];
     /// The digits of prime-by-prime divide-and-round (the triangular recurrence).
     SCALE_DOWN_DIGITS = "scale_down_digits", "digits", ["scale_down_digits.wgsl"];
     /// The divide-and-round correction over the kept primes, a tile of them per invocation.
-    SCALE_DOWN_CORRECTION = "scale_down_correction", "main", ["scale_down_correction.wgsl"];
+    SCALE_DOWN_CORRECTION = "scale_down_correction", "main", ["shared/zq4.wgsl", "scale_down_correction.wgsl"];
 }
