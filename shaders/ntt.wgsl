@@ -36,6 +36,13 @@
 // shoup_mul(F, L, L') (canonical), and its companion floor(w 2^32 / q) = w c + floor(w d / q)
 // exactly with the per-limb constants (companion()). Each invocation forms a twiddle once per
 // block it works on in a stage.
+//
+// Both passes do two stages per trip through workgroup memory where they can: a radix-4 unit
+// loads 4 values at distance t/2 (block of 2t), does the stage with half-block t on pairs
+// (0, 2), (1, 3) and the stage with t/2 on (0, 1), (2, 3) (the inverse: the other way round),
+// and stores them, the same butterflies as two radix-2 stages. An odd number of stages leaves
+// one radix-2 stage, the one with a single block (per tile, or per column block): first in the
+// forward, last in the inverse.
 @group(0) @binding(0) var<storage, read> params: array<u32>;
 @group(0) @binding(1) var<storage, read> tw: array<u32>;
 @group(0) @binding(2) var<storage, read_write> a: array<u32>;
@@ -129,28 +136,46 @@ fn reduce_4q(x: u32, q: u32) -> u32 {
     return r;
 }
 
-// Row pass: the rr-th pair (rr < 2^lp) of invocation lid in a stage with half-block t = 2^log_t
-// over a tile of 2^(lp + 9) values or fewer (2^lp pairs per invocation, lp = max(lt - 9, 0)):
-// (index of x in the tile, local block, index within the block, 1 if the pair exists). Blocks
-// of 2^lp pairs or more are split among 2^(log_t - lp) adjacent invocations, each taking every
-// such stride of one block (one twiddle per invocation); smaller blocks go whole to one
-// invocation, 2^lp consecutive pairs each.
-fn row_pair(lid: u32, rr: u32, log_t: u32, lp: u32, half: u32) -> vec4<u32> {
-    var blk: u32;
-    var j: u32;
-    var live = 1u;
-    if (log_t >= lp) {
-        let sh = log_t - lp;
-        blk = lid >> sh;
-        j = (lid & ((1u << sh) - 1u)) + (rr << sh);
-        if (blk >= (half >> log_t)) { live = 0u; }
-    } else {
-        let p = (lid << lp) + rr;
-        blk = p >> log_t;
-        j = p & ((1u << log_t) - 1u);
+// ---- radix-4 units ---------------------------------------------------------------------------
+
+// Forward: stage A (half-block 2d) on (x0, x2), (x1, x3) with wa, then stage B (half-block d) on
+// (x0, x1) with wb0 and (x2, x3) with wb1; tile indices i; canonical outputs when `last`.
+fn fwd_unit(i: vec4<u32>, wa: vec2<u32>, wb0: vec2<u32>, wb1: vec2<u32>, q: u32, last: bool) {
+    let a02 = fwd_bf(tile[i.x], tile[i.z], wa, q);
+    let a13 = fwd_bf(tile[i.y], tile[i.w], wa, q);
+    var b01 = fwd_bf(a02.x, a13.x, wb0, q);
+    var b23 = fwd_bf(a02.y, a13.y, wb1, q);
+    if (last) {
+        b01 = vec2<u32>(reduce_4q(b01.x, q), reduce_4q(b01.y, q));
+        b23 = vec2<u32>(reduce_4q(b23.x, q), reduce_4q(b23.y, q));
     }
-    return vec4<u32>((blk << (log_t + 1u)) + j, blk, j, live);
+    tile[i.x] = b01.x;
+    tile[i.y] = b01.y;
+    tile[i.z] = b23.x;
+    tile[i.w] = b23.y;
 }
+
+// Inverse: stage B (half-block d) on (x0, x1) with wb0 and (x2, x3) with wb1, then stage A
+// (half-block 2d) on (x0, x2), (x1, x3) with wa, or the last stage (N^{-1}) when `last`.
+fn inv_unit(i: vec4<u32>, wb0: vec2<u32>, wb1: vec2<u32>, wa: vec2<u32>, lb: Limb, pl: Plan, last: bool) {
+    let b01 = inv_bf(tile[i.x], tile[i.y], wb0, lb.q);
+    let b23 = inv_bf(tile[i.z], tile[i.w], wb1, lb.q);
+    var a02: vec2<u32>;
+    var a13: vec2<u32>;
+    if (last) {
+        a02 = inv_last(b01.x, b23.x, lb, pl);
+        a13 = inv_last(b01.y, b23.y, lb, pl);
+    } else {
+        a02 = inv_bf(b01.x, b23.x, wa, lb.q);
+        a13 = inv_bf(b01.y, b23.y, wa, lb.q);
+    }
+    tile[i.x] = a02.x;
+    tile[i.y] = a13.x;
+    tile[i.z] = a02.y;
+    tile[i.w] = a13.y;
+}
+
+// ---- column passes ---------------------------------------------------------------------------
 
 // Column pass geometry of workgroup g: (limb, outer block, word offset of the workgroup's first
 // column, log2 of the column stride).
@@ -177,20 +202,23 @@ fn store_columns(off: u32, log_s: u32, log_c: u32, lid: u32) {
     }
 }
 
-// Column pass, pair p of a stage with half-block 2^log_tj (in column elements): (tile index of
-// x, tile index of y, block of the stage within the outer block).
-fn column_pair(p: u32, log_c: u32, log_tj: u32) -> vec3<u32> {
-    let col = p & ((1u << log_c) - 1u);
-    let pp = p >> log_c;
-    let jblk = pp >> log_tj;
-    let jx = (jblk << (log_tj + 1u)) + (pp & ((1u << log_tj) - 1u));
-    return vec3<u32>((jx << log_c) + col, ((jx + (1u << log_tj)) << log_c) + col, jblk);
-}
-
 // The column pass's twiddle D[i], D'[i].
 fn column_twiddle(lb: Limb, pl: Plan, i: u32) -> vec2<u32> {
     let di = lb.base + 4u + i;
     return vec2<u32>(tw[di], tw[di + pl.p]);
+}
+
+// Column radix-4 unit u (< TILE / 4) of the stages with half-blocks 2d and d = 2^log_d (in column
+// elements): (tile indices, block of the half-block-d stage pair's first block: b4, so stage A's
+// block is b4 and stage B's 2 b4 and 2 b4 + 1 within the outer block).
+fn column_unit(u: u32, log_c: u32, log_d: u32) -> vec4<u32> {
+    let col = u & ((1u << log_c) - 1u);
+    let pp = u >> log_c;
+    let b4 = pp >> log_d;
+    let j = (b4 << (log_d + 2u)) + (pp & ((1u << log_d) - 1u));
+    let d = 1u << log_d;
+    return vec4<u32>((j << log_c) + col, ((j + d) << log_c) + col, ((j + 2u * d) << log_c) + col,
+                     ((j + 3u * d) << log_c) + col);
 }
 
 @compute @workgroup_size(256)
@@ -206,14 +234,28 @@ fn fwd_columns(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
     let log_c = LOG_TILE - k;
     load_columns(o.z, o.w, log_c, lid);
     workgroupBarrier();
-    for (var ss = 0u; ss < k; ss = ss + 1u) {
-        let log_tj = k - 1u - ss;
-        let first = (1u << (s0 + ss)) + (o.y << ss);
-        for (var p = lid; p < TILE / 2u; p = p + WG) {
-            let c = column_pair(p, log_c, log_tj);
-            let r = fwd_bf(tile[c.x], tile[c.y], column_twiddle(lb, pl, first + c.z), lb.q);
-            tile[c.x] = r.x;
-            tile[c.y] = r.y;
+    var ss = 0u;
+    if ((k & 1u) == 1u) {
+        // Stage s0: one block per outer block, pairs (j, j + 2^(k-1)).
+        let w = column_twiddle(lb, pl, (1u << s0) + o.y);
+        let half = TILE / 2u;
+        for (var p = lid; p < half; p = p + WG) {
+            let r = fwd_bf(tile[p], tile[p + half], w, lb.q);
+            tile[p] = r.x;
+            tile[p + half] = r.y;
+        }
+        workgroupBarrier();
+        ss = 1u;
+    }
+    for (; ss < k; ss = ss + 2u) {
+        let log_d = k - 2u - ss;
+        let fa = (1u << (s0 + ss)) + (o.y << ss);
+        let fb = (1u << (s0 + ss + 1u)) + (o.y << (ss + 1u));
+        for (var u = lid; u < TILE / 4u; u = u + WG) {
+            let i = column_unit(u, log_c, log_d);
+            let b4 = (u >> log_c) >> log_d;
+            fwd_unit(i, column_twiddle(lb, pl, fa + b4), column_twiddle(lb, pl, fb + 2u * b4),
+                     column_twiddle(lb, pl, fb + 2u * b4 + 1u), lb.q, false);
         }
         workgroupBarrier();
     }
@@ -233,26 +275,42 @@ fn inv_columns(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
     let log_c = LOG_TILE - k;
     load_columns(o.z, o.w, log_c, lid);
     workgroupBarrier();
-    for (var i = 0u; i < k; i = i + 1u) {
-        let ss = k - 1u - i;
-        let log_tj = i;
-        let s = s0 + ss;
-        let first = (1u << s) + (o.y << ss);
-        for (var p = lid; p < TILE / 2u; p = p + WG) {
-            let c = column_pair(p, log_c, log_tj);
+    // Stage pairs (ss + 1, ss) from the last: ss = k - 2, k - 4, ...
+    let odd = k & 1u;
+    for (var e = k - odd; e >= 2u; e = e - 2u) {
+        let ss = e - 2u + odd;
+        let log_d = k - 2u - ss;
+        let sa = s0 + ss;
+        let fa = (1u << sa) + (o.y << ss);
+        let fb = (1u << (sa + 1u)) + (o.y << (ss + 1u));
+        for (var u = lid; u < TILE / 4u; u = u + WG) {
+            let i = column_unit(u, log_c, log_d);
+            let b4 = (u >> log_c) >> log_d;
+            inv_unit(i, column_twiddle(lb, pl, fb + 2u * b4), column_twiddle(lb, pl, fb + 2u * b4 + 1u),
+                     column_twiddle(lb, pl, fa + b4), lb, pl, sa == 0u);
+        }
+        workgroupBarrier();
+    }
+    if (odd == 1u) {
+        // Stage s0: one block per outer block.
+        let half = TILE / 2u;
+        let w = column_twiddle(lb, pl, (1u << s0) + o.y);
+        for (var p = lid; p < half; p = p + WG) {
             var r: vec2<u32>;
-            if (s == 0u) {
-                r = inv_last(tile[c.x], tile[c.y], lb, pl);
+            if (s0 == 0u) {
+                r = inv_last(tile[p], tile[p + half], lb, pl);
             } else {
-                r = inv_bf(tile[c.x], tile[c.y], column_twiddle(lb, pl, first + c.z), lb.q);
+                r = inv_bf(tile[p], tile[p + half], w, lb.q);
             }
-            tile[c.x] = r.x;
-            tile[c.y] = r.y;
+            tile[p] = r.x;
+            tile[p + half] = r.y;
         }
         workgroupBarrier();
     }
     store_columns(o.z, o.w, log_c, lid);
 }
+
+// ---- the row pass ----------------------------------------------------------------------------
 
 // Row tile geometry of workgroup g: (limb, tile index within the limb, word offset).
 fn row_origin(g: u32, pl: Plan) -> vec3<u32> {
@@ -266,6 +324,14 @@ fn stage_factor(lb: Limb, pl: Plan, s: u32, tt: u32) -> u32 {
     return tw[lb.base + 4u + 2u * pl.p + 2u * pl.h + ((s - pl.r) << pl.r) + tt];
 }
 
+// Row radix-4 steps: a tile of 2^lt values holds 2^(lt - 2) units, 2^lu per invocation
+// (lu = max(lt - 10, 0)). The stages with half-blocks 2d and d = 2^log_d have blocks of 4d
+// values, d units each: with d >= 2^lu, 2^(log_d - lu) adjacent invocations share a block, each
+// taking every such stride of it (one set of twiddles per invocation, adjacent invocations on
+// adjacent words); smaller blocks go whole to one invocation, 2^(lu - log_d) blocks each, block
+// b4 = bi 256 + lid (adjacent invocations on adjacent blocks). Unit j of block b4 starts at
+// b4 4d + j.
+
 @compute @workgroup_size(256)
 fn fwd_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
             @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -275,30 +341,59 @@ fn fwd_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_ind
     let o = row_origin(g, pl);
     let lb = limb_consts(o.x, pl);
     let size = 1u << pl.lt;
-    let half = size >> 1u;
-    let lp = select(0u, pl.lt - 9u, pl.lt > 9u);
     for (var i = lid; i < size; i = i + WG) {
         tile[i] = a[o.z + i];
     }
     workgroupBarrier();
-    for (var i = 0u; i < pl.lt; i = i + 1u) {
-        let log_t = pl.lt - 1u - i;
-        let t = 1u << log_t;
-        let s = pl.log_n - 1u - log_t;
-        let f = stage_factor(lb, pl, s, o.y);
-        var w = vec2<u32>(0u, 0u);
-        for (var rr = 0u; rr < (1u << lp); rr = rr + 1u) {
-            let pr = row_pair(lid, rr, log_t, lp, half);
-            if (pr.w == 1u) {
-                if (rr == 0u || pr.z == 0u) {
-                    w = row_twiddle(lb, pl, pr.y, f);
+    var hi = pl.lt;
+    if ((pl.lt & 1u) == 1u) {
+        // Stage r: one block per tile (local block 0), pairs (p, p + size / 2).
+        let half = size >> 1u;
+        let w = row_twiddle(lb, pl, 0u, stage_factor(lb, pl, pl.r, o.y));
+        for (var p = lid; p < half; p = p + WG) {
+            var r = fwd_bf(tile[p], tile[p + half], w, lb.q);
+            if (half == 1u) {
+                r = vec2<u32>(reduce_4q(r.x, lb.q), reduce_4q(r.y, lb.q));
+            }
+            tile[p] = r.x;
+            tile[p + half] = r.y;
+        }
+        workgroupBarrier();
+        hi = hi - 1u;
+    }
+    let lu = select(0u, pl.lt - 10u, pl.lt > 10u);
+    let units = size >> 2u;
+    for (; hi >= 2u; hi = hi - 2u) {
+        let log_d = hi - 2u;
+        let d = 1u << log_d;
+        let sa = pl.log_n - hi;
+        let fa = stage_factor(lb, pl, sa, o.y);
+        let fb = stage_factor(lb, pl, sa + 1u, o.y);
+        let last = log_d == 0u;
+        if (log_d >= lu) {
+            let sh = log_d - lu;
+            let b4 = lid >> sh;
+            if (b4 < (units >> log_d)) {
+                let wa = row_twiddle(lb, pl, b4, fa);
+                let wb0 = row_twiddle(lb, pl, 2u * b4, fb);
+                let wb1 = row_twiddle(lb, pl, 2u * b4 + 1u, fb);
+                let j0 = (b4 << (log_d + 2u)) + (lid & ((1u << sh) - 1u));
+                for (var rr = 0u; rr < (1u << lu); rr = rr + 1u) {
+                    let x = j0 + (rr << sh);
+                    fwd_unit(vec4<u32>(x, x + d, x + 2u * d, x + 3u * d), wa, wb0, wb1, lb.q, last);
                 }
-                var r = fwd_bf(tile[pr.x], tile[pr.x + t], w, lb.q);
-                if (log_t == 0u) {
-                    r = vec2<u32>(reduce_4q(r.x, lb.q), reduce_4q(r.y, lb.q));
+            }
+        } else {
+            let per = lu - log_d;
+            for (var bi = 0u; bi < (1u << per); bi = bi + 1u) {
+                let b4 = bi * WG + lid;
+                let wa = row_twiddle(lb, pl, b4, fa);
+                let wb0 = row_twiddle(lb, pl, 2u * b4, fb);
+                let wb1 = row_twiddle(lb, pl, 2u * b4 + 1u, fb);
+                for (var j = 0u; j < d; j = j + 1u) {
+                    let x = (b4 << (log_d + 2u)) + j;
+                    fwd_unit(vec4<u32>(x, x + d, x + 2u * d, x + 3u * d), wa, wb0, wb1, lb.q, last);
                 }
-                tile[pr.x] = r.x;
-                tile[pr.x + t] = r.y;
             }
         }
         workgroupBarrier();
@@ -317,33 +412,64 @@ fn inv_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_ind
     let o = row_origin(g, pl);
     let lb = limb_consts(o.x, pl);
     let size = 1u << pl.lt;
-    let half = size >> 1u;
-    let lp = select(0u, pl.lt - 9u, pl.lt > 9u);
     for (var i = lid; i < size; i = i + WG) {
         tile[i] = a[o.z + i];
     }
     workgroupBarrier();
-    for (var log_t = 0u; log_t < pl.lt; log_t = log_t + 1u) {
-        let t = 1u << log_t;
-        let s = pl.log_n - 1u - log_t;
-        // Stage 0 (the last, N^{-1} folded in) is in this pass only when r = 0; its factor is unused.
-        let f = stage_factor(lb, pl, s, o.y);
-        var w = vec2<u32>(0u, 0u);
-        for (var rr = 0u; rr < (1u << lp); rr = rr + 1u) {
-            let pr = row_pair(lid, rr, log_t, lp, half);
-            if (pr.w == 1u) {
-                var r: vec2<u32>;
-                if (s == 0u) {
-                    r = inv_last(tile[pr.x], tile[pr.x + t], lb, pl);
-                } else {
-                    if (rr == 0u || pr.z == 0u) {
-                        w = row_twiddle(lb, pl, pr.y, f);
-                    }
-                    r = inv_bf(tile[pr.x], tile[pr.x + t], w, lb.q);
+    let lu = select(0u, pl.lt - 10u, pl.lt > 10u);
+    let units = size >> 2u;
+    let even = pl.lt - (pl.lt & 1u);
+    for (var lo = 0u; lo < even; lo = lo + 2u) {
+        // Stages with half-blocks d = 2^lo (stage sb) then 2d (stage sb - 1).
+        let log_d = lo;
+        let d = 1u << log_d;
+        let sb = pl.log_n - 1u - lo;
+        let fb = stage_factor(lb, pl, sb, o.y);
+        // Stage sb - 1 = 0 (the last, N^{-1} folded in) is in this pass only when r = 0; then its
+        // factor is unused.
+        let fa = stage_factor(lb, pl, sb - 1u, o.y);
+        let last = sb == 1u;
+        if (log_d >= lu) {
+            let sh = log_d - lu;
+            let b4 = lid >> sh;
+            if (b4 < (units >> log_d)) {
+                let wb0 = row_twiddle(lb, pl, 2u * b4, fb);
+                let wb1 = row_twiddle(lb, pl, 2u * b4 + 1u, fb);
+                let wa = row_twiddle(lb, pl, b4, fa);
+                let j0 = (b4 << (log_d + 2u)) + (lid & ((1u << sh) - 1u));
+                for (var rr = 0u; rr < (1u << lu); rr = rr + 1u) {
+                    let x = j0 + (rr << sh);
+                    inv_unit(vec4<u32>(x, x + d, x + 2u * d, x + 3u * d), wb0, wb1, wa, lb, pl, last);
                 }
-                tile[pr.x] = r.x;
-                tile[pr.x + t] = r.y;
             }
+        } else {
+            let per = lu - log_d;
+            for (var bi = 0u; bi < (1u << per); bi = bi + 1u) {
+                let b4 = bi * WG + lid;
+                let wb0 = row_twiddle(lb, pl, 2u * b4, fb);
+                let wb1 = row_twiddle(lb, pl, 2u * b4 + 1u, fb);
+                let wa = row_twiddle(lb, pl, b4, fa);
+                for (var j = 0u; j < d; j = j + 1u) {
+                    let x = (b4 << (log_d + 2u)) + j;
+                    inv_unit(vec4<u32>(x, x + d, x + 2u * d, x + 3u * d), wb0, wb1, wa, lb, pl, last);
+                }
+            }
+        }
+        workgroupBarrier();
+    }
+    if ((pl.lt & 1u) == 1u) {
+        // Stage r: one block per tile (local block 0).
+        let half = size >> 1u;
+        let w = row_twiddle(lb, pl, 0u, stage_factor(lb, pl, pl.r, o.y));
+        for (var p = lid; p < half; p = p + WG) {
+            var r: vec2<u32>;
+            if (pl.r == 0u) {
+                r = inv_last(tile[p], tile[p + half], lb, pl);
+            } else {
+                r = inv_bf(tile[p], tile[p + half], w, lb.q);
+            }
+            tile[p] = r.x;
+            tile[p + half] = r.y;
         }
         workgroupBarrier();
     }

@@ -16,7 +16,9 @@
 //!
 //! The inverse runs the same passes in the reverse order (row pass first; the last column
 //! pass ends with the stage that folds in `N^{-1}`). Each pass is one dispatch that reads and
-//! writes the buffer once. Every butterfly is the CPU's ([`crate::math::ntt`]): same pair, same
+//! writes the buffer once. Within a pass, stages go two at a time through workgroup memory
+//! (radix-4 units of four values, the same butterflies as two radix-2 stages), so a pass of `k`
+//! stages makes `ceil(k / 2)` round trips through workgroup memory and as many barriers. Every butterfly is the CPU's ([`crate::math::ntt`]): same pair, same
 //! twiddle and Shoup companion, same stage order, so every intermediate value, not only the
 //! output, equals the CPU's bit for bit.
 //!
