@@ -1,66 +1,7 @@
 //! Host side of the GPU NTT (`shaders/ntt.wgsl`): the pass plan, the compact twiddle tables and
 //! the dispatches.
 //!
-//! # Passes
-//!
-//! A transform of `N = 2^log_n` values per limb runs in workgroup memory, a tile of
-//! `2^log_tile` values per workgroup of 256 invocations, in the four-step style. With
-//! `lt = min(log_n, log_tile)` and `r = log_n - lt`:
-//!
-//! * **column passes** (only when `r > 0`) do the first `r` stages of the forward transform:
-//!   a pass of `k` stages takes the `2^k` values at stride `N / 2^(s0 + k)` of each column (all
-//!   the values those stages combine) and `2^log_tile / 2^k >= 32` adjacent columns per
-//!   workgroup, so loads and stores move runs of at least 128 contiguous bytes;
-//! * **one row pass** does the last `lt` stages on contiguous tiles of `2^lt` values, the last
-//!   one reducing to canonical residues.
-//!
-//! The inverse runs the same passes in the reverse order (row pass first; the last column
-//! pass ends with the stage that folds in `N^{-1}`). Each pass is one dispatch that reads and
-//! writes the buffer once. Within a pass, stages go two at a time through workgroup memory
-//! (radix-4 units of four values, the same butterflies as two radix-2 stages), so a pass of `k`
-//! stages makes `ceil(k / 2)` round trips through workgroup memory and as many barriers. Every butterfly is the CPU's ([`crate::math::ntt`]): same pair, same
-//! twiddle and Shoup companion, same stage order, so every intermediate value, not only the
-//! output, equals the CPU's bit for bit.
-//!
-//! # Tile size and the adapter's limits
-//!
-//! The device is created with the adapter's own `max_compute_workgroup_storage_size`,
-//! `max_compute_invocations_per_workgroup` and `max_compute_workgroup_size_x` (WebGPU
-//! guarantees 16 KiB and 256). The kernels come in three tile sizes, and [`NttPlan::new`] takes
-//! the largest whose workgroup memory the adapter allows: 4096 values (16 KiB, every WebGPU
-//! adapter), 2048 (8 KiB: for instance wgpu's downlevel limit of 16,352 bytes) or 1024 (4 KiB).
-//! Larger tiles are not used even where the adapter allows them: 4096 already gives two passes
-//! up to `N = 2^19` (more than the library's `2^17`), and larger tiles would only cut the
-//! workgroups a transform spreads over and the ones each compute unit can hold. Smaller tiles
-//! fall back to more column passes (each at most `log_tile - 5` stages): passes per transform
-//!
-//! | `log_n`          | 1 ..= 10 | 11 | 12 | 13 ..= 15 | 16 | 17 |
-//! |------------------|----------|----|----|-----------|----|----|
-//! | 4096-value tile  | 1        | 1  | 1  | 2         | 2  | 2  |
-//! | 2048-value tile  | 1        | 1  | 2  | 2         | 2  | 2  |
-//! | 1024-value tile  | 1        | 2  | 2  | 2         | 3  | 3  |
-//!
-//! against `log_n - 10` passes (`N > 2^11`) for the previous kernels, one dispatch per stage
-//! wider than a 2048-value tile plus one tile pass (6 at `2^16`). Every kernel of the backend
-//! has 256 invocations per workgroup (WebGPU's guaranteed minimum), so an adapter with fewer,
-//! or with less than 4 KiB of workgroup memory, gets [`Error::AdapterLimit`].
-//!
-//! # Compact twiddles
-//!
-//! Per limb and direction one table of [`NttPlan::twiddle_words`] words (layout in
-//! `ntt.wgsl`): four constants, the column passes' twiddles `T[0 .. max(2^r, 2)]` with their
-//! Shoup companions, the row pass's local factors `T[0 .. 2^(lt-1)]` with companions, and one
-//! factor per row tile and stage. The row pass forms each twiddle `T[2^s + tt 2^(s-r) + b]` as
-//! the exact product of a local factor `T[b]` and its tile's stage factor, and its Shoup
-//! companion `floor(w 2^32 / q)` exactly from per-limb constants, once per block an
-//! invocation works on. Words per limb and transform (before: `2N`, every `T[k]` and `T'[k]`):
-//!
-//! | `log_n` | before  | after (4096-value tile) |
-//! |---------|---------|-------------------------|
-//! | 12      | 8,192   | 4,116                   |
-//! | 14      | 32,768  | 4,156                   |
-//! | 16      | 131,072 | 4,324                   |
-//! | 17      | 262,144 | 4,548                   |
+//! See [`NttPlan`] for the passes, the tile sizes and the twiddle tables.
 
 use super::device::WORKGROUP_SIZE;
 use super::sources::{
@@ -118,8 +59,71 @@ const fn tile_bytes(log_tile: u32) -> u32 {
     4 << log_tile
 }
 
-/// How one NTT of `2^log_n` values per limb runs: the tile and the passes (see the module
-/// documentation).
+/// How one NTT of `2^log_n` values per limb runs on a device: the tile and the passes.
+///
+/// # Passes over memory
+///
+/// A transform of `N = 2^log_n` values per limb runs in workgroup memory, a tile of
+/// `2^log_tile` values per workgroup of 256 invocations, in the four-step style. With
+/// `lt = min(log_n, log_tile)` and `r = log_n - lt`:
+///
+/// * **column passes** (only when `r > 0`) do the first `r` stages of the forward transform:
+///   a pass of `k` stages takes the `2^k` values at stride `N / 2^(s0 + k)` of each column (all
+///   the values those stages combine) and `2^log_tile / 2^k >= 32` adjacent columns per
+///   workgroup, so loads and stores move runs of at least 128 contiguous bytes;
+/// * **one row pass** does the last `lt` stages on contiguous tiles of `2^lt` values, the last
+///   one reducing to canonical residues.
+///
+/// The inverse runs the same passes in the reverse order (row pass first; the last column
+/// pass ends with the stage that folds in `N^{-1}`). Each pass is one dispatch that reads and
+/// writes the buffer once. Within a pass, stages go two at a time through workgroup memory
+/// (radix-4 units of four values, the same butterflies as two radix-2 stages), so a pass of `k`
+/// stages makes `ceil(k / 2)` round trips through workgroup memory and as many barriers.
+/// Every butterfly is the CPU's ([`crate::math::ntt`]): same pair, same twiddle and Shoup
+/// companion, same stage order, so every intermediate value, not only the output, equals the
+/// CPU's bit for bit.
+///
+/// # Tile size and the adapter's limits
+///
+/// The device is created with the adapter's own `max_compute_workgroup_storage_size`,
+/// `max_compute_invocations_per_workgroup` and `max_compute_workgroup_size_x` (WebGPU
+/// guarantees 16 KiB and 256). The kernels come in three tile sizes, and [`NttPlan::new`] takes
+/// the largest whose workgroup memory the adapter allows: 4096 values (16 KiB, every WebGPU
+/// adapter), 2048 (8 KiB: for instance wgpu's downlevel limit of 16,352 bytes) or 1024 (4 KiB).
+/// Larger tiles are not used even where the adapter allows them: 4096 already gives two passes
+/// up to `N = 2^19` (more than the library's `2^17`), and larger tiles would only cut the
+/// workgroups a transform spreads over and the ones each compute unit can hold. Smaller tiles
+/// fall back to more column passes (each at most `log_tile - 5` stages): passes per transform
+///
+/// | `log_n`          | 1 ..= 10 | 11 | 12 | 13 ..= 15 | 16 | 17 |
+/// |------------------|----------|----|----|-----------|----|----|
+/// | 4096-value tile  | 1        | 1  | 1  | 2         | 2  | 2  |
+/// | 2048-value tile  | 1        | 1  | 2  | 2         | 2  | 2  |
+/// | 1024-value tile  | 1        | 2  | 2  | 2         | 3  | 3  |
+///
+/// against `log_n - 10` passes (`N > 2^11`) for the previous kernels, one dispatch per stage
+/// wider than a 2048-value tile plus one tile pass (6 at `2^16`). Every kernel of the backend
+/// has 256 invocations per workgroup (WebGPU's guaranteed minimum), so an adapter with fewer,
+/// or with less than 4 KiB of workgroup memory, gets [`Error::AdapterLimit`].
+///
+/// # Compact twiddles
+///
+/// Per limb and direction one table of [`NttPlan::twiddle_words`] words (layout in
+/// `ntt.wgsl`): four constants, the column passes' twiddles `T[0 .. max(2^r, 2)]` with their
+/// Shoup companions, the row pass's local factors `T[0 .. 2^(lt-1)]` with companions, and one
+/// factor per row tile and stage. The row pass forms each twiddle `T[2^s + tt 2^(s-r) + b]` as
+/// the exact product of a local factor `T[b]` and its tile's stage factor, and its Shoup
+/// companion `floor(w 2^32 / q)` exactly from per-limb constants, once per block an
+/// invocation works on. Words per limb and transform (before: `2N`, every `T[k]` and `T'[k]`):
+///
+/// | `log_n` | before  | after (4096-value tile) |
+/// |---------|---------|-------------------------|
+/// | 12      | 8,192   | 4,116                   |
+/// | 14      | 32,768  | 4,156                   |
+/// | 16      | 131,072 | 4,324                   |
+/// | 17      | 262,144 | 4,548                   |
+///
+/// (16,464 bytes instead of 32 KiB at `2^12`, 17,296 instead of 512 KiB at `2^16`.)
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NttPlan {
     log_n: u32,
@@ -280,7 +284,7 @@ impl GpuBackend {
 
     /// Passes over memory of one NTT (forward or inverse, any number of limbs) of `2^log_n`
     /// values per limb on this device: 1 up to `N = 2^12`, 2 up to `2^17` on every WebGPU
-    /// adapter (table in the [`NttPlan`] module's documentation). Each pass is one dispatch
+    /// adapter (the table at [`NttPlan`]). Each pass is one dispatch
     /// that reads and writes the whole buffer once, plus its share of the twiddle table
     /// ([`NttPlan::twiddle_words`] words per limb and transform).
     ///
