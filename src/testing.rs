@@ -151,6 +151,9 @@ impl<B: Backend> Backend for FlipOneBit<B> {
     fn synchronize(&self) -> Result<()> {
         self.inner.synchronize()
     }
+    fn flush(&self) -> Result<()> {
+        self.inner.flush()
+    }
     fn max_fused_buffers(&self) -> usize {
         self.inner.max_fused_buffers()
     }

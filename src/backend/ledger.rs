@@ -430,6 +430,9 @@ impl<B: Backend> Backend for Ledger<B> {
     fn synchronize(&self) -> Result<()> {
         self.inner.synchronize()
     }
+    fn flush(&self) -> Result<()> {
+        self.inner.flush()
+    }
     fn max_fused_buffers(&self) -> usize {
         self.inner.max_fused_buffers()
     }

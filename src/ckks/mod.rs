@@ -591,6 +591,7 @@ impl<B: Backend> Ckks<B> {
             return Err(Error::CiphertextDegree { degree: ct.degree(), expected: 2 });
         }
         let (c0, c1) = rlwe::relinearize(self.backend(), &ct.polys, keys, None)?;
+        self.backend().flush()?;
         Ok(ct.with(vec![c0, c1], ct.scale))
     }
 
@@ -625,6 +626,7 @@ impl<B: Backend> Ckks<B> {
             }
             polys.push(c.into_eval(be)?);
         }
+        be.flush()?;
         Ok(ct.with(polys, ct.scale / divisor))
     }
 
@@ -666,6 +668,7 @@ impl<B: Backend> Ckks<B> {
             return Ok(ct.with(ct.polys.iter().map(|p| p.duplicate(self.backend())).collect::<Result<_>>()?, ct.scale));
         }
         let (c0, c1) = rlwe::apply_galois(self.backend(), &ct.polys, g, keys, &format!("rotation by {steps}"), None)?;
+        self.backend().flush()?;
         Ok(ct.with(vec![c0, c1], ct.scale))
     }
 
@@ -674,6 +677,7 @@ impl<B: Backend> Ckks<B> {
         self.check_ct(ct)?;
         let (c0, c1) =
             rlwe::apply_galois(self.backend(), &ct.polys, self.conjugation_element(), keys, "conjugation", None)?;
+        self.backend().flush()?;
         Ok(ct.with(vec![c0, c1], ct.scale))
     }
 }
