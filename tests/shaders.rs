@@ -13,7 +13,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use wgfhe::backend::fused::{Expr, Format, Operand, Program, Traffic};
-use wgfhe::backend::gpu::sources::KERNELS;
+use wgfhe::backend::gpu::sources::{IMMEDIATE_WORDS, KERNELS, PARAMS_DECLARATION};
 use wgfhe::backend::gpu::{fused_kernel_sources, fused_kernel_sources_for, Arithmetic};
 use wgfhe::backend::CpuBackend;
 use wgfhe::math::sampling::Purpose;
@@ -28,9 +28,13 @@ fn capabilities(arithmetic: Arithmetic) -> naga::valid::Capabilities {
 }
 
 fn validate(name: &str, source: &str, arithmetic: Arithmetic) -> naga::Module {
+    validate_with(name, source, arithmetic, naga::valid::Capabilities::empty())
+}
+
+fn validate_with(name: &str, source: &str, arithmetic: Arithmetic, extra: naga::valid::Capabilities) -> naga::Module {
     let module = naga::front::wgsl::parse_str(source)
         .unwrap_or_else(|e| panic!("{name}: {}\n{source}", e.emit_to_string(source)));
-    naga::valid::Validator::new(naga::valid::ValidationFlags::all(), capabilities(arithmetic))
+    naga::valid::Validator::new(naga::valid::ValidationFlags::all(), capabilities(arithmetic) | extra)
         .validate(&module)
         .unwrap_or_else(|e| panic!("{name} ({arithmetic:?}): {e:?}\n{source}"));
     module
@@ -63,6 +67,16 @@ fn every_kernel_validates_as_the_device_builds_it() {
         for arithmetic in Arithmetic::ALL {
             let wgsl = k.wgsl_for(arithmetic);
             let module = validate(k.name, &wgsl, arithmetic);
+            // The variant taking its parameters as immediates: the same source, the parameters'
+            // declaration aside.
+            let immediate = k.wgsl_immediate(arithmetic).unwrap_or_else(|| panic!("{}: no immediate variant", k.name));
+            assert_eq!(
+                immediate
+                    .replace(&format!("var<immediate> params: array<u32, {IMMEDIATE_WORDS}>;"), PARAMS_DECLARATION),
+                wgsl
+            );
+            let imm = validate_with(k.name, &immediate, arithmetic, naga::valid::Capabilities::IMMEDIATES);
+            assert!(imm.entry_points.iter().any(|e| e.name == k.entry));
             assert!(
                 module.entry_points.iter().any(|e| e.name == k.entry && e.stage == naga::ShaderStage::Compute),
                 "{}: no compute entry point {}",

@@ -11,9 +11,14 @@
 //! holds [`MAX_PENDING_COMMANDS`] commands, so a long chain keeps the device busy with bounded
 //! host memory.
 //!
-//! Each dispatch's parameters go into the *parameter arena* of the submission: one storage
-//! buffer, written once when the encoder is submitted, whose slices (at the adapter's storage
-//! offset alignment) are binding 0 of the kernels. No dispatch uploads a buffer of its own.
+//! A hand-written kernel whose parameters fit in [`IMMEDIATE_WORDS`] words takes them as
+//! *immediates* (push constants) where the adapter has `wgpu::Features::IMMEDIATES`: the device
+//! builds a variant of the kernel whose `params` array is immediate data
+//! ([`with_immediate_params`](super::sources::with_immediate_params)). Other parameters (generated
+//! kernels, long per-limb lists, adapters without immediates) go into the *parameter arena* of
+//! the submission: one storage buffer, written once when the encoder is submitted, whose slices
+//! (at the adapter's storage offset alignment) are binding 0 of the kernels. No dispatch uploads
+//! a buffer of its own.
 //!
 //! # Uploads and recycled buffers
 //!
@@ -36,7 +41,7 @@ use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use super::sources::{assemble, Arithmetic, Kernel};
+use super::sources::{assemble, Arithmetic, Kernel, IMMEDIATE_WORDS};
 use crate::error::{Error, Result};
 
 /// Threads per workgroup of every 1-D kernel.
@@ -94,6 +99,9 @@ pub struct DeviceOptions {
     /// Use [`Arithmetic::Emulated`] even where the adapter has native 64-bit integers (to test
     /// that path on such an adapter).
     pub emulate_int64: bool,
+    /// Pass every kernel's parameters through the parameter arena even where the adapter has
+    /// immediates (to test that path on such an adapter).
+    pub no_immediates: bool,
 }
 
 /// Cumulative counts of what a device did (take the difference of two readings for one
@@ -300,6 +308,8 @@ pub struct GpuDevice {
     summary: AdapterSummary,
     limits: wgpu::Limits,
     arithmetic: Arithmetic,
+    /// Whether hand-written kernels take short parameters as immediates.
+    immediates: bool,
     /// Pipelines by kernel key: a shader's name, or a generated kernel's shape key.
     pipelines: Mutex<HashMap<String, Arc<wgpu::ComputePipeline>>>,
     recorder: Mutex<Recorder>,
@@ -406,10 +416,19 @@ impl GpuDevice {
             min_storage_buffer_offset_alignment: supported.min_storage_buffer_offset_alignment,
             ..wgpu::Limits::default()
         };
-        let required_features = match arithmetic {
+        let immediate_bytes = (IMMEDIATE_WORDS * 4) as u32;
+        let immediates = features.contains(wgpu::Features::IMMEDIATES)
+            && supported.max_immediate_size >= immediate_bytes
+            && !options.no_immediates;
+        let mut required_features = match arithmetic {
             Arithmetic::NativeInt64 => wgpu::Features::SHADER_INT64,
             Arithmetic::Emulated => wgpu::Features::empty(),
         };
+        let mut limits = limits;
+        if immediates {
+            required_features |= wgpu::Features::IMMEDIATES;
+            limits.max_immediate_size = immediate_bytes;
+        }
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("wgfhe"),
             required_features,
@@ -446,6 +465,7 @@ impl GpuDevice {
             summary,
             limits,
             arithmetic,
+            immediates,
             pipelines: Mutex::new(HashMap::new()),
             recorder: Mutex::default(),
             counters: Counters::default(),
@@ -470,6 +490,13 @@ impl GpuDevice {
     #[must_use]
     pub fn arithmetic(&self) -> Arithmetic {
         self.arithmetic
+    }
+
+    /// Whether hand-written kernels take parameters of up to [`IMMEDIATE_WORDS`] words as
+    /// immediates (else every parameter goes through the parameter arena).
+    #[must_use]
+    pub fn uses_immediates(&self) -> bool {
+        self.immediates
     }
 
     /// Compute dispatches recorded on this device so far.
@@ -758,14 +785,26 @@ impl GpuDevice {
     }
 
     /// Records `kernel` (its [`Kernel::wgsl_for`] this device's arithmetic) over `threads`
-    /// invocations (256 per workgroup, a 2-D grid past 65,535 groups). Binding 0 is a read-only
-    /// `array<u32>` holding `params`; bindings `1..` are `buffers` in order.
+    /// invocations (256 per workgroup, a 2-D grid past 65,535 groups). Binding 0 is the kernel's
+    /// `params` array holding `params` (as immediates where the device uses them and `params`
+    /// fits, see the module docs); bindings `1..` are `buffers` in order.
     pub fn dispatch(&self, kernel: &Kernel, params: &[u32], buffers: &[&wgpu::Buffer], threads: u64) -> Result<()> {
+        if threads == 0 {
+            return Ok(());
+        }
+        if self.immediates && params.len() <= IMMEDIATE_WORDS {
+            if let Some(source) = kernel.immediate_source() {
+                let key = format!("{}#immediates", kernel.name);
+                let pipeline = self.pipeline(&key, || source, kernel.entry)?;
+                return self.record(kernel.name, &pipeline, Params::Immediate(params), buffers, threads);
+            }
+        }
         self.dispatch_generated(kernel.name, || kernel.source().to_owned(), kernel.entry, params, buffers, threads)
     }
 
-    /// [`Self::dispatch`] for a generated kernel: `key` names its shape (the pipeline cache
-    /// key), and `source` is called only when no pipeline for `key` is cached yet.
+    /// [`Self::dispatch`] for a generated kernel (parameters always in the arena): `key` names
+    /// its shape (the pipeline cache key), and `source` is called only when no pipeline for
+    /// `key` is cached yet.
     pub fn dispatch_generated(
         &self,
         kernel: &str,
@@ -779,73 +818,107 @@ impl GpuDevice {
             return Ok(());
         }
         let pipeline = self.pipeline(kernel, source, entry)?;
+        self.record(kernel, &pipeline, Params::Arena(params), buffers, threads)
+    }
+
+    /// Records one dispatch of `pipeline` into the open compute pass.
+    fn record(
+        &self,
+        label: &str,
+        pipeline: &wgpu::ComputePipeline,
+        params: Params<'_>,
+        buffers: &[&wgpu::Buffer],
+        threads: u64,
+    ) -> Result<()> {
         let (x, y) = grid(threads)?;
-        let params = if params.is_empty() { &[0][..] } else { params };
-        let bytes = (params.len() as u64) * 4;
-        let align = (u64::from(self.limits.min_storage_buffer_offset_alignment).max(4) / 4) as usize;
-        let mut rec = self.lock_recorder();
-        // The parameters' slice: of the arena, or (larger than it) of a buffer of their own.
-        let own;
-        let (params_buf, offset) = if bytes > ARENA_BYTES {
-            own = wgpu::util::DeviceExt::create_buffer_init(
-                &self.device,
-                &wgpu::util::BufferInitDescriptor {
-                    label: Some("parameters"),
-                    contents: bytemuck::cast_slice(params),
-                    usage: wgpu::BufferUsages::STORAGE,
-                },
-            );
-            self.counters.upload(bytes);
-            self.make_room(&mut rec)?;
-            (&own, 0)
-        } else {
-            let start = rec.arena.len().div_ceil(align) * align;
-            if rec.commands >= MAX_PENDING_COMMANDS || ((start + params.len()) as u64) * 4 > ARENA_BYTES {
-                self.submit(&mut rec)?;
-            }
-            let start = rec.arena.len().div_ceil(align) * align;
-            rec.arena.resize(start, 0);
-            rec.arena.extend_from_slice(params);
-            if rec.arena_buf.is_none() {
-                rec.arena_buf = Some(self.device.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("parameter arena"),
-                    size: ARENA_BYTES,
-                    usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
-                    mapped_at_creation: false,
-                }));
-            }
-            own = match &rec.arena_buf {
-                Some(b) => b.clone(),
-                None => return Err(backend_err("no parameter arena")),
-            };
-            (&own, (start as u64) * 4)
-        };
         let layout = pipeline.get_bind_group_layout(0);
+        let mut rec = self.lock_recorder();
         let mut entries = Vec::with_capacity(buffers.len() + 1);
-        entries.push(wgpu::BindGroupEntry {
-            binding: 0,
-            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                buffer: params_buf,
-                offset,
-                size: NonZeroU64::new(bytes),
-            }),
-        });
+        // The arena slice (or buffer of their own) of arena parameters.
+        let params_buf;
+        if let Params::Arena(words) = params {
+            let words = if words.is_empty() { &[0][..] } else { words };
+            let bytes = (words.len() as u64) * 4;
+            let offset = if bytes > ARENA_BYTES {
+                params_buf = wgpu::util::DeviceExt::create_buffer_init(
+                    &self.device,
+                    &wgpu::util::BufferInitDescriptor {
+                        label: Some("parameters"),
+                        contents: bytemuck::cast_slice(words),
+                        usage: wgpu::BufferUsages::STORAGE,
+                    },
+                );
+                self.counters.upload(bytes);
+                self.make_room(&mut rec)?;
+                0
+            } else {
+                let align = (u64::from(self.limits.min_storage_buffer_offset_alignment).max(4) / 4) as usize;
+                let fits =
+                    |rec: &Recorder| (rec.arena.len().div_ceil(align) * align + words.len()) as u64 * 4 <= ARENA_BYTES;
+                if rec.commands >= MAX_PENDING_COMMANDS || !fits(&rec) {
+                    self.submit(&mut rec)?;
+                }
+                let start = rec.arena.len().div_ceil(align) * align;
+                rec.arena.resize(start, 0);
+                rec.arena.extend_from_slice(words);
+                params_buf = match &rec.arena_buf {
+                    Some(b) => b.clone(),
+                    None => {
+                        let b = self.device.create_buffer(&wgpu::BufferDescriptor {
+                            label: Some("parameter arena"),
+                            size: ARENA_BYTES,
+                            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+                            mapped_at_creation: false,
+                        });
+                        rec.arena_buf = Some(b.clone());
+                        b
+                    }
+                };
+                (start as u64) * 4
+            };
+            entries.push(wgpu::BindGroupEntry {
+                binding: 0,
+                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer: &params_buf,
+                    offset,
+                    size: NonZeroU64::new(bytes),
+                }),
+            });
+        } else {
+            self.make_room(&mut rec)?;
+        }
         for (i, b) in buffers.iter().enumerate() {
             entries.push(wgpu::BindGroupEntry { binding: (i + 1) as u32, resource: b.as_entire_binding() });
         }
         let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some(kernel),
+            label: Some(label),
             layout: &layout,
             entries: &entries,
         });
         let pass = rec.pass(&self.device);
-        pass.set_pipeline(&pipeline);
+        pass.set_pipeline(pipeline);
+        if let Params::Immediate(words) = params {
+            let mut block = [0u32; IMMEDIATE_WORDS];
+            for (b, &w) in block.iter_mut().zip(words) {
+                *b = w;
+            }
+            pass.set_immediates(0, bytemuck::cast_slice(&block));
+        }
         pass.set_bind_group(0, &bind_group, &[]);
         pass.dispatch_workgroups(x, y, 1);
         rec.commands += 1;
         Counters::add(&self.counters.dispatches, 1);
         Ok(())
     }
+}
+
+/// Where a dispatch's parameters go.
+#[derive(Clone, Copy)]
+enum Params<'a> {
+    /// Immediate data (at most [`IMMEDIATE_WORDS`] words).
+    Immediate(&'a [u32]),
+    /// The parameter arena (binding 0).
+    Arena(&'a [u32]),
 }
 
 #[cfg(test)]

@@ -59,6 +59,23 @@ pub(super) fn assemble(source: &str, arithmetic: Arithmetic) -> String {
     format!("{ZQ_WGSL}\n{}\n{source}", arithmetic.source())
 }
 
+/// The declaration of the parameters (binding 0) every hand-written kernel starts with: a
+/// storage slice of the device's parameter arena.
+pub const PARAMS_DECLARATION: &str = "@group(0) @binding(0) var<storage, read> params: array<u32>;";
+
+/// Parameter words of a kernel built to take its parameters as immediates (128 bytes, the
+/// push-constant size every Vulkan device has).
+pub const IMMEDIATE_WORDS: usize = 32;
+
+/// `source` with its parameters taken as immediates: [`PARAMS_DECLARATION`] replaced by an
+/// immediate `array<u32, IMMEDIATE_WORDS>` of the same name (so `params[i]` reads the same word),
+/// or `None` if the source does not declare its parameters exactly so, once.
+#[must_use]
+pub fn with_immediate_params(source: &str) -> Option<String> {
+    (source.matches(PARAMS_DECLARATION).count() == 1)
+        .then(|| source.replace(PARAMS_DECLARATION, &format!("var<immediate> params: array<u32, {IMMEDIATE_WORDS}>;")))
+}
+
 /// A hand-written kernel: one entry point of one WGSL source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Kernel {
@@ -91,6 +108,20 @@ impl Kernel {
     #[must_use]
     pub fn wgsl_for(&self, arithmetic: Arithmetic) -> String {
         assemble(self.source, arithmetic)
+    }
+
+    /// The kernel's own source taking its parameters as immediates, if it declares them as the
+    /// others do ([`with_immediate_params`]).
+    pub(super) fn immediate_source(&self) -> Option<String> {
+        with_immediate_params(self.source)
+    }
+
+    /// The complete WGSL a device with `arithmetic` and immediates compiles for this kernel
+    /// (when its parameters fit in [`IMMEDIATE_WORDS`]); `None` if the kernel does not declare
+    /// its parameters as [`PARAMS_DECLARATION`].
+    #[must_use]
+    pub fn wgsl_immediate(&self, arithmetic: Arithmetic) -> Option<String> {
+        self.immediate_source().map(|s| assemble(&s, arithmetic))
     }
 }
 

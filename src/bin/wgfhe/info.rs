@@ -18,6 +18,7 @@ pub(crate) fn run(json: bool) -> wgfhe::Result<()> {
                 },
                 "features": d.summary().features,
                 "arithmetic": d.arithmetic(),
+                "immediates": d.uses_immediates(),
             }),
             Err(e) => {
                 serde_json::json!({"backend": "cpu", "adapter": null, "reason": e.to_string(), "limits": {}, "features": []})
@@ -38,8 +39,9 @@ pub(crate) fn run(json: bool) -> wgfhe::Result<()> {
             );
             println!("gpu features: {}", d.summary().features.join(", "));
             println!(
-                "gpu arithmetic: {:?}{}",
+                "gpu arithmetic: {:?}, parameters {}{}",
                 d.arithmetic(),
+                if d.uses_immediates() { "as immediates" } else { "in an arena" },
                 if d.summary().is_software() {
                     " (software renderer: WGFHE_BACKEND=auto uses the CPU backend)"
                 } else {

@@ -2,8 +2,8 @@
 //! [`Backend`] trait that computes something, on seeded random inputs (run twice on the
 //! candidate, for determinism), and whole seeded scheme programs with every intermediate
 //! ciphertext and the full decryption compared word for word. On a device with native 64-bit
-//! integers the kernels are checked again on a second device forced onto the emulated products
-//! (checks named `... (emulated int64)`).
+//! integers or immediates the kernels are checked again on a second device forced onto the
+//! emulated products and the parameter arena (checks named `... (emulated, arena)`).
 //!
 //! The checks compare a *reference* backend with a *candidate*: the CPU reference and the GPU
 //! for `wgfhe verify`, and in the tests also a candidate that flips one bit
@@ -44,13 +44,17 @@ pub(crate) struct VerifyArgs {
 /// differs.
 pub(crate) fn run(a: &VerifyArgs) -> Result<()> {
     let dev = Arc::new(GpuDevice::new()?);
-    // Where the device multiplies with native 64-bit integers, the kernels are checked on the
-    // emulated products too (a second device forced onto them).
-    let emulated = match dev.arithmetic() {
-        Arithmetic::NativeInt64 => {
-            Some(Arc::new(GpuDevice::with_options(DeviceOptions { emulate_int64: true, ..DeviceOptions::default() })?))
-        }
-        Arithmetic::Emulated => None,
+    // Where the device multiplies with native 64-bit integers or passes parameters as
+    // immediates, the kernels are checked again on a second device forced onto the emulated
+    // products and the parameter arena.
+    let emulated = if dev.arithmetic() == Arithmetic::NativeInt64 || dev.uses_immediates() {
+        Some(Arc::new(GpuDevice::with_options(DeviceOptions {
+            emulate_int64: true,
+            no_immediates: true,
+            ..DeviceOptions::default()
+        })?))
+    } else {
+        None
     };
     let ring = params::TestRing { log_n: 10, q_primes: 5, p_primes: 2, dnum: 3 };
     let sets: Vec<Parameters> = if a.params.is_empty() {
@@ -71,7 +75,7 @@ pub(crate) fn run(a: &VerifyArgs) -> Result<()> {
         if let Some(e) = &emulated {
             let gpu = GpuBackend::new(RingContext::new(p)?, Arc::clone(e));
             checks.extend(kernel_checks(&cpu, &gpu, a.seed)?.into_iter().map(|mut c| {
-                c.name = format!("{} (emulated int64)", c.name);
+                c.name = format!("{} (emulated, arena)", c.name);
                 c
             }));
         }
@@ -681,24 +685,35 @@ mod tests {
         gpu_kernels_match_cpu(&params::insecure_test_ckks(ckks, 30).unwrap(), 5);
     }
 
-    /// The kernels on the emulated 64-bit products (the shared device uses native 64-bit
-    /// integers where the adapter has them, `SHADER_INT64`), and a BGV program.
+    /// The kernels on the emulated 64-bit products and on the parameter arena, each on a device
+    /// of its own (the shared device uses native 64-bit integers and immediates where the adapter
+    /// has them), and a BGV program.
     #[test]
-    fn gpu_kernels_match_cpu_with_emulated_products() {
+    fn gpu_kernels_match_cpu_on_every_device_path() {
         let Some(_) = device() else { return };
-        let dev = Arc::new(
-            GpuDevice::with_options(DeviceOptions { emulate_int64: true, ..DeviceOptions::default() }).unwrap(),
-        );
-        assert_eq!(dev.arithmetic(), Arithmetic::Emulated);
-        gpu_kernels_match_cpu_on(&dev, &small_bgv(), 6);
-        let bgv = TestRing { log_n: 10, q_primes: 4, p_primes: 2, dnum: 2 };
-        gpu_kernels_match_cpu_on(&dev, &params::insecure_test_bgv(bgv, 65537).unwrap(), 7);
-        let ckks = TestRing { log_n: 12, q_primes: 5, p_primes: 2, dnum: 3 };
-        gpu_kernels_match_cpu_on(&dev, &params::insecure_test_ckks(ckks, 30).unwrap(), 8);
-        let p = params::insecure_test_bgv(TestRing { log_n: 10, q_primes: 5, p_primes: 2, dnum: 3 }, 65537).unwrap();
-        let gpu = GpuBackend::new(RingContext::new(&p).unwrap(), Arc::clone(&dev));
-        let check = program_check(cpu(&p), gpu, 9).unwrap();
-        assert!(check.identical, "{}: CPU and GPU transcripts differ: {check:?}", p.name());
+        let paths = [
+            DeviceOptions { emulate_int64: true, ..DeviceOptions::default() },
+            DeviceOptions { no_immediates: true, ..DeviceOptions::default() },
+        ];
+        for (i, options) in paths.into_iter().enumerate() {
+            let dev = Arc::new(GpuDevice::with_options(options).unwrap());
+            if options.emulate_int64 {
+                assert_eq!(dev.arithmetic(), Arithmetic::Emulated);
+            }
+            assert!(!(options.no_immediates && dev.uses_immediates()));
+            let seed = 10 * i as u64;
+            gpu_kernels_match_cpu_on(&dev, &small_bgv(), seed + 1);
+            let bgv = TestRing { log_n: 10, q_primes: 4, p_primes: 2, dnum: 2 };
+            gpu_kernels_match_cpu_on(&dev, &params::insecure_test_bgv(bgv, 65537).unwrap(), seed + 2);
+            // More limbs than immediates hold for mul_scalar and uniform: the arena either way.
+            let ckks = TestRing { log_n: 12, q_primes: 14, p_primes: 3, dnum: 7 };
+            gpu_kernels_match_cpu_on(&dev, &params::insecure_test_ckks(ckks, 30).unwrap(), seed + 3);
+            let p =
+                params::insecure_test_bgv(TestRing { log_n: 10, q_primes: 5, p_primes: 2, dnum: 3 }, 65537).unwrap();
+            let gpu = GpuBackend::new(RingContext::new(&p).unwrap(), Arc::clone(&dev));
+            let check = program_check(cpu(&p), gpu, seed as u8 + 4).unwrap();
+            assert!(check.identical, "{}: CPU and GPU transcripts differ: {check:?}", p.name());
+        }
     }
 
     #[test]
