@@ -536,6 +536,12 @@ fn recorded_chains_with_readbacks_in_the_middle() {
     assert_eq!(y_h, cy);
     assert_eq!(w_h, cw);
     assert_eq!(v_h, cpu.gather_limbs(&cw, &[2, 0]).unwrap());
+    // Copies of consecutive limbs are one copy command.
+    let before = dev.counters();
+    let (g3, g2) = (gpu.gather_limbs(&w, &[0, 1, 2]).unwrap(), gpu.gather_limbs(&w, &[3, 1]).unwrap());
+    assert_eq!((dev.counters() - before).copies, 3);
+    assert_eq!(gpu.download(&g3).unwrap(), cpu.gather_limbs(&cw, &[0, 1, 2]).unwrap());
+    assert_eq!(gpu.download(&g2).unwrap(), cpu.gather_limbs(&cw, &[3, 1]).unwrap());
     // `flush` submits without reading back; a second one has nothing to submit.
     let u = gpu.neg(&v, &[q[2], q[0]]).unwrap();
     let before = dev.counters();

@@ -123,6 +123,8 @@ pub struct DeviceCounters {
     pub readbacks: u64,
     /// Bytes read back.
     pub readback_bytes: u64,
+    /// Device buffers created (pool misses).
+    pub allocations: u64,
 }
 
 impl std::ops::Sub for DeviceCounters {
@@ -138,6 +140,7 @@ impl std::ops::Sub for DeviceCounters {
             upload_bytes: self.upload_bytes.saturating_sub(rhs.upload_bytes),
             readbacks: self.readbacks.saturating_sub(rhs.readbacks),
             readback_bytes: self.readback_bytes.saturating_sub(rhs.readback_bytes),
+            allocations: self.allocations.saturating_sub(rhs.allocations),
         }
     }
 }
@@ -152,6 +155,7 @@ struct Counters {
     upload_bytes: AtomicU64,
     readbacks: AtomicU64,
     readback_bytes: AtomicU64,
+    allocations: AtomicU64,
 }
 
 impl Counters {
@@ -174,6 +178,7 @@ impl Counters {
             upload_bytes: r(&self.upload_bytes),
             readbacks: r(&self.readbacks),
             readback_bytes: r(&self.readback_bytes),
+            allocations: r(&self.allocations),
         }
     }
 }
@@ -576,6 +581,7 @@ impl GpuDevice {
             return Ok(buf);
         }
         let create = || {
+            Counters::add(&self.counters.allocations, 1);
             let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
             let buf = self.device.create_buffer(&wgpu::BufferDescriptor {
                 label: None,
@@ -738,20 +744,31 @@ impl GpuDevice {
     }
 
     /// Records several copies `(src, src_off, dst, dst_off, words)` (offsets and lengths in
-    /// words), in order.
+    /// words), in order; a copy continuing the previous one in both buffers (consecutive limbs)
+    /// joins it.
     pub fn copy_many(&self, copies: &[(&wgpu::Buffer, usize, &wgpu::Buffer, usize, usize)]) -> Result<()> {
+        let mut runs: Vec<(&wgpu::Buffer, usize, &wgpu::Buffer, usize, usize)> = Vec::with_capacity(copies.len());
+        for &(src, src_off, dst, dst_off, words) in copies.iter().filter(|c| c.4 > 0) {
+            match runs.last_mut() {
+                Some((s, so, d, d_off, w))
+                    if *s == src && *d == dst && *so + *w == src_off && *d_off + *w == dst_off =>
+                {
+                    *w += words;
+                }
+                _ => runs.push((src, src_off, dst, dst_off, words)),
+            }
+        }
+        if runs.is_empty() {
+            return Ok(());
+        }
         let mut rec = self.lock_recorder();
         self.make_room(&mut rec)?;
         let enc = rec.encoder(&self.device);
-        let mut n = 0;
-        for &(src, src_off, dst, dst_off, words) in copies {
-            if words > 0 {
-                enc.copy_buffer_to_buffer(src, (src_off as u64) * 4, dst, (dst_off as u64) * 4, (words as u64) * 4);
-                n += 1;
-            }
+        for &(src, src_off, dst, dst_off, words) in &runs {
+            enc.copy_buffer_to_buffer(src, (src_off as u64) * 4, dst, (dst_off as u64) * 4, (words as u64) * 4);
         }
-        rec.commands += n;
-        Counters::add(&self.counters.copies, n as u64);
+        rec.commands += runs.len();
+        Counters::add(&self.counters.copies, runs.len() as u64);
         Ok(())
     }
 
