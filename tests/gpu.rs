@@ -692,3 +692,31 @@ fn bgv_words<B: Backend>(be: B) -> Vec<Vec<u32>> {
     let low = bgv.mod_switch(&rot, 1).unwrap();
     [&prod, &rot, &low].iter().flat_map(|c| c.polys().iter().map(|p| p.to_host(bgv.backend()).unwrap())).collect()
 }
+
+/// The device counters of an HMULT with relinearisation at the benchmark's rings (bgv-n14 and
+/// the BXT paper's bgv-bxt-n16), printed: minutes of key generation on a software adapter, so
+/// run on request (`cargo test --release --test gpu -- --ignored --nocapture`).
+#[test]
+#[ignore = "minutes on a software adapter; prints the counts for reports"]
+fn hmult_counters_at_the_benchmark_rings() {
+    let Some(_) = device() else { return };
+    let dev = own_device(DeviceOptions::default());
+    for name in ["bgv-n14", "bgv-bxt-n16"] {
+        let p = params::by_name(name).unwrap();
+        let bgv = Bgv::new(gpu_for(&p, &dev)).unwrap();
+        let sk = bgv.gen_secret_key().unwrap();
+        let keys = bgv.gen_evaluation_keys(&sk, &[], false).unwrap();
+        let enc = |v: &[u64]| bgv.encrypt_symmetric(&sk, &bgv.encoder().encode(v).unwrap()).unwrap();
+        let (x, y) = (enc(&[1, 2, 3]), enc(&[4, 5, 6]));
+        for run in ["first", "second"] {
+            bgv.backend().synchronize().unwrap();
+            let before = dev.counters();
+            let prod = bgv.mul_relin(&x, &y, &keys).unwrap();
+            bgv.backend().synchronize().unwrap();
+            let c = dev.counters() - before;
+            eprintln!("{name}: {run} HMULT {c:?}");
+            assert!(c.submissions <= 2);
+            drop(prod);
+        }
+    }
+}
