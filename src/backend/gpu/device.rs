@@ -187,7 +187,7 @@ impl Counters {
 const MIN_CLASS: u64 = 1024;
 
 /// The pool size class of a buffer of `bytes` bytes: 8 classes per power of two (multiples of
-/// `2^(e-3)` for sizes in `(2^e, 2^(e+1)]`), at least [`MIN_CLASS`]. A class wastes less than an
+/// `2^(e-3)` for sizes in `(2^e, 2^(e+1)]`), at least 1 KiB. A class wastes less than an
 /// eighth of the size asked for (above the smallest class).
 #[must_use]
 pub fn size_class(bytes: u64) -> u64 {
