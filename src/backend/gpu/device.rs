@@ -242,17 +242,17 @@ impl BufferPool {
         s.quarantine.clear();
     }
 
-    /// A buffer of class `class`: a free one, or with `recorded_write` (the caller writes it
-    /// only through recorded commands) also a quarantined one.
+    /// A buffer of class `class`: with `recorded_write` (the caller writes it only through
+    /// recorded commands) a quarantined one if there is one (leaving the free ones to uploads),
+    /// else a free one.
     fn take(&self, class: u64, recorded_write: bool) -> Option<wgpu::Buffer> {
         let mut s = self.lock();
-        if let Some(b) = s.free.get_mut(&class).and_then(Vec::pop) {
-            return Some(b);
-        }
         if recorded_write {
-            return s.quarantine.get_mut(&class).and_then(Vec::pop);
+            if let Some(b) = s.quarantine.get_mut(&class).and_then(Vec::pop) {
+                return Some(b);
+            }
         }
-        None
+        s.free.get_mut(&class).and_then(Vec::pop)
     }
 
     /// Takes the quarantine (at the moment the open encoder is taken for submission).
