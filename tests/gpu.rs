@@ -1,6 +1,9 @@
 //! The GPU backend against the CPU reference, bit for bit: fused programs (fixed shapes and
 //! random ones, mixed prime widths) compared byte for byte, and the adapter's limits as typed
-//! errors. (Every kernel on seeded random inputs and whole seeded BGV and CKKS programs are
+//! errors; the recording engine (chains recorded into one submission with readbacks in the
+//! middle, recycled buffers reused by uploads mid-chain, submissions per HMULT, resident tables),
+//! every device path (native or emulated 64-bit products, parameters as immediates or in the
+//! arena) and `WGFHE_BACKEND=auto` on software adapters. (Every kernel on seeded random inputs and whole seeded BGV and CKKS programs are
 //! compared by `wgfhe verify`, whose harness is tested, on this adapter too, by the binary's
 //! unit tests: `cargo test --bin wgfhe`.)
 //!
