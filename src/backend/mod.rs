@@ -184,7 +184,7 @@ impl BackendChoice {
                 match gpu::GpuDevice::with_options(options) {
                     Ok(d) => Ok(Self::Gpu(Arc::new(d))),
                     Err(e) => {
-                        eprintln!("wgfhe: no hardware GPU adapter ({e}); using the CPU backend");
+                        eprintln!("wgfhe: {e}; using the CPU backend");
                         Ok(Self::Cpu)
                     }
                 }

@@ -404,11 +404,7 @@ impl GpuDevice {
         };
         if options.reject_software && !crate::backend::auto_accepts(&summary) {
             return Err(Error::NoAdapter {
-                reason: format!(
-                    "the adapter found, {} ({}), is a software renderer",
-                    summary.name,
-                    summary.driver.trim()
-                ),
+                reason: format!("{} is a software renderer (WGFHE_BACKEND=gpu takes it)", summary.name),
             });
         }
         let supported = adapter.limits();
