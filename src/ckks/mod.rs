@@ -561,7 +561,9 @@ impl<B: Backend> Ckks<B> {
         if ct.degree() != 2 {
             return Err(Error::CiphertextDegree { degree: ct.degree(), expected: 2 });
         }
-        Ok(ct.with(ct.core.relinearize(self.backend(), keys, None)?, ct.scale))
+        let core = ct.core.relinearize(self.backend(), keys, None)?;
+        self.backend().flush()?;
+        Ok(ct.with(core, ct.scale))
     }
 
     /// HMULT: tensor product and relinearisation (no rescale).
@@ -594,6 +596,7 @@ impl<B: Backend> Ckks<B> {
             }
             c.into_eval(be)
         })?;
+        be.flush()?;
         Ok(ct.with(core, ct.scale / divisor))
     }
 
@@ -631,6 +634,7 @@ impl<B: Backend> Ckks<B> {
             return Ok(ct.with(ct.core.map(|p| p.duplicate(self.backend()))?, ct.scale));
         }
         let core = ct.core.apply_galois(self.backend(), g, keys, &format!("rotation by {steps}"), None)?;
+        self.backend().flush()?;
         Ok(ct.with(core, ct.scale))
     }
 
@@ -638,6 +642,7 @@ impl<B: Backend> Ckks<B> {
     pub fn conjugate(&self, ct: &Ciphertext<B>, keys: &EvaluationKeys<B>) -> Result<Ciphertext<B>> {
         self.check_ct(ct)?;
         let core = ct.core.apply_galois(self.backend(), self.conjugation_element(), keys, "conjugation", None)?;
+        self.backend().flush()?;
         Ok(ct.with(core, ct.scale))
     }
 }
