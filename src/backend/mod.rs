@@ -132,6 +132,21 @@ pub trait Backend: Send + Sync + Sized + 'static {
     fn synchronize(&self) -> Result<()> {
         Ok(())
     }
+
+    /// Submits recorded work; called by the schemes at the end of each top-level operation. A
+    /// no-op on backends that run each kernel when it is called. Results never depend on it
+    /// ([`Backend::download`] and [`Backend::synchronize`] submit what is recorded first); it
+    /// starts the device on the work without waiting for a readback.
+    fn flush(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Whether `WGFHE_BACKEND=auto` runs on `adapter`: any but a software renderer
+/// ([`gpu::AdapterSummary::is_software`]).
+#[must_use]
+pub fn auto_accepts(adapter: &gpu::AdapterSummary) -> bool {
+    !adapter.is_software()
 }
 
 /// A job written once for every backend, run by [`BackendChoice::with_backend`] on the backend
@@ -162,9 +177,12 @@ pub enum BackendChoice {
 }
 
 impl BackendChoice {
-    /// Reads `WGFHE_BACKEND`: `gpu` requires an adapter (typed error otherwise), `cpu` never
-    /// opens one, `auto` (or unset) takes the GPU if an adapter exists and otherwise falls back
-    /// to the CPU with a one-line notice on stderr. Any other value is an error.
+    /// Reads `WGFHE_BACKEND`: `gpu` requires an adapter (typed error otherwise) and takes any,
+    /// software renderers included; `cpu` never opens one; `auto` (or unset) takes the GPU if a
+    /// hardware adapter exists and otherwise falls back to the CPU with a one-line notice on
+    /// stderr (a software renderer such as llvmpipe/lavapipe, SwiftShader or WARP runs the GPU
+    /// kernels on the CPU, slower than the CPU backend: see [`auto_accepts`]). Any other value is
+    /// an error.
     pub fn from_env() -> crate::Result<Self> {
         Self::from_name(&std::env::var("WGFHE_BACKEND").unwrap_or_else(|_| "auto".to_string()))
     }
@@ -174,13 +192,16 @@ impl BackendChoice {
         match want {
             "cpu" => Ok(Self::Cpu),
             "gpu" => Ok(Self::Gpu(Arc::new(gpu::GpuDevice::new()?))),
-            "auto" => match gpu::GpuDevice::new() {
-                Ok(d) => Ok(Self::Gpu(Arc::new(d))),
-                Err(e) => {
-                    eprintln!("wgfhe: no GPU adapter ({e}); using the CPU backend");
-                    Ok(Self::Cpu)
+            "auto" => {
+                let options = gpu::DeviceOptions { reject_software: true, ..gpu::DeviceOptions::default() };
+                match gpu::GpuDevice::with_options(options) {
+                    Ok(d) => Ok(Self::Gpu(Arc::new(d))),
+                    Err(e) => {
+                        eprintln!("wgfhe: {e}; using the CPU backend");
+                        Ok(Self::Cpu)
+                    }
                 }
-            },
+            }
             _ => Err(crate::Error::InvalidField { field: "backend", reason: "must be auto, gpu or cpu" }),
         }
     }

@@ -299,4 +299,7 @@ impl<W: BackendWrapper> Backend for W {
     fn synchronize(&self) -> Result<()> {
         self.inner().synchronize()
     }
+    fn flush(&self) -> Result<()> {
+        self.inner().flush()
+    }
 }

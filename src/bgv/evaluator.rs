@@ -217,6 +217,7 @@ impl<B: Backend> Bgv<B> {
             return Err(Error::CiphertextDegree { degree: ct.degree(), expected: 2 });
         }
         let core = ct.core.relinearize(self.backend(), keys, Some(self.t.value()))?;
+        self.backend().flush()?;
         let noise = log2_add(ct.noise_log2, self.noise.key_switch(ct.level()));
         self.check_noise(noise, ct.level())?;
         Ok(Ciphertext { core, correction: ct.correction, noise_log2: noise })
@@ -254,13 +255,13 @@ impl<B: Backend> Bgv<B> {
         let a = if a.level() == level {
             a
         } else {
-            a_sw = self.mod_switch_to_level(a, level)?;
+            a_sw = self.mod_switch_recorded(a, a.level() - level)?;
             &a_sw
         };
         let b = if b.level() == level {
             b
         } else {
-            b_sw = self.mod_switch_to_level(b, level)?;
+            b_sw = self.mod_switch_recorded(b, b.level() - level)?;
             &b_sw
         };
         self.mul(a, b)
@@ -273,6 +274,13 @@ impl<B: Backend> Bgv<B> {
     /// roundings run on the dropped limbs only ([`rlwe::drop_primes`]): `l + 1` limb-NTTs per
     /// polynomial for any `count`.
     pub fn mod_switch(&self, ct: &Ciphertext<B>, count: usize) -> Result<Ciphertext<B>> {
+        let out = self.mod_switch_recorded(ct, count)?;
+        self.backend().flush()?;
+        Ok(out)
+    }
+
+    /// [`Bgv::mod_switch`] without the flush: for operations that switch as one of their steps.
+    fn mod_switch_recorded(&self, ct: &Ciphertext<B>, count: usize) -> Result<Ciphertext<B>> {
         self.check_ct(ct)?;
         let level = ct.level();
         if count > level {
@@ -348,6 +356,7 @@ impl<B: Backend> Bgv<B> {
     ) -> Result<Ciphertext<B>> {
         self.check_ct(ct)?;
         let core = ct.core.apply_galois(self.backend(), g, keys, what, Some(self.t.value()))?;
+        self.backend().flush()?;
         let noise = log2_add(ct.noise_log2, self.noise.key_switch(ct.level()));
         self.check_noise(noise, ct.level())?;
         Ok(Ciphertext { core, correction: ct.correction, noise_log2: noise })

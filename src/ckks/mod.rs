@@ -561,7 +561,9 @@ impl<B: Backend> Ckks<B> {
         if ct.degree() != 2 {
             return Err(Error::CiphertextDegree { degree: ct.degree(), expected: 2 });
         }
-        Ok(ct.with(ct.core.relinearize(self.backend(), keys, None)?, ct.scale))
+        let core = ct.core.relinearize(self.backend(), keys, None)?;
+        self.backend().flush()?;
+        Ok(ct.with(core, ct.scale))
     }
 
     /// HMULT: tensor product and relinearisation (no rescale).
@@ -588,6 +590,7 @@ impl<B: Backend> Ckks<B> {
         self.check_ct(ct)?;
         let divisor = self.next_rescale_divisor(ct.level())?;
         let polys = crate::rlwe::drop_primes(self.backend(), ct.core.polys(), self.policy.primes_per_level(), None)?;
+        self.backend().flush()?;
         Ok(ct.with(ct.core.with_polys(polys)?, ct.scale / divisor))
     }
 
@@ -625,6 +628,7 @@ impl<B: Backend> Ckks<B> {
             return Ok(ct.with(ct.core.map(|p| p.duplicate(self.backend()))?, ct.scale));
         }
         let core = ct.core.apply_galois(self.backend(), g, keys, &format!("rotation by {steps}"), None)?;
+        self.backend().flush()?;
         Ok(ct.with(core, ct.scale))
     }
 
@@ -632,6 +636,7 @@ impl<B: Backend> Ckks<B> {
     pub fn conjugate(&self, ct: &Ciphertext<B>, keys: &EvaluationKeys<B>) -> Result<Ciphertext<B>> {
         self.check_ct(ct)?;
         let core = ct.core.apply_galois(self.backend(), self.conjugation_element(), keys, "conjugation", None)?;
+        self.backend().flush()?;
         Ok(ct.with(core, ct.scale))
     }
 }

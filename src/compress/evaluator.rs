@@ -489,6 +489,7 @@ impl<'a, B: Backend> Bxt<'a, B> {
         let b_buf = b_buf.ok_or(Error::InvalidField { field: "weighted sum", reason: "no terms" })?;
         let b = self.wrap(b_buf, &basis, format)?;
         let a = self.bound_lazy(Half::Lazy(lazy), &basis)?;
+        self.be().flush()?;
         Ok(BxtCiphertext { repr: Repr::Halves { b, a, meta: Meta { noise_log2: noise, ..meta0 } } })
     }
 
@@ -564,9 +565,11 @@ impl<'a, B: Backend> Bxt<'a, B> {
         drop(c2);
         self.bgv.check_noise(out_noise, level)?;
         let meta = Meta { level, correction, noise_log2: out_noise, param_id: xm.param_id };
-        Ok(BxtCiphertext {
+        let out = BxtCiphertext {
             repr: Repr::Halves { b: self.wrap(b, &basis, format)?, a: self.wrap(a, &basis, format)?, meta },
-        })
+        };
+        self.be().flush()?;
+        Ok(out)
     }
 
     /// HROTATE: rotates both rows of the slot matrix left by `steps`, as
@@ -609,6 +612,7 @@ impl<'a, B: Backend> Bxt<'a, B> {
         let [bb, ab] = rlwe::key_switch_with(self.be(), &ag, &gk.key, Some(self.t()), epilogue)?;
         drop(ag);
         let (b, a) = (self.wrap(bb, &basis, format)?, self.wrap(ab, &basis, format)?);
+        self.be().flush()?;
         Ok(BxtCiphertext { repr: Repr::Halves { b, a, meta: Meta { noise_log2: noise, ..meta } } })
     }
 }

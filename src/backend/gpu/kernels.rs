@@ -19,29 +19,27 @@ pub(super) enum Op {
     MulScalar = 5,
 }
 
-/// Per-limb `[q, k, mu, w, w_shoup, 0, 0, 0]`.
-fn limb_table(be: &GpuBackend, basis: &[usize], scalars: Option<&[u32]>) -> Result<Vec<u32>> {
+/// Per-limb `[q, k, mu, 0]` of `elementwise.wgsl`.
+fn limb_table(be: &GpuBackend, basis: &[usize]) -> Result<Vec<u32>> {
+    Ok(be.ctx.moduli_of(basis)?.iter().flat_map(|m| [m.value(), m.bits(), m.barrett_mu(), 0]).collect())
+}
+
+/// Per-limb `[w, w_shoup]` of `mul_scalar`, appended to the parameters.
+fn scalar_params(be: &GpuBackend, basis: &[usize], scalars: &[u32], params: &mut Vec<u32>) -> Result<()> {
     // Resolve every prime first, then check the scalars: the CPU twin's order of errors.
     let moduli = be.ctx.moduli_of(basis)?;
-    let mut t = Vec::with_capacity(basis.len() * 8);
     for (i, m) in moduli.iter().enumerate() {
-        let (w, ws) = match scalars {
-            Some(s) => {
-                let w = *s.get(i).ok_or(Error::DimensionMismatch {
-                    what: "scalars",
-                    expected: basis.len(),
-                    found: s.len(),
-                })?;
-                if w >= m.value() {
-                    return Err(Error::ResidueOutOfRange { limb: i, index: 0 });
-                }
-                (w, m.shoup(w))
-            }
-            None => (0, 0),
-        };
-        t.extend_from_slice(&[m.value(), m.bits(), m.barrett_mu(), w, ws, 0, 0, 0]);
+        let w = *scalars.get(i).ok_or(Error::DimensionMismatch {
+            what: "scalars",
+            expected: basis.len(),
+            found: scalars.len(),
+        })?;
+        if w >= m.value() {
+            return Err(Error::ResidueOutOfRange { limb: i, index: 0 });
+        }
+        params.extend_from_slice(&[w, m.shoup(w)]);
     }
-    Ok(t)
+    Ok(())
 }
 
 pub(super) fn elementwise(
@@ -56,17 +54,15 @@ pub(super) fn elementwise(
     if let Some(b) = b {
         be.check("operand b", b, basis.len())?;
     }
+    let mut params = vec![op as u32, be.log_n(), be.total(a.words)?];
     if let Some(s) = scalars {
         if s.len() != basis.len() {
             return Err(Error::DimensionMismatch { what: "scalars", expected: basis.len(), found: s.len() });
         }
+        scalar_params(be, basis, s, &mut params)?;
     }
-    let table = match scalars {
-        Some(_) => std::sync::Arc::new(be.dev.upload(&limb_table(be, basis, scalars)?)?),
-        None => be.table("limbs", basis, || limb_table(be, basis, None))?,
-    };
-    let out = be.zeros(a.words)?;
-    let params = [op as u32, be.log_n(), be.total(a.words)?];
+    let table = be.table("limbs", basis, || limb_table(be, basis))?;
+    let out = be.output(a.words)?;
     let b_buf = b.map_or(&a.buf, |b| &b.buf);
     be.dev.dispatch(&ELEMENTWISE, &params, &[&*table, &a.buf, b_buf, &out.buf], a.words as u64)?;
     Ok(out)
@@ -81,14 +77,14 @@ pub(super) fn mul_add(
 ) -> Result<()> {
     be.check("operand a", a, basis.len())?;
     be.check("operand b", b, basis.len())?;
-    let table = be.table("limbs", basis, || limb_table(be, basis, None))?;
+    let table = be.table("limbs", basis, || limb_table(be, basis))?;
     let params = [Op::MulAdd as u32, be.log_n(), be.total(a.words)?];
     be.dev.dispatch(&ELEMENTWISE, &params, &[&*table, &a.buf, &b.buf, &acc.buf], a.words as u64)
 }
 
 pub(super) fn automorphism(be: &GpuBackend, a: &GpuBuffer, g: usize) -> Result<GpuBuffer> {
     let perm_buf = be.table("galois permutation", &[g], || Ok(be.ctx.galois_permutation(g)?.to_vec()))?;
-    let out = be.zeros(a.words)?;
+    let out = be.output(a.words)?;
     let params = [be.log_n(), be.total(a.words)?];
     be.dev.dispatch(&AUTOMORPHISM, &params, &[&*perm_buf, &a.buf, &out.buf], a.words as u64)?;
     Ok(out)
@@ -144,9 +140,12 @@ pub(super) fn key_switch_inner_product(
         }
         Ok(t)
     })?;
-    let q0 = be.zeros(lq * n)?;
-    let q1 = be.zeros(lq * n)?;
-    let p = be.zeros(2 * lp * n)?;
+    // The first pass writes every output word (later passes accumulate onto it); with no digit
+    // at all nothing runs and the sums are zero.
+    let alloc = |words: usize| if key.is_empty() { be.zeros(words) } else { be.output(words) };
+    let q0 = alloc(lq * n)?;
+    let q1 = alloc(lq * n)?;
+    let p = alloc(2 * lp * n)?;
     // Four residues per invocation (one ChaCha20 block).
     let log_groups = (n / 4).max(1).trailing_zeros();
     let threads = layout.primes.len() << log_groups;

@@ -2,8 +2,11 @@
 //! reproducing the CPU reference backend bit for bit.
 //!
 //! Ciphertexts and keys stay in device buffers between operations; data crosses the bus only in
-//! [`Backend::upload`] and [`Backend::download`] (and the small per-call tables of primes and
-//! constants each dispatch reads).
+//! [`Backend::upload`] and [`Backend::download`], the constant tables of the ring (uploaded once
+//! per backend and kept resident) and the per-dispatch parameters (written once per submission,
+//! see [`GpuDevice`]'s recording). Kernels are recorded, not submitted one by one: a submission
+//! happens at [`Backend::flush`], at a readback or wait, or every
+//! [`MAX_PENDING_COMMANDS`] commands.
 
 mod device;
 mod fused;
@@ -12,9 +15,13 @@ mod ntt;
 mod rns_kernels;
 pub mod sources;
 
-pub use device::{AdapterSummary, GpuDevice, MAX_STORAGE_BUFFERS};
-pub use fused::kernel_sources as fused_kernel_sources;
+pub use device::{
+    size_class, AdapterSummary, BufferPool, DeviceCounters, DeviceOptions, GpuDevice, MAX_PENDING_COMMANDS,
+    MAX_STORAGE_BUFFERS,
+};
+pub use fused::{kernel_sources as fused_kernel_sources, kernel_sources_for as fused_kernel_sources_for};
 pub use ntt::NttPlan;
+pub use sources::Arithmetic;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -25,8 +32,8 @@ use crate::math::rounding::Rounding;
 use crate::math::sampling::{Purpose, Seed};
 use crate::ring::RingContext;
 
-/// A buffer of `u32` words on the device (its storage may be larger: pooled buffers come in
-/// power-of-two size classes); returned to the device's pool when dropped.
+/// A buffer of `u32` words on the device (its storage may be larger: pooled buffers come in size
+/// classes, [`size_class`]); returned to the device's pool when dropped.
 #[derive(Debug)]
 pub struct GpuBuffer {
     buf: wgpu::Buffer,
@@ -101,6 +108,11 @@ impl GpuBackend {
         GpuBuffer { buf, words, pool: Arc::clone(self.dev.pool()) }
     }
 
+    /// A buffer of `words` words for a kernel to overwrite completely (no clear).
+    fn output(&self, words: usize) -> Result<GpuBuffer> {
+        Ok(self.wrap(self.dev.output(words)?, words))
+    }
+
     fn total(&self, words: usize) -> Result<u32> {
         u32::try_from(words).map_err(|_| Error::SizeOverflow { what: "kernel index range" })
     }
@@ -134,8 +146,8 @@ impl Backend for GpuBackend {
     }
 
     fn duplicate(&self, buf: &GpuBuffer) -> Result<GpuBuffer> {
-        let out = self.dev.zeros(buf.words)?;
-        self.dev.copy(&buf.buf, 0, &out, 0, buf.words);
+        let out = self.dev.output(buf.words)?;
+        self.dev.copy(&buf.buf, 0, &out, 0, buf.words)?;
         Ok(self.wrap(out, buf.words))
     }
 
@@ -154,9 +166,9 @@ impl Backend for GpuBackend {
         if let Some(&p) = positions.iter().find(|&&p| p >= limbs) {
             return Err(Error::DimensionMismatch { what: "limb position", expected: limbs, found: p });
         }
-        let out = self.dev.zeros(positions.len() * n)?;
+        let out = self.dev.output(positions.len() * n)?;
         let copies: Vec<_> = positions.iter().enumerate().map(|(k, &p)| (&buf.buf, p * n, &out, k * n, n)).collect();
-        self.dev.copy_many(&copies);
+        self.dev.copy_many(&copies)?;
         Ok(self.wrap(out, positions.len() * n))
     }
 
@@ -233,6 +245,10 @@ impl Backend for GpuBackend {
 
     fn synchronize(&self) -> Result<()> {
         self.dev.wait()
+    }
+
+    fn flush(&self) -> Result<()> {
+        self.dev.flush()
     }
 
     fn max_fused_buffers(&self) -> usize {

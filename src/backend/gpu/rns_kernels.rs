@@ -1,4 +1,4 @@
-//! Host side of the RNS kernels: `uniform` (ChaCha20 expansion, one thread per output word),
+//! Host side of the RNS kernels: `uniform` (ChaCha20 expansion, one thread per block of 4 words),
 //! `base_convert` (fast basis conversion) and `scale_down_correction` (the divide-and-round
 //! correction). Each packs the tables of its CPU twin ([`crate::math::sampling`],
 //! [`crate::math::rns`], [`crate::math::rounding`]) into buffers; the conversion and
@@ -7,7 +7,7 @@
 use super::sources::{BASE_CONVERT, SCALE_DOWN_CORRECTION, SCALE_DOWN_DIGITS, UNIFORM};
 use super::{GpuBackend, GpuBuffer};
 use crate::backend::key_switching::convert_positions;
-use crate::backend::{Backend, ConvertPart};
+use crate::backend::ConvertPart;
 use crate::error::{Error, Result};
 use crate::math::rounding::Rounding;
 use crate::math::sampling::{stream_id, Purpose, Seed, SEED_BYTES};
@@ -37,7 +37,9 @@ pub(super) fn key_words(seed: &Seed) -> impl Iterator<Item = u32> + '_ {
     seed.chunks_exact(4).map(|b| b.iter().rev().fold(0u32, |w, &x| w << 8 | u32::from(x)))
 }
 
-/// `uniform.wgsl`: per limb `[q, k, mu, 2^32 mod q, Shoup, stream lo, stream hi, 0]`.
+/// `uniform.wgsl`: the resident per-limb table `[q, k, mu, 2^32 mod q, Shoup, 0, 0, 0]`, and in
+/// the parameters the seed's key words and each limb's stream id ([`stream_id`], the one stream
+/// definition the CPU twin uses too); one thread per ChaCha20 block.
 pub(super) fn uniform(
     be: &GpuBackend,
     seed: &Seed,
@@ -47,31 +49,31 @@ pub(super) fn uniform(
 ) -> Result<GpuBuffer> {
     // Resolve every prime first, then the stream ids: the CPU twin's order of errors.
     let moduli = be.ctx.moduli_of(basis)?;
-    let mut table = Vec::with_capacity(basis.len() * 8);
+    let n = be.n();
+    let blocks_per_limb = n.div_ceil(4);
+    let blocks = be.total(basis.len() * blocks_per_limb)?;
+    let mut params = Vec::with_capacity(2 + SEED_BYTES / 4 + 2 * basis.len());
+    params.extend_from_slice(&[be.log_n(), blocks]);
+    params.extend(key_words(seed));
     for m in &moduli {
         let id = stream_id(purpose, index, m.value())?;
-        let (radix, radix_shoup) = word_radix(m);
-        table.extend_from_slice(&[
-            m.value(),
-            m.bits(),
-            m.barrett_mu(),
-            radix,
-            radix_shoup,
-            id as u32,
-            (id >> 32) as u32,
-            0,
-        ]);
+        params.extend_from_slice(&[id as u32, (id >> 32) as u32]);
     }
-    let words = basis.len() * be.n();
-    let mut params = Vec::with_capacity(2 + SEED_BYTES / 4);
-    params.extend_from_slice(&[be.log_n(), be.total(words)?]);
-    params.extend(key_words(seed));
-    let out = be.zeros(words)?;
+    let words = basis.len() * n;
+    let out = be.output(words)?;
     if words == 0 {
         return Ok(out);
     }
-    let table = be.dev.upload(&table)?;
-    be.dev.dispatch(&UNIFORM, &params, &[&table, &out.buf], words as u64)?;
+    let table = be.table("uniform limbs", basis, || {
+        Ok(moduli
+            .iter()
+            .flat_map(|m| {
+                let (radix, radix_shoup) = word_radix(m);
+                [m.value(), m.bits(), m.barrett_mu(), radix, radix_shoup, 0, 0, 0]
+            })
+            .collect())
+    })?;
+    be.dev.dispatch(&UNIFORM, &params, &[&*table, &out.buf], u64::from(blocks))?;
     Ok(out)
 }
 
@@ -101,7 +103,7 @@ pub(super) fn base_convert(
     let convs = parts.iter().map(|(from, to)| be.ctx.converter(from, to)).collect::<Result<Vec<_>>>()?;
     let out_limbs: usize = parts.iter().map(|(_, to)| to.len()).sum();
     let words = out_limbs * be.n();
-    let out = be.zeros(words)?;
+    let out = be.output(words)?;
     if words == 0 {
         return Ok(out);
     }
@@ -231,7 +233,7 @@ pub(super) fn scale_down_correction(
         count(keep_base, "scale_down table")?,
     ];
     let scratch = if staged {
-        let scratch = be.zeros(polys * per)?;
+        let scratch = be.output(polys * per)?;
         let params = [&[be.log_n(), be.total(polys * n)?][..], &shape].concat();
         be.dev.dispatch(&SCALE_DOWN_DIGITS, &params, &[&*table, &dropped.buf, &scratch.buf], (polys * n) as u64)?;
         Some(scratch)
@@ -242,7 +244,7 @@ pub(super) fn scale_down_correction(
     let threads = keep.len().div_ceil(TILE) * n;
     (0..polys)
         .map(|poly| {
-            let out = be.zeros(keep.len() * n)?;
+            let out = be.output(keep.len() * n)?;
             let head = [be.log_n(), be.total(threads)?];
             let tail = [count(poly, "scale_down polynomials")?, u32::from(!staged)];
             let params = [&head[..], &shape, &tail].concat();

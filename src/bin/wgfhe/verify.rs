@@ -1,7 +1,9 @@
 //! `wgfhe verify`: CPU-vs-GPU equivalence checks. Every method of the
 //! [`Backend`] trait that computes something, on seeded random inputs (run twice on the
 //! candidate, for determinism), and whole seeded scheme programs with every intermediate
-//! ciphertext and the full decryption compared word for word.
+//! ciphertext and the full decryption compared word for word. On a device with native 64-bit
+//! integers or immediates the kernels are checked again on a second device forced onto the
+//! emulated products and the parameter arena (checks named `... (emulated, arena)`).
 //!
 //! The checks compare a *reference* backend with a *candidate*: the CPU reference and the GPU
 //! for `wgfhe verify`, and in the tests also a candidate that flips one bit
@@ -14,7 +16,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 use wgfhe::backend::fused::{self, Expr, Format, Operand, Program, Traffic};
-use wgfhe::backend::gpu::GpuDevice;
+use wgfhe::backend::gpu::{Arithmetic, DeviceOptions, GpuDevice};
 use wgfhe::backend::key_switching::modup_targets;
 use wgfhe::backend::{Backend, ConvertPart, CpuBackend, GpuBackend, InnerProductInput, KeyDigitRef};
 use wgfhe::bgv::Bgv;
@@ -44,6 +46,18 @@ pub(crate) struct VerifyArgs {
 /// differs.
 pub(crate) fn run(a: &VerifyArgs) -> Result<()> {
     let dev = Arc::new(GpuDevice::new()?);
+    // Where the device multiplies with native 64-bit integers or passes parameters as
+    // immediates, the kernels are checked again on a second device forced onto the emulated
+    // products and the parameter arena.
+    let emulated = if dev.arithmetic() == Arithmetic::NativeInt64 || dev.uses_immediates() {
+        Some(Arc::new(GpuDevice::with_options(DeviceOptions {
+            emulate_int64: true,
+            no_immediates: true,
+            ..DeviceOptions::default()
+        })?))
+    } else {
+        None
+    };
     let ring = params::TestRing { log_n: 10, q_primes: 5, p_primes: 2, dnum: 3 };
     let sets: Vec<Parameters> = if a.params.is_empty() {
         vec![
@@ -60,6 +74,13 @@ pub(crate) fn run(a: &VerifyArgs) -> Result<()> {
         let cpu = CpuBackend::new(RingContext::new(p)?);
         let gpu = GpuBackend::new(RingContext::new(p)?, Arc::clone(&dev));
         checks.extend(kernel_checks(&cpu, &gpu, a.seed)?);
+        if let Some(e) = &emulated {
+            let gpu = GpuBackend::new(RingContext::new(p)?, Arc::clone(e));
+            checks.extend(kernel_checks(&cpu, &gpu, a.seed)?.into_iter().map(|mut c| {
+                c.name = format!("{} (emulated, arena)", c.name);
+                c
+            }));
+        }
         checks.push(program_check(cpu, gpu, a.seed as u8)?);
     }
     let passed = checks.iter().filter(|c| c.identical).count();
@@ -587,7 +608,7 @@ mod tests {
     use std::sync::{Arc, OnceLock};
 
     use num_complex::Complex64;
-    use wgfhe::backend::gpu::GpuDevice;
+    use wgfhe::backend::gpu::{Arithmetic, DeviceOptions, GpuDevice};
     use wgfhe::backend::{CpuBackend, GpuBackend};
     use wgfhe::params::{self, Parameters, TestRing};
     use wgfhe::ring::RingContext;
@@ -699,6 +720,11 @@ mod tests {
 
     fn gpu_kernels_match_cpu(p: &Parameters, seed: u64) {
         let Some(dev) = device() else { return };
+        gpu_kernels_match_cpu_on(&dev, p, seed);
+    }
+
+    fn gpu_kernels_match_cpu_on(dev: &Arc<GpuDevice>, p: &Parameters, seed: u64) {
+        let dev = Arc::clone(dev);
         let gpu = GpuBackend::new(RingContext::new(p).unwrap(), dev);
         let checks = kernel_checks(&cpu(p), &gpu, seed).unwrap();
         assert!(checks.len() > 30, "only {} checks ran", checks.len());
@@ -721,6 +747,37 @@ mod tests {
         gpu_kernels_match_cpu(&params::insecure_test_ckks(ckks, 30).unwrap(), 4);
         let ckks = TestRing { log_n: 14, q_primes: 3, p_primes: 1, dnum: 3 };
         gpu_kernels_match_cpu(&params::insecure_test_ckks(ckks, 30).unwrap(), 5);
+    }
+
+    /// The kernels on the emulated 64-bit products and on the parameter arena, each on a device
+    /// of its own (the shared device uses native 64-bit integers and immediates where the adapter
+    /// has them), and a BGV program.
+    #[test]
+    fn gpu_kernels_match_cpu_on_every_device_path() {
+        let Some(_) = device() else { return };
+        let paths = [
+            DeviceOptions { emulate_int64: true, ..DeviceOptions::default() },
+            DeviceOptions { no_immediates: true, ..DeviceOptions::default() },
+        ];
+        for (i, options) in paths.into_iter().enumerate() {
+            let dev = Arc::new(GpuDevice::with_options(options).unwrap());
+            if options.emulate_int64 {
+                assert_eq!(dev.arithmetic(), Arithmetic::Emulated);
+            }
+            assert!(!(options.no_immediates && dev.uses_immediates()));
+            let seed = 10 * i as u64;
+            gpu_kernels_match_cpu_on(&dev, &small_bgv(), seed + 1);
+            let bgv = TestRing { log_n: 10, q_primes: 4, p_primes: 2, dnum: 2 };
+            gpu_kernels_match_cpu_on(&dev, &params::insecure_test_bgv(bgv, 65537).unwrap(), seed + 2);
+            // More limbs than immediates hold for mul_scalar and uniform: the arena either way.
+            let ckks = TestRing { log_n: 12, q_primes: 14, p_primes: 3, dnum: 7 };
+            gpu_kernels_match_cpu_on(&dev, &params::insecure_test_ckks(ckks, 30).unwrap(), seed + 3);
+            let p =
+                params::insecure_test_bgv(TestRing { log_n: 10, q_primes: 5, p_primes: 2, dnum: 3 }, 65537).unwrap();
+            let gpu = GpuBackend::new(RingContext::new(&p).unwrap(), Arc::clone(&dev));
+            let check = program_check(cpu(&p), gpu, seed as u8 + 4).unwrap();
+            assert!(check.identical, "{}: CPU and GPU transcripts differ: {check:?}", p.name());
+        }
     }
 
     #[test]
