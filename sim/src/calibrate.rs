@@ -1,17 +1,21 @@
 //! Calibration against measured (timed) traces, for devices we have: the CPU backend and
 //! lavapipe. Their per-device constants are fitted, not looked up: the time of a dispatch is
-//! modelled as `launch * passes (copy_launch for buffer copies, which run no shader) + per_byte * bytes + per_residue * residues + per_modmul *
+//! modelled as `launch * launches (copy_launch for buffer copies, which run no shader) + per_byte * bytes + per_residue * residues + per_modmul *
 //! modmuls + per_conversion_modmul * (modmuls of base_convert and scale_down) + per_prng_word *
 //! prng_words + per_packed * (unpacked + packed residues)` (additive: these devices overlap
 //! memory and arithmetic little), with non-negative constants that minimise
 //! `sum (predicted - measured)^2 / measured` over the fitting traces (Poisson-type weights:
 //! large dispatches count more than in a relative fit, small ones more than in an absolute one). The error is then reported per kernel family on
-//! held-out dispatches.
+//! held-out dispatches. Launches, passes and NTT table bytes are the model's
+//! ([`crate::model::launches`], [`crate::model::passes`], [`crate::model::table_bytes`]): a
+//! trace's `gpu_dispatches` and `ntt_passes` where it has them, else the two-pass plan. The
+//! lavapipe traces in `sim/traces/` predate the two-pass NTT (their NTTs ran one dispatch per
+//! wide stage), so on them the plan undercounts what was measured.
 
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::model::{passes, Costs};
+use crate::model::{launches, passes, table_bytes, Costs};
 use crate::trace::Dispatch;
 
 /// Names of the fitted constants, in order.
@@ -41,12 +45,14 @@ pub struct Fit {
 /// The features of a dispatch (the terms of the additive model).
 #[must_use]
 pub fn features(d: &Dispatch) -> [f64; K] {
-    let p = passes(d, &Costs::default());
+    let costs = Costs::default();
+    let p = passes(d, &costs);
+    let l = launches(d, &costs);
     let bytes = (d.ciphertext_bytes() + d.bytes_written) as f64 * p as f64
-        + (d.key_bytes + d.table_bytes + d.plaintext_bytes) as f64;
+        + (d.key_bytes + table_bytes(d, &costs) + d.plaintext_bytes) as f64;
     let conversion = matches!(d.kernel.as_str(), "base_convert" | "scale_down");
     let (mm, conv) = if conversion { (0.0, d.modmuls as f64) } else { (d.modmuls as f64, 0.0) };
-    let (launch, copy_launch) = if d.family() == "copy" { (0.0, p as f64) } else { (p as f64, 0.0) };
+    let (launch, copy_launch) = if d.family() == "copy" { (0.0, l as f64) } else { (l as f64, 0.0) };
     [
         launch,
         copy_launch,

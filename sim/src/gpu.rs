@@ -37,6 +37,11 @@ pub struct Gpu {
     pub launch_us: f64,
     /// Words per clock per SM of the hypothetical hardware PRNG unit.
     pub prng_unit_words_per_clk_per_sm: f64,
+    /// Whether the GPU's WebGPU adapter has `SHADER_INT64` (64-bit integers in shaders), so
+    /// that the device selects native 64-bit products (`shared/mul_native.wgsl`); false (the
+    /// default when absent) means the emulated ones.
+    #[serde(default)]
+    pub shader_int64: bool,
     /// Where the numbers come from.
     pub source: String,
 }

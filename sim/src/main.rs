@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Parser;
 use wgfhe_sim::calibrate::{self, CONSTANTS};
 use wgfhe_sim::gpu::{Gpu, BUILT_IN};
-use wgfhe_sim::model::{Options, Prng, Unpack};
+use wgfhe_sim::model::{Mul, Options, Prng, Unpack};
 use wgfhe_sim::report::{self, Workload, MODEL_LABEL};
 use wgfhe_sim::{trace, Error, Result};
 
@@ -39,9 +39,12 @@ struct Args {
     /// Converter latency in cycles (with `--unpack converter` and in the paper comparison).
     #[arg(long, default_value_t = 2.0)]
     converter_latency: f64,
-    /// Assume a native 32x32 high product (ours is emulated from 16-bit halves).
-    #[arg(long)]
-    native_mulhi: bool,
+    /// 32x32->64 products: `auto` (native 64-bit where the GPU description has
+    /// `shader_int64`, as the device selects; emulated elsewhere), `native` or `emulated`
+    /// (16-bit halves, `shared/mul_emulated.wgsl`), whatever the GPU has. Applies to the paper
+    /// comparison too.
+    #[arg(long, default_value = "auto")]
+    mul: String,
     /// Print our predicted speedups next to the BXT paper's figures.
     #[arg(long)]
     compare_paper: bool,
@@ -67,6 +70,15 @@ struct Args {
     json: bool,
 }
 
+fn mul(a: &Args) -> Result<Mul> {
+    match a.mul.as_str() {
+        "auto" => Ok(Mul::Auto),
+        "native" => Ok(Mul::Native),
+        "emulated" => Ok(Mul::Emulated),
+        _ => Err(Error::Argument { what: "--mul", reason: "must be auto, native or emulated".into() }),
+    }
+}
+
 fn options(a: &Args) -> Result<Options> {
     let prng = match a.prng.as_str() {
         "sw" => Prng::Software,
@@ -81,7 +93,7 @@ fn options(a: &Args) -> Result<Options> {
         "converter" => Unpack::Converter { latency_cycles: a.converter_latency },
         _ => return Err(Error::Argument { what: "--unpack", reason: "must be sw or converter".into() }),
     };
-    Ok(Options { prng, unpack, native_mulhi: a.native_mulhi, ..Options::default() })
+    Ok(Options { prng, unpack, mul: mul(a)?, ..Options::default() })
 }
 
 fn gpus(name: &str) -> Result<Vec<Gpu>> {
@@ -121,7 +133,7 @@ fn cmd_predict(a: &Args, opts: &Options) -> Result<()> {
             continue;
         }
         say!("{MODEL_LABEL}");
-        say!("{} ({}): {}, trace {}", gpu.name, gpu.description, opts.label(), path.display());
+        say!("{} ({}): {}, trace {}", gpu.name, gpu.description, opts.label_on(&gpu), path.display());
         say!(
             "{:<12} {:<10} {:>6} {:>14} {:>9} {:>14} {:>10}",
             "op",
@@ -155,19 +167,21 @@ fn cmd_predict(a: &Args, opts: &Options) -> Result<()> {
 fn cmd_compare(a: &Args) -> Result<()> {
     let bench = a.trace.as_ref().map(|p| trace::read(p)).transpose()?;
     let workloads: Vec<Workload> = a.workload.iter().map(|w| parse_workload(w)).collect::<Result<_>>()?;
-    let hw = Options::bxt_hardware(a.converter_latency);
+    let mul = mul(a)?;
+    let hw = Options { mul, ..Options::bxt_hardware(a.converter_latency) };
+    let sw = Options { mul, ..Options::software() };
     let mut all = Vec::new();
     for gpu in gpus(&a.gpu)? {
         let rows = report::compare_paper(&gpu, bench.as_deref(), &workloads, &hw);
         let sweep: Vec<(f64, Option<f64>, Option<f64>)> = [2.0, 4.0, 8.0, 16.0, 32.0]
             .into_iter()
             .map(|lat| {
-                let o = Options::bxt_hardware(lat);
+                let o = Options { mul, ..Options::bxt_hardware(lat) };
                 let per = bench.as_deref().map(|b| report::per_op(&gpu, b, &o)).unwrap_or_default();
                 (lat, report::mean_speedup(&per, "cs"), report::mean_speedup(&per, "cso"))
             })
             .collect();
-        let per_sw = bench.as_deref().map(|b| report::per_op(&gpu, b, &Options::software())).unwrap_or_default();
+        let per_sw = bench.as_deref().map(|b| report::per_op(&gpu, b, &sw)).unwrap_or_default();
         let per_hw = bench.as_deref().map(|b| report::per_op(&gpu, b, &hw)).unwrap_or_default();
         if a.json {
             let sweep_json: Vec<_> = sweep
@@ -175,17 +189,18 @@ fn cmd_compare(a: &Args) -> Result<()> {
                 .map(|(l, cs, cso)| serde_json::json!({ "converter_latency_cycles": l, "cs": cs, "cso": cso }))
                 .collect();
             all.push(serde_json::json!({
-                "gpu": gpu.name, "hardware": hw.label(), "rows": rows, "converter_sweep": sweep_json,
+                "gpu": gpu.name, "software": sw.label_on(&gpu), "hardware": hw.label_on(&gpu), "rows": rows, "converter_sweep": sweep_json,
                 "per_op_software": per_sw, "per_op_hardware": per_hw,
             }));
             continue;
         }
         say!("{MODEL_LABEL}");
         say!(
-            "{} ({}); 'sw' = our kernels as they are, 'hw' = {}; per-op mean over {}",
+            "{} ({}); 'sw' = our kernels as they are ({}), 'hw' = {}; per-op mean over {}",
             gpu.name,
             gpu.description,
-            hw.label(),
+            sw.label_on(&gpu),
+            hw.label_on(&gpu),
             report::PAPER_OPS.join(", ")
         );
         say!(

@@ -173,7 +173,8 @@ pub struct Workload {
 }
 
 /// The comparison table: per-op means from `bench` (a labelled bench trace) and workload
-/// speedups from `workloads`, on `gpu`, with software and with `hardware` options.
+/// speedups from `workloads`, on `gpu`, with software and with `hardware` options (the software
+/// side takes the hardware options' [`Options::mul`]).
 #[must_use]
 pub fn compare_paper(
     gpu: &Gpu,
@@ -181,7 +182,7 @@ pub fn compare_paper(
     workloads: &[Workload],
     hardware: &Options,
 ) -> Vec<PaperRow> {
-    let sw = Options::software();
+    let sw = Options { mul: hardware.mul, ..Options::software() };
     let mut out = Vec::new();
     let (rows_sw, rows_hw, rows_64) = match bench {
         Some(t) => (per_op(gpu, t, &sw), per_op(gpu, t, hardware), per_op(gpu, &as_baseline64(t, false), hardware)),

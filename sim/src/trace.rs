@@ -1,6 +1,9 @@
 //! Ledger traces: JSON lines, one record per dispatch, as written by `wgfhe bench --trace` (with
 //! `op` and `variant` labels) and `wgfhe mnist --trace` (without). The fields mirror the main
-//! crate's `backend::ledger::Record`; files ending in `.gz` are decompressed.
+//! crate's `backend::ledger::Record`; files ending in `.gz` are decompressed. Every field but
+//! `kernel` may be missing; the engine's counts `gpu_dispatches`, `limb_ntts` and `ntt_passes`
+//! are absent from traces written before the two-pass NTT (all of `sim/traces/`), and the model
+//! then plans them itself ([`crate::model::passes`], [`crate::model::launches`]).
 
 use std::io::{BufRead, BufReader, Read};
 
@@ -32,7 +35,7 @@ pub struct Dispatch {
     pub table_bytes: u64,
     /// Part of `bytes_read` that is plaintext.
     pub plaintext_bytes: u64,
-    /// ChaCha20 words generated.
+    /// 32-bit words of ChaCha20 output (16 a block; our kernels use all 16, 4 per residue).
     pub prng_words: u64,
     /// Modular multiplications.
     pub modmuls: u64,
@@ -42,6 +45,17 @@ pub struct Dispatch {
     pub packed_residues: u64,
     /// Measured wall-clock nanoseconds (timed traces only).
     pub elapsed_ns: Option<u64>,
+    /// GPU dispatches of this backend call (newer traces): the model's launches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_dispatches: Option<u64>,
+    /// Limb transforms of this backend call (newer traces): the limbs whose twiddle tables an
+    /// NTT reads (else `limbs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limb_ntts: Option<u64>,
+    /// Passes over memory of ONE transform at this `n` on the recording device (newer traces):
+    /// an NTT record's passes (else planned for a 16 KiB device).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ntt_passes: Option<u64>,
 }
 
 impl Dispatch {

@@ -3,12 +3,17 @@
 
 use wgfhe_sim::calibrate;
 use wgfhe_sim::gpu::{Gpu, BUILT_IN};
-use wgfhe_sim::model::{predict, Costs, Options, Prng, Unpack};
+use wgfhe_sim::model::{self, predict, Costs, Mul, Options, Prng, Unpack};
 use wgfhe_sim::report;
 use wgfhe_sim::trace::{self, Dispatch};
 
-/// A made-up GPU with round numbers and no launch overhead.
+/// A made-up GPU with round numbers, without `SHADER_INT64`.
 fn test_gpu(launch_us: f64) -> Gpu {
+    test_gpu_int64(launch_us, false)
+}
+
+/// [`test_gpu`] with or without `SHADER_INT64`.
+fn test_gpu_int64(launch_us: f64, int64: bool) -> Gpu {
     Gpu::from_toml(
         "test",
         &format!(
@@ -27,6 +32,7 @@ l2_gbs = 400.0
 dram_latency_cycles = 500.0
 launch_us = {launch_us}
 prng_unit_words_per_clk_per_sm = 16.0
+shader_int64 = {int64}
 source = "test"
 "#
         ),
@@ -60,7 +66,6 @@ fn pure_copy_runs_at_dram_bandwidth() {
 
 #[test]
 fn compute_bound_kernel_runs_at_integer_peak() {
-    let gpu = test_gpu(0.0);
     let n = 1u64 << 16;
     let d = Dispatch {
         kernel: "mul".into(),
@@ -71,41 +76,88 @@ fn compute_bound_kernel_runs_at_integer_peak() {
         modmuls: 1_000_000_000,
         ..Dispatch::default()
     };
-    let c = Costs::default();
-    let ops = 1e9 * c.modmul_emulated + n as f64 * c.per_residue;
     let peak = 10.0 * 64.0 * 1e9;
-    let p = &predict(&gpu, std::slice::from_ref(&d), &Options::software())[0];
+    // `mul` reduces with Barrett: 60 operations a product emulated (mul_wide 22 + barrett_wide
+    // 38), 18 native (2 + 16), counted by hand from shaders/shared; 6 per output residue.
+    let emulated = (1e9 * 60.0 + n as f64 * 6.0) / peak;
+    let native = (1e9 * 18.0 + n as f64 * 6.0) / peak;
+    // Without SHADER_INT64 the device (Auto) emulates.
+    let p = &predict(&test_gpu(0.0), std::slice::from_ref(&d), &Options::software())[0];
     assert_eq!(p.bound, "int");
-    assert!(close(p.seconds, ops / peak), "{} vs {}", p.seconds, ops / peak);
-    // A native high product makes the same kernel cheaper by the cost ratio.
-    let native = Options { native_mulhi: true, ..Options::software() };
-    let q = &predict(&gpu, &[d], &native)[0];
-    assert!(close(q.seconds, (1e9 * c.modmul_native + n as f64 * c.per_residue) / peak));
+    assert!(close(p.seconds, emulated), "{} vs {emulated}", p.seconds);
+    // With it, native products; --mul emulated forces the other path, --mul native this one.
+    let int64 = test_gpu_int64(0.0, true);
+    let q = &predict(&int64, std::slice::from_ref(&d), &Options::software())[0];
+    assert!(close(q.seconds, native), "{} vs {native}", q.seconds);
+    let forced = Options { mul: Mul::Emulated, ..Options::software() };
+    assert!(close(predict(&int64, std::slice::from_ref(&d), &forced)[0].seconds, emulated));
+    let forced = Options { mul: Mul::Native, ..Options::software() };
+    assert!(close(predict(&test_gpu(0.0), std::slice::from_ref(&d), &forced)[0].seconds, native));
+    // The NTT's lazy Shoup butterflies are cheaper: 22 emulated (mul_hi 19 + 3), 5 native.
+    let ntt = Dispatch { kernel: "ntt_forward".into(), ..d };
+    let o = Options::software();
+    assert!(close(model::modmul_cost(&ntt.kernel, &o, &test_gpu(0.0)), 22.0));
+    assert!(close(model::modmul_cost(&ntt.kernel, &o, &int64), 5.0));
+    assert!(close(model::modmul_cost("mul_scalar", &o, &int64), 7.0));
+}
+
+#[test]
+fn data_centre_gpus_multiply_natively_by_default() {
+    for name in ["h100", "h200", "a100-80gb"] {
+        let g = Gpu::load(name).unwrap();
+        assert!(g.shader_int64, "{name}");
+        assert!(Options::software().label_on(&g).contains("native u64 mul"), "{name}");
+    }
+    let m2 = Gpu::load("apple-m2").unwrap();
+    assert!(!m2.shader_int64);
+    assert!(Options { mul: Mul::Native, ..Options::software() }.label_on(&m2).contains("native u64 mul (forced)"));
 }
 
 #[test]
 fn prng_unit_replaces_software_chacha() {
     let gpu = test_gpu(0.0);
     let n = 1u64 << 16;
-    let words = 4 * n * 8;
+    let limbs = 8;
+    // The ledger's uniform record: 4 words and 4 modmuls a residue.
+    let words = 4 * n * limbs;
     let d = Dispatch {
         kernel: "uniform".into(),
         n,
-        limbs: 8,
-        bytes_written: 4 * n * 8,
+        limbs,
+        bytes_written: 4 * n * limbs,
         prng_words: words,
         modmuls: words,
         ..Dispatch::default()
     };
-    let c = Costs::default();
     let sw = &predict(&gpu, std::slice::from_ref(&d), &Options::software())[0];
-    let expect_ops =
-        words as f64 * (c.chacha_block / c.words_per_block + c.modmul_emulated) + (n * 8) as f64 * c.per_residue;
-    assert!(close(sw.int_ops, expect_ops));
+    // One ChaCha20 block (1,632 operations) per 4 residues: n * limbs / 4 = 131,072 blocks, not
+    // one per residue; the reduction 57 operations a modmul emulated; 6 per residue.
+    let blocks = (n * limbs / 4) as f64;
+    assert!(close(blocks, 131_072.0));
+    let expect_ops = blocks * 1632.0 + words as f64 * 57.0 + (n * limbs) as f64 * 6.0;
+    assert!(close(sw.int_ops, expect_ops), "{} vs {expect_ops}", sw.int_ops);
     let unit = Options { prng: Prng::Unit, ..Options::software() };
     let hw = &predict(&gpu, &[d], &unit)[0];
     assert!(close(hw.prng_unit_s, words as f64 / (10.0 * 16.0 * 1e9) + 40.0 / 1e9));
-    assert!(hw.seconds < sw.seconds / 5.0, "{} vs {}", hw.seconds, sw.seconds);
+    assert!(close(hw.int_ops, words as f64 * 57.0 + (n * limbs) as f64 * 6.0));
+    assert!(hw.seconds < sw.seconds, "{} vs {}", hw.seconds, sw.seconds);
+}
+
+#[test]
+fn a_small_fused_kernel_costs_a_block_per_four_residues() {
+    // 16 residues with a uniform operand: 64 words, 4 blocks of 1,632 operations; 16 Barrett
+    // products (60 each, emulated); 6 per residue.
+    let d = Dispatch {
+        kernel: "fused".into(),
+        n: 16,
+        limbs: 1,
+        bytes_written: 64,
+        prng_words: 64,
+        modmuls: 16,
+        ..Dispatch::default()
+    };
+    let p = &predict(&test_gpu(0.0), &[d], &Options::software())[0];
+    assert!(close(p.int_ops, 4.0 * 1632.0 + 16.0 * 60.0 + 16.0 * 6.0), "{}", p.int_ops);
 }
 
 #[test]
@@ -157,17 +209,97 @@ fn chained_kernels_reuse_l2_when_the_working_set_fits() {
     assert!(close(q[1].dram_bytes, 2.0 * big.bytes_read as f64));
 }
 
+fn ntt(n: u64, limbs: u64) -> Dispatch {
+    // As the ledger writes it: limbs read and written once, full twiddle tables (2N words a
+    // limb), N/2 log2 N products a limb.
+    let words = n * limbs;
+    Dispatch {
+        kernel: "ntt_forward".into(),
+        n,
+        limbs,
+        bytes_read: 4 * words + 8 * words,
+        bytes_written: 4 * words,
+        table_bytes: 8 * words,
+        modmuls: words / 2 * u64::from(n.trailing_zeros()),
+        ..Dispatch::default()
+    }
+}
+
 #[test]
-fn ntt_passes_follow_the_tile_size() {
+fn ntt_passes_follow_the_two_pass_plan() {
     let c = Costs::default();
-    let ntt = |n: u64| Dispatch { kernel: "ntt_forward".into(), n, limbs: 1, ..Dispatch::default() };
-    assert_eq!(wgfhe_sim::model::passes(&ntt(1 << 16), &c), 6);
-    assert_eq!(wgfhe_sim::model::passes(&ntt(1 << 13), &c), 3);
-    assert_eq!(wgfhe_sim::model::passes(&ntt(1 << 11), &c), 1);
-    assert_eq!(wgfhe_sim::model::passes(&copy(1 << 16, 1), &c), 1);
-    let p = &predict(&test_gpu(2.0), &[ntt(1 << 16)], &Options::software())[0];
-    assert_eq!(p.launches, 6);
-    assert!(close(p.launch_s, 12e-6));
+    assert_eq!(c.ntt_workgroup_bytes, 16384);
+    // 16 KiB: a 4096-value tile, one pass up to 2^12, two up to 2^17 (NttPlan's table).
+    let want16 = [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2];
+    let got16: Vec<u64> = (1..=17).map(|k| model::passes(&ntt(1 << k, 1), &c)).collect();
+    assert_eq!(got16, want16);
+    // Smaller tiles: 8 KiB (2048 values) two passes from 2^12; 4 KiB three from 2^16.
+    assert_eq!([11, 12, 17].map(|k| model::ntt_plan_passes(k, 8192)), [1, 2, 2]);
+    assert_eq!([10, 11, 15, 16, 17].map(|k| model::ntt_plan_passes(k, 4096)), [1, 2, 2, 3, 3]);
+    // More than 16 KiB does not grow the tile.
+    assert_eq!(model::ntt_plan_passes(13, 64 * 1024), 2);
+    assert_eq!(model::passes(&copy(1 << 16, 1), &c), 1);
+    let p = &predict(&test_gpu(2.0), &[ntt(1 << 16, 1)], &Options::software())[0];
+    assert_eq!(p.launches, 2);
+    assert!(close(p.launch_s, 4e-6));
+}
+
+#[test]
+fn ntt_reads_compact_twiddles_and_passes_reuse_l2() {
+    // NttPlan::twiddle_words' documented values with 16 KiB.
+    assert_eq!([12, 14, 16, 17].map(|k| model::ntt_twiddle_words(k, 16384)), [4116, 4156, 4324, 4548]);
+    // 2^13, one limb, on the test GPU (3 MiB usable L2). By hand: r = 1, lt = 12, so
+    // 4 + 2 * 2 + 4096 + 12 * 2 = 4128 words = 16,512 bytes of table instead of 65,536.
+    // Pass 1 reads 32 KiB from DRAM and writes 32 KiB; pass 2 reads them from L2 and writes 32
+    // KiB: DRAM 32,768 * 3 + 16,512, L2 hits 32,768.
+    let d = ntt(1 << 13, 1);
+    assert_eq!(model::table_bytes(&d, &Costs::default()), 16_512);
+    let p = &predict(&test_gpu(0.0), std::slice::from_ref(&d), &Options::software())[0];
+    assert_eq!(p.launches, 2);
+    assert!(close(p.dram_bytes, 3.0 * 32_768.0 + 16_512.0), "{}", p.dram_bytes);
+    assert!(close(p.l2_hit_bytes, 32_768.0));
+    // In 64-bit words (the paper's baseline layout) the compact table doubles too.
+    let wide = &wgfhe_sim::report::as_baseline64(std::slice::from_ref(&d), true)[0];
+    assert_eq!(model::table_bytes(wide, &Costs::default()), 33_024);
+    // A record already under the full size is taken as written.
+    let compact = Dispatch { table_bytes: 16_512, bytes_read: 32_768 + 16_512, ..d.clone() };
+    assert_eq!(model::table_bytes(&compact, &Costs::default()), 16_512);
+    // limb_ntts sets the limb transforms whose tables are read.
+    let two = Dispatch { limb_ntts: Some(2), ..ntt(1 << 13, 4) };
+    assert_eq!(model::table_bytes(&two, &Costs::default()), 2 * 16_512);
+}
+
+#[test]
+fn trace_fields_override_the_plan() {
+    let c = Costs::default();
+    let gpu = test_gpu(2.0);
+    // ntt_passes (passes of one transform on the recording device) replaces the plan's 2, and
+    // with no gpu_dispatches the launches follow it.
+    let d = Dispatch { ntt_passes: Some(3), ..ntt(1 << 13, 1) };
+    assert_eq!((model::passes(&d, &c), model::launches(&d, &c)), (3, 3));
+    let p = &predict(&gpu, std::slice::from_ref(&d), &Options::software())[0];
+    // Pass 3 reads what pass 2 wrote: DRAM 32,768 * 4 + 16,512, hits 2 * 32,768.
+    assert!(close(p.dram_bytes, 4.0 * 32_768.0 + 16_512.0), "{}", p.dram_bytes);
+    assert!(close(p.l2_hit_bytes, 2.0 * 32_768.0));
+    assert!(close(p.launch_s, 6e-6));
+    // gpu_dispatches sets the launches, not the passes.
+    let e = Dispatch { gpu_dispatches: Some(5), ..d.clone() };
+    assert_eq!((model::passes(&e, &c), model::launches(&e, &c)), (3, 5));
+    let q = &predict(&gpu, std::slice::from_ref(&e), &Options::software())[0];
+    assert_eq!(q.launches, 5);
+    assert!(close(q.launch_s, 10e-6));
+    assert!(close(q.dram_bytes, p.dram_bytes));
+    // Any kernel: a fused call split into 3 dispatches launches 3 times and passes once.
+    let f = Dispatch { gpu_dispatches: Some(3), ..copy(1 << 12, 2) };
+    assert_eq!((model::passes(&f, &c), model::launches(&f, &c)), (1, 3));
+    // ntt_passes means nothing on other kernels.
+    let g = Dispatch { ntt_passes: Some(4), ..copy(1 << 12, 2) };
+    assert_eq!(model::passes(&g, &c), 1);
+    // The fields parse from a trace line, and are optional.
+    let line = "{\"kernel\":\"ntt_inverse\",\"n\":65536,\"limbs\":3,\"gpu_dispatches\":2,\"limb_ntts\":3,\"ntt_passes\":2}\n{\"kernel\":\"ntt_inverse\",\"n\":65536,\"limbs\":3}\n";
+    let t = trace::parse("mem", line.as_bytes()).unwrap();
+    assert_eq!((t[0].gpu_dispatches, t[0].limb_ntts, t[0].ntt_passes), (Some(2), Some(3), Some(2)));
+    assert_eq!((t[1].gpu_dispatches, t[1].limb_ntts, t[1].ntt_passes), (None, None, None));
 }
 
 #[test]
