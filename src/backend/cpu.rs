@@ -9,6 +9,7 @@ use rayon::prelude::*;
 
 use super::Backend;
 use crate::error::{Error, Result};
+use crate::math::elementwise;
 use crate::math::sampling::{uniform_limb, Purpose, Seed};
 use crate::math::zq::Modulus;
 use crate::ring::{positions_in, RingContext};
@@ -38,7 +39,28 @@ impl CpuBackend {
         self.ctx.moduli_of(basis)
     }
 
-    /// Applies `f(modulus, a_limb, b_limb, out_limb)` limb by limb in parallel.
+    /// Applies `f(modulus, out_limb, a_limb, b_limb)` limb by limb in parallel: a limb-level
+    /// kernel of [`crate::math::elementwise`].
+    fn zip2_limbs(
+        &self,
+        a: &[u32],
+        b: &[u32],
+        basis: &[usize],
+        f: impl Fn(&Modulus, &mut [u32], &[u32], &[u32]) + Sync,
+    ) -> Result<Vec<u32>> {
+        self.check("operand a", a, basis.len())?;
+        self.check("operand b", b, basis.len())?;
+        let moduli = self.moduli(basis)?;
+        let n = self.ctx.n();
+        let mut out = vec![0u32; a.len()];
+        out.par_chunks_exact_mut(n)
+            .zip(a.par_chunks_exact(n).zip(b.par_chunks_exact(n)))
+            .zip(moduli.par_iter())
+            .for_each(|((o, (x, y)), m)| f(m, o, x, y));
+        Ok(out)
+    }
+
+    /// Applies `f(modulus, a, b)` element by element, limb by limb in parallel.
     fn zip2(
         &self,
         a: &[u32],
@@ -153,11 +175,11 @@ impl Backend for CpuBackend {
     }
 
     fn add(&self, a: &Vec<u32>, b: &Vec<u32>, basis: &[usize]) -> Result<Vec<u32>> {
-        self.zip2(a, b, basis, |m, x, y| m.add(x, y))
+        self.zip2_limbs(a, b, basis, elementwise::add)
     }
 
     fn sub(&self, a: &Vec<u32>, b: &Vec<u32>, basis: &[usize]) -> Result<Vec<u32>> {
-        self.zip2(a, b, basis, |m, x, y| m.sub(x, y))
+        self.zip2_limbs(a, b, basis, elementwise::sub)
     }
 
     fn neg(&self, a: &Vec<u32>, basis: &[usize]) -> Result<Vec<u32>> {
@@ -165,7 +187,7 @@ impl Backend for CpuBackend {
     }
 
     fn mul(&self, a: &Vec<u32>, b: &Vec<u32>, basis: &[usize]) -> Result<Vec<u32>> {
-        self.zip2(a, b, basis, |m, x, y| m.mul(x, y))
+        self.zip2_limbs(a, b, basis, elementwise::mul)
     }
 
     fn mul_add(&self, acc: &mut Vec<u32>, a: &Vec<u32>, b: &Vec<u32>, basis: &[usize]) -> Result<()> {
@@ -177,11 +199,7 @@ impl Backend for CpuBackend {
         acc.par_chunks_exact_mut(n)
             .zip(a.par_chunks_exact(n).zip(b.par_chunks_exact(n)))
             .zip(moduli.par_iter())
-            .for_each(|((o, (x, y)), m)| {
-                for ((o, &x), &y) in o.iter_mut().zip(x).zip(y) {
-                    *o = m.add(*o, m.mul(x, y));
-                }
-            });
+            .for_each(|((o, (x, y)), m)| elementwise::mul_add(m, o, x, y));
         Ok(())
     }
 
