@@ -87,7 +87,7 @@ impl<B: Backend> Bgv<B> {
     /// use wgfhe::bgv::Bgv;
     /// use wgfhe::params::{self, TestRing};
     ///
-    /// let p = params::insecure_test_bgv(TestRing { log_n: 10, q_primes: 3, p_primes: 1, dnum: 1 }, 65537)?;
+    /// let p = params::insecure_test_bgv(TestRing { log_n: 10, q_primes: 3, p_primes: 1, dnum: 3 }, 65537)?;
     /// let bgv = Bgv::cpu(&p)?;
     /// let sk = bgv.gen_secret_key_from_seed(&[7; 32])?;
     /// let weights = bgv.encoder().encode(&[2, 3, 4])?;
@@ -96,7 +96,10 @@ impl<B: Backend> Bgv<B> {
     ///     let ct = bgv.encrypt_symmetric(&sk, &bgv.encoder().encode(&x)?)?;
     ///     let prod = bgv.mul_plain_prepared(&ct, &w)?;
     ///     // The same words as the unprepared product.
-    ///     assert_eq!(prod.polys()[0].to_host(bgv.backend())?, bgv.mul_plain(&ct, &weights)?.polys()[0].to_host(bgv.backend())?);
+    ///     let words = |c: &wgfhe::bgv::Ciphertext<_>| -> wgfhe::Result<Vec<Vec<u32>>> {
+    ///         c.polys().iter().map(|p| p.to_host(bgv.backend())).collect()
+    ///     };
+    ///     assert_eq!(words(&prod)?, words(&bgv.mul_plain(&ct, &weights)?)?);
     ///     let got = bgv.encoder().decode(&bgv.decrypt(&sk, &prod)?)?;
     ///     assert_eq!(got[..3], [2 * x[0], 3 * x[1], 4 * x[2]]);
     /// }
@@ -123,7 +126,7 @@ impl<B: Backend> Bgv<B> {
     /// use wgfhe::bgv::Bgv;
     /// use wgfhe::params::{self, TestRing};
     ///
-    /// let p = params::insecure_test_bgv(TestRing { log_n: 10, q_primes: 3, p_primes: 1, dnum: 1 }, 65537)?;
+    /// let p = params::insecure_test_bgv(TestRing { log_n: 10, q_primes: 3, p_primes: 1, dnum: 3 }, 65537)?;
     /// let bgv = Bgv::cpu(&p)?;
     /// let sk = bgv.gen_secret_key_from_seed(&[8; 32])?;
     /// let level = 1;
@@ -211,7 +214,7 @@ impl<B: Backend> Bgv<B> {
     /// use wgfhe::params::{self, TestRing};
     /// use wgfhe::Error;
     ///
-    /// let p = params::insecure_test_bgv(TestRing { log_n: 10, q_primes: 3, p_primes: 1, dnum: 1 }, 65537)?;
+    /// let p = params::insecure_test_bgv(TestRing { log_n: 10, q_primes: 3, p_primes: 1, dnum: 3 }, 65537)?;
     /// let bgv = Bgv::cpu(&p)?;
     /// let sk = bgv.gen_secret_key_from_seed(&[9; 32])?;
     /// let ct = bgv.encrypt_symmetric(&sk, &bgv.encoder().encode(&[4])?)?;
@@ -259,7 +262,7 @@ impl<B: Backend> Bgv<B> {
 /// use wgfhe::bgv::{Bgv, PlaintextCache};
 /// use wgfhe::params::{self, TestRing};
 ///
-/// let p = params::insecure_test_bgv(TestRing { log_n: 10, q_primes: 3, p_primes: 1, dnum: 1 }, 65537)?;
+/// let p = params::insecure_test_bgv(TestRing { log_n: 10, q_primes: 3, p_primes: 1, dnum: 3 }, 65537)?;
 /// let bgv = Bgv::cpu(&p)?;
 /// let sk = bgv.gen_secret_key_from_seed(&[5; 32])?;
 /// let weights = [bgv.encoder().encode(&[2])?, bgv.encoder().encode(&[3])?];

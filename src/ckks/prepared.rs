@@ -57,7 +57,7 @@ impl<B: Backend> Ckks<B> {
     /// use wgfhe::ckks::{Ckks, ScalePolicy};
     /// use wgfhe::params::{self, TestRing};
     ///
-    /// let p = params::insecure_test_ckks(TestRing { log_n: 10, q_primes: 4, p_primes: 1, dnum: 1 }, 30)?;
+    /// let p = params::insecure_test_ckks(TestRing { log_n: 10, q_primes: 4, p_primes: 1, dnum: 4 }, 30)?;
     /// let ckks = Ckks::cpu(&p, ScalePolicy::Single)?;
     /// let sk = ckks.gen_secret_key_from_seed(&[3; 32])?;
     /// let level = ckks.max_level();

@@ -349,7 +349,7 @@ impl<'a, B: Backend> Bxt<'a, B> {
     /// use wgfhe::compress::{Bxt, Variant};
     /// use wgfhe::params::{self, TestRing};
     ///
-    /// let p = params::insecure_test_bgv(TestRing { log_n: 10, q_primes: 3, p_primes: 1, dnum: 1 }, 65537)?;
+    /// let p = params::insecure_test_bgv(TestRing { log_n: 10, q_primes: 3, p_primes: 1, dnum: 3 }, 65537)?;
     /// let bgv = Bgv::cpu(&p)?;
     /// let sk = bgv.gen_secret_key_from_seed(&[6; 32])?;
     /// let bxt = Bxt::new(&bgv, Variant::Cso);
@@ -432,7 +432,7 @@ impl<'a, B: Backend> Bxt<'a, B> {
     /// use wgfhe::compress::{Bxt, Variant};
     /// use wgfhe::params::{self, TestRing};
     ///
-    /// let p = params::insecure_test_bgv(TestRing { log_n: 10, q_primes: 3, p_primes: 1, dnum: 1 }, 65537)?;
+    /// let p = params::insecure_test_bgv(TestRing { log_n: 10, q_primes: 3, p_primes: 1, dnum: 3 }, 65537)?;
     /// let bgv = Bgv::cpu(&p)?;
     /// let sk = bgv.gen_secret_key_from_seed(&[4; 32])?;
     /// let bxt = Bxt::new(&bgv, Variant::Cs);
@@ -501,7 +501,7 @@ impl<'a, B: Backend> Bxt<'a, B> {
     /// use wgfhe::compress::{Bxt, Variant, Weight};
     /// use wgfhe::params::{self, TestRing};
     ///
-    /// let p = params::insecure_test_bgv(TestRing { log_n: 10, q_primes: 3, p_primes: 1, dnum: 1 }, 65537)?;
+    /// let p = params::insecure_test_bgv(TestRing { log_n: 10, q_primes: 3, p_primes: 1, dnum: 3 }, 65537)?;
     /// let bgv = Bgv::cpu(&p)?;
     /// let sk = bgv.gen_secret_key_from_seed(&[2; 32])?;
     /// let bxt = Bxt::new(&bgv, Variant::Cso);

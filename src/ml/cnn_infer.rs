@@ -72,10 +72,11 @@ pub const BLOCK: usize = 256;
 /// Bytes of prepared plaintexts [`run_cnn`] keeps resident across batches
 /// ([`CnnCircuit::evaluate_with`]): the diagonals, biases and constants are encoded into the
 /// Eval domain on first use at the level each is used at, and later batches reuse them, up to
-/// this budget (the rest are lifted at every use, as [`CnnCircuit::evaluate`] does). At
-/// `N = 2^16` a diagonal prepared for FC100 takes about 30 limbs, 7.5 MB: all 1,340 of the
-/// default model's would take 10 GB, so the budget holds the FC10 diagonals, the biases and
-/// part of FC100's.
+/// this budget (the rest are lifted at every use, as [`CnnCircuit::evaluate`] does). A
+/// plaintext prepared over `L` limbs at `N = 2^16` takes `L` x 256 KiB, and the default
+/// model's FC100 has up to 1,340 diagonals (5 channels x 268): at 30 limbs they would take
+/// about 10 GB, so at that size the budget holds the first-used part of them (a cache entry is
+/// kept until its key is needed at another level or factor).
 pub const PREPARED_BUDGET: u64 = 1 << 30;
 
 /// Base of the balanced digits of the [`ReluPath::Digits`] path.
