@@ -1,26 +1,137 @@
-// One digit of the key-switching inner product (CPU twin: backend/cpu.rs
-// key_switch_inner_product): out0 += d * kb, out1 += d * ka element-wise, the key limbs picked by
-// prime. params: [log_n, total]; limbs: per limb [q, k, mu, key_limb].
+// The key-switching inner product over every digit (CPU twin: backend/cpu.rs
+// key_switch_inner_product): out0 = sum_j d_j b_j, out1 = sum_j d_j a_j element-wise over
+// q_basis ++ p_basis. d_j is read from c (the digit's own Eval limbs) or from the converted
+// limbs (ModUp's output); a_j is loaded, or regenerated from the key's ChaCha20 stream (one
+// block for the invocation's 4 residues, shared/chacha.wgsl). Products are added in 64 bits (two
+// words with a carry) and reduced once per output residue: a pass takes at most 4 digits, so a
+// sum stays below 4 (2^30)^2 + 2^30 < 2^64; a later pass (params[9] = 1) starts from the sums
+// written by the previous one. Each output is the canonical residue of the exact sum.
+// One invocation per output limb and 4 consecutive residues (vec4 lanes, shared/zq4.wgsl; for
+// N < 4 the extra lanes repeat the last residue and are not written).
+// params: [log_n, total, log2(N / 4) (0 if N < 4), unused, |q_basis|, |p_basis|, first digit,
+//   digits in this pass (<= 4), seeded mask (bit s: slot s regenerates a_j), accumulate,
+//   table stride, key_0 .. key_7 (the seed's words)];
+// table: per output limb (stride 8 + 4 digits): [q, floor(2^32 / q), 0, 2^32 mod q, its Shoup,
+//   key limb, 0, 0], then per digit [source, stream id low, stream id high, 0], source = limb
+//   of c, or limb of the converted buffer with bit 31 set.
+// Outputs: q0 and q1 over q_basis; p holds the p_basis limbs of out0, then those of out1.
+// Key slots: b_s, a_s for the pass's digit s (unused slots and seeded a slots bind any buffer).
 @group(0) @binding(0) var<storage, read> params: array<u32>;
-@group(0) @binding(1) var<storage, read> limbs: array<u32>;
-@group(0) @binding(2) var<storage, read> d: array<u32>;
-@group(0) @binding(3) var<storage, read> kb: array<u32>;
-@group(0) @binding(4) var<storage, read> ka: array<u32>;
-@group(0) @binding(5) var<storage, read_write> out0: array<u32>;
-@group(0) @binding(6) var<storage, read_write> out1: array<u32>;
+@group(0) @binding(1) var<storage, read> table: array<u32>;
+@group(0) @binding(2) var<storage, read> c: array<u32>;
+@group(0) @binding(3) var<storage, read> conv: array<u32>;
+@group(0) @binding(4) var<storage, read_write> out_q0: array<u32>;
+@group(0) @binding(5) var<storage, read_write> out_q1: array<u32>;
+@group(0) @binding(6) var<storage, read_write> out_p: array<u32>;
+@group(0) @binding(7) var<storage, read> b0: array<u32>;
+@group(0) @binding(8) var<storage, read> a0: array<u32>;
+@group(0) @binding(9) var<storage, read> b1: array<u32>;
+@group(0) @binding(10) var<storage, read> a1: array<u32>;
+@group(0) @binding(11) var<storage, read> b2: array<u32>;
+@group(0) @binding(12) var<storage, read> a2: array<u32>;
+@group(0) @binding(13) var<storage, read> b3: array<u32>;
+@group(0) @binding(14) var<storage, read> a3: array<u32>;
+
+fn key_b(s: u32, i: vec4<u32>) -> vec4<u32> {
+    switch s {
+        case 0u: { return vec4<u32>(b0[i.x], b0[i.y], b0[i.z], b0[i.w]); }
+        case 1u: { return vec4<u32>(b1[i.x], b1[i.y], b1[i.z], b1[i.w]); }
+        case 2u: { return vec4<u32>(b2[i.x], b2[i.y], b2[i.z], b2[i.w]); }
+        default: { return vec4<u32>(b3[i.x], b3[i.y], b3[i.z], b3[i.w]); }
+    }
+}
+
+fn key_a(s: u32, i: vec4<u32>) -> vec4<u32> {
+    switch s {
+        case 0u: { return vec4<u32>(a0[i.x], a0[i.y], a0[i.z], a0[i.w]); }
+        case 1u: { return vec4<u32>(a1[i.x], a1[i.y], a1[i.z], a1[i.w]); }
+        case 2u: { return vec4<u32>(a2[i.x], a2[i.y], a2[i.z], a2[i.w]); }
+        default: { return vec4<u32>(a3[i.x], a3[i.y], a3[i.z], a3[i.w]); }
+    }
+}
+
+fn load_q0(i: vec4<u32>) -> vec4<u32> { return vec4<u32>(out_q0[i.x], out_q0[i.y], out_q0[i.z], out_q0[i.w]); }
+fn load_q1(i: vec4<u32>) -> vec4<u32> { return vec4<u32>(out_q1[i.x], out_q1[i.y], out_q1[i.z], out_q1[i.w]); }
+fn load_p(i: vec4<u32>) -> vec4<u32> { return vec4<u32>(out_p[i.x], out_p[i.y], out_p[i.z], out_p[i.w]); }
 
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = linear_id(gid, nwg);
     if (i >= params[1]) { return; }
     let n = 1u << params[0];
-    let limb = i >> params[0];
-    let j = i & (n - 1u);
-    let q = limbs[limb * 4u];
-    let k = limbs[limb * 4u + 1u];
-    let mu = limbs[limb * 4u + 2u];
-    let kj = limbs[limb * 4u + 3u] * n + j;
-    let x = d[i];
-    out0[i] = mod_add(out0[i], mod_mul(x, kb[kj], q, k, mu), q);
-    out1[i] = mod_add(out1[i], mod_mul(x, ka[kj], q, k, mu), q);
+    let limb = i >> params[2];
+    let j0 = (i & ((1u << params[2]) - 1u)) << 2u;
+    // The invocation's residue indices within a limb (clamped for N < 4).
+    let jj = min(vec4<u32>(j0) + vec4<u32>(0u, 1u, 2u, 3u), vec4<u32>(n - 1u));
+    let lq = params[4];
+    let lp = params[5];
+    let tb = limb * params[10];
+    let q = vec4<u32>(table[tb]);
+    let one_shoup = vec4<u32>(table[tb + 1u]);
+    let radix = vec4<u32>(table[tb + 3u]);
+    let radix_shoup = vec4<u32>(table[tb + 4u]);
+    let kj = vec4<u32>(table[tb + 5u] * n) + jj;
+    // Output positions of sum 0 and sum 1 (in out_q0/out_q1, or in out_p).
+    var o0 = vec4<u32>(limb * n) + jj;
+    var o1 = o0;
+    if (limb >= lq) {
+        o0 = vec4<u32>((limb - lq) * n) + jj;
+        o1 = vec4<u32>((lp + limb - lq) * n) + jj;
+    }
+    var s0 = Wide4(vec4<u32>(0u), vec4<u32>(0u));
+    var s1 = Wide4(vec4<u32>(0u), vec4<u32>(0u));
+    if (params[9] == 1u) {
+        if (limb < lq) {
+            s0.lo = load_q0(o0);
+            s1.lo = load_q1(o1);
+        } else {
+            s0.lo = load_p(o0);
+            s1.lo = load_p(o1);
+        }
+    }
+    var key: array<u32, 8>;
+    for (var w = 0u; w < 8u; w = w + 1u) {
+        key[w] = params[11u + w];
+    }
+    for (var s = 0u; s < params[7]; s = s + 1u) {
+        let e = tb + 8u + (params[6] + s) * 4u;
+        let src = table[e];
+        var d: vec4<u32>;
+        if ((src & 0x80000000u) != 0u) {
+            let di = vec4<u32>((src & 0x7fffffffu) * n) + jj;
+            d = vec4<u32>(conv[di.x], conv[di.y], conv[di.z], conv[di.w]);
+        } else {
+            let di = vec4<u32>(src * n) + jj;
+            d = vec4<u32>(c[di.x], c[di.y], c[di.z], c[di.w]);
+        }
+        var a: vec4<u32>;
+        if (((params[8] >> s) & 1u) == 1u) {
+            // Residue j is words 4 (j mod 4) .. 4 (j mod 4) + 3 of block j / 4, Horner from the top.
+            var blk = chacha20_block(key, j0 >> 2u, table[e + 1u], table[e + 2u]);
+            let o = (jj & vec4<u32>(3u)) * 4u;
+            let w3 = vec4<u32>(blk[o.x + 3u], blk[o.y + 3u], blk[o.z + 3u], blk[o.w + 3u]);
+            let w2 = vec4<u32>(blk[o.x + 2u], blk[o.y + 2u], blk[o.z + 2u], blk[o.w + 2u]);
+            let w1 = vec4<u32>(blk[o.x + 1u], blk[o.y + 1u], blk[o.z + 1u], blk[o.w + 1u]);
+            let w0 = vec4<u32>(blk[o.x], blk[o.y], blk[o.z], blk[o.w]);
+            a = reduce4(w3, one_shoup, q);
+            a = mod_add4(shoup_mul4(a, radix, radix_shoup, q), reduce4(w2, one_shoup, q), q);
+            a = mod_add4(shoup_mul4(a, radix, radix_shoup, q), reduce4(w1, one_shoup, q), q);
+            a = mod_add4(shoup_mul4(a, radix, radix_shoup, q), reduce4(w0, one_shoup, q), q);
+        } else {
+            a = key_a(s, kj);
+        }
+        s0 = add_wide4(s0, mul_wide4(d, key_b(s, kj)));
+        s1 = add_wide4(s1, mul_wide4(d, a));
+    }
+    let r0 = reduce_wide4(s0, radix, radix_shoup, one_shoup, q);
+    let r1 = reduce_wide4(s1, radix, radix_shoup, one_shoup, q);
+    for (var t = 0u; t < min(4u, n); t = t + 1u) {
+        if (limb < lq) {
+            out_q0[o0[t]] = r0[t];
+            out_q1[o1[t]] = r1[t];
+        } else {
+            out_p[o0[t]] = r0[t];
+            out_p[o1[t]] = r1[t];
+        }
+    }
 }

@@ -228,21 +228,8 @@ impl<B: Backend> RnsPoly<B, Coeff> {
 
     /// Fast base conversion of these limbs to `to` (see [`crate::math::rns::BaseConverter`]).
     pub fn base_convert(&self, backend: &B, to: &[usize]) -> Result<Self> {
-        let data = backend.base_convert(&self.data, &self.basis, to)?;
+        let data = backend.base_convert(&self.data, &self.basis, &[(&self.basis, to)])?;
         Ok(Self { data, basis: to.into(), _rep: PhantomData })
-    }
-
-    /// Divide-and-round by the primes `drop` (a suffix of the basis), keeping the rest
-    /// (see [`crate::math::rns::ScaleDown`]); `t` selects the BGV variant that preserves the plaintext mod t.
-    pub fn scale_down(&self, backend: &B, drop_count: usize, t: Option<u32>) -> Result<Self> {
-        let len = self.basis.len();
-        if drop_count == 0 || drop_count >= len {
-            return Err(Error::DepthExhausted { level: len.saturating_sub(1), wanted: drop_count });
-        }
-        let keep: Vec<usize> = self.basis.iter().take(len - drop_count).copied().collect();
-        let drop: Vec<usize> = self.basis.iter().skip(len - drop_count).copied().collect();
-        let data = backend.scale_down(&self.data, &keep, &drop, t)?;
-        Ok(Self { data, basis: keep.into(), _rep: PhantomData })
     }
 }
 

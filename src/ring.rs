@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use crate::error::{Error, Result};
 use crate::math::ntt::{automorphism_permutation, NttTable};
 use crate::math::rns::{BaseConverter, ScaleDown};
+use crate::math::rounding::{Rounding, RoundingCorrection};
 use crate::math::zq::Modulus;
 use crate::params::Parameters;
 
@@ -32,6 +33,7 @@ pub struct RingContext {
     ntt: Vec<NttTable>,
     converters: Mutex<HashMap<PairKey, Arc<BaseConverter>>>,
     scale_downs: Mutex<HashMap<PairKey, Arc<ScaleDown>>>,
+    corrections: Mutex<HashMap<(PairKey, Rounding), Arc<RoundingCorrection>>>,
     galois: Mutex<HashMap<usize, Arc<Vec<u32>>>>,
 }
 
@@ -46,6 +48,7 @@ impl RingContext {
             ntt,
             converters: Mutex::new(HashMap::new()),
             scale_downs: Mutex::new(HashMap::new()),
+            corrections: Mutex::new(HashMap::new()),
             galois: Mutex::new(HashMap::new()),
         }))
     }
@@ -131,6 +134,25 @@ impl RingContext {
         let sd = Arc::new(ScaleDown::new(&self.moduli_of(keep)?, &self.moduli_of(drop)?, t)?);
         cache.insert(key, Arc::clone(&sd));
         Ok(sd)
+    }
+
+    /// Cached tables of the divide-and-round correction (`keep`, `drop`, optional plaintext
+    /// modulus, rounding; see [`crate::math::rounding`]).
+    pub fn rounding_correction(
+        &self,
+        keep: &[usize],
+        drop: &[usize],
+        t: Option<u32>,
+        rounding: Rounding,
+    ) -> Result<Arc<RoundingCorrection>> {
+        let key = ((keep.to_vec(), drop.to_vec(), t), rounding);
+        let mut cache = self.corrections.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(c) = cache.get(&key) {
+            return Ok(Arc::clone(c));
+        }
+        let rc = Arc::new(RoundingCorrection::new(&self.moduli_of(keep)?, &self.moduli_of(drop)?, t, rounding)?);
+        cache.insert(key, Arc::clone(&rc));
+        Ok(rc)
     }
 
     /// Cached Eval-domain permutation of the automorphism `X -> X^g`.

@@ -171,9 +171,10 @@ fn ledger_suite_gpu() {
 #[test]
 fn stages_map_every_kernel() {
     assert_eq!(stages::stage_of("ntt_inverse"), "ntt");
-    assert_eq!(stages::stage_of("scale_down"), "basis_conversion");
+    assert_eq!(stages::stage_of("scale_down_correction"), "basis_conversion");
+    assert_eq!(stages::stage_of("base_convert"), "basis_conversion");
     assert_eq!(stages::stage_of("uniform"), "prng_regeneration");
-    assert_eq!(stages::stage_of("merge_limbs"), "limb_copies");
+    assert_eq!(stages::stage_of("gather_limbs"), "limb_copies");
     assert_eq!(stages::stage_of("mul_scalar"), "elementwise");
 }
 

@@ -1,8 +1,10 @@
 //! Every kernel's WGSL parses and validates with naga exactly as the device builds it (the
-//! backend's own assembly, `wgfhe::backend::gpu::sources`: the shared arithmetic, then the
-//! kernel's files), its entry point is a compute entry of the module, and the files it names
-//! exist under `shaders/`; every file under `shaders/` is used by some kernel; generated fused
-//! kernels of several shapes validate too. On any machine, GPU or not.
+//! backend's own assembly, `wgfhe::backend::gpu::sources`: the shared arithmetic, the wide
+//! product of the device's arithmetic, then the kernel's files), for both arithmetics (native
+//! 64-bit integers validated with naga's `SHADER_INT64` capability, the emulated one without
+//! it), its entry point is a compute entry of the module, and the files it names exist under
+//! `shaders/`; every file under `shaders/` is used by some kernel; generated fused kernels of
+//! several shapes validate too. On any machine, GPU or not.
 
 #![expect(clippy::unwrap_used, clippy::panic, reason = "tests")]
 
@@ -11,17 +13,30 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use wgfhe::backend::fused::{Expr, Format, Operand, Program, Traffic};
-use wgfhe::backend::gpu::fused_kernel_sources;
-use wgfhe::backend::gpu::sources::KERNELS;
+use wgfhe::backend::gpu::sources::{IMMEDIATE_WORDS, KERNELS, PARAMS_DECLARATION};
+use wgfhe::backend::gpu::{fused_kernel_sources, fused_kernel_sources_for, Arithmetic};
 use wgfhe::backend::CpuBackend;
 use wgfhe::math::sampling::Purpose;
 
-fn validate(name: &str, source: &str) -> naga::Module {
+/// The naga capabilities a device with `arithmetic` has (none beyond WebGPU's for the emulated
+/// one: its kernels must validate without 64-bit integers).
+fn capabilities(arithmetic: Arithmetic) -> naga::valid::Capabilities {
+    match arithmetic {
+        Arithmetic::Emulated => naga::valid::Capabilities::empty(),
+        Arithmetic::NativeInt64 => naga::valid::Capabilities::SHADER_INT64,
+    }
+}
+
+fn validate(name: &str, source: &str, arithmetic: Arithmetic) -> naga::Module {
+    validate_with(name, source, arithmetic, naga::valid::Capabilities::empty())
+}
+
+fn validate_with(name: &str, source: &str, arithmetic: Arithmetic, extra: naga::valid::Capabilities) -> naga::Module {
     let module = naga::front::wgsl::parse_str(source)
         .unwrap_or_else(|e| panic!("{name}: {}\n{source}", e.emit_to_string(source)));
-    naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::empty())
+    naga::valid::Validator::new(naga::valid::ValidationFlags::all(), capabilities(arithmetic) | extra)
         .validate(&module)
-        .unwrap_or_else(|e| panic!("{name}: {e:?}\n{source}"));
+        .unwrap_or_else(|e| panic!("{name} ({arithmetic:?}): {e:?}\n{source}"));
     module
 }
 
@@ -48,23 +63,37 @@ fn every_kernel_validates_as_the_device_builds_it() {
     let mut names = BTreeSet::new();
     for k in KERNELS {
         assert!(names.insert(k.name), "kernel {} listed twice", k.name);
-        let wgsl = k.wgsl();
-        let module = validate(k.name, &wgsl);
-        assert!(
-            module.entry_points.iter().any(|e| e.name == k.entry && e.stage == naga::ShaderStage::Compute),
-            "{}: no compute entry point {}",
-            k.name,
-            k.entry
-        );
-        // The source is the shared arithmetic, then the kernel's files as they are on disk.
-        assert!(wgsl.starts_with(&shared), "{}: the shared arithmetic does not come first", k.name);
-        assert!(!k.files.is_empty(), "{}: no source file", k.name);
-        let mut rest = &wgsl[shared.len()..];
-        for file in k.files {
-            let text = fs::read_to_string(root.join(file))
-                .unwrap_or_else(|e| panic!("{}: shaders/{file} is missing ({e})", k.name));
-            let at = rest.find(&text).unwrap_or_else(|| panic!("{}: shaders/{file} is not in its source", k.name));
-            rest = &rest[at + text.len()..];
+        assert_eq!(k.wgsl(), k.wgsl_for(Arithmetic::Emulated));
+        for arithmetic in Arithmetic::ALL {
+            let wgsl = k.wgsl_for(arithmetic);
+            let module = validate(k.name, &wgsl, arithmetic);
+            // The variant taking its parameters as immediates: the same source, the parameters'
+            // declaration aside.
+            let immediate = k.wgsl_immediate(arithmetic).unwrap_or_else(|| panic!("{}: no immediate variant", k.name));
+            assert_eq!(
+                immediate
+                    .replace(&format!("var<immediate> params: array<u32, {IMMEDIATE_WORDS}>;"), PARAMS_DECLARATION),
+                wgsl
+            );
+            let imm = validate_with(k.name, &immediate, arithmetic, naga::valid::Capabilities::IMMEDIATES);
+            assert!(imm.entry_points.iter().any(|e| e.name == k.entry));
+            assert!(
+                module.entry_points.iter().any(|e| e.name == k.entry && e.stage == naga::ShaderStage::Compute),
+                "{}: no compute entry point {}",
+                k.name,
+                k.entry
+            );
+            // The source is the shared arithmetic, the wide product, then the kernel's files as
+            // they are on disk.
+            assert!(wgsl.starts_with(&shared), "{}: the shared arithmetic does not come first", k.name);
+            assert!(!k.files.is_empty(), "{}: no source file", k.name);
+            let mut rest = &wgsl[shared.len()..];
+            for file in std::iter::once(arithmetic.file()).chain(k.files.iter().copied()) {
+                let text = fs::read_to_string(root.join(file))
+                    .unwrap_or_else(|e| panic!("{}: shaders/{file} is missing ({e})", k.name));
+                let at = rest.find(&text).unwrap_or_else(|| panic!("{}: shaders/{file} is not in its source", k.name));
+                rest = &rest[at + text.len()..];
+            }
         }
     }
     // The kernels the host code dispatches, by name (a kernel dropped from the list fails here).
@@ -85,7 +114,8 @@ fn every_kernel_validates_as_the_device_builds_it() {
         "ntt_inv_rows_1024",
         "ntt_inv_rows_2048",
         "ntt_inv_rows_4096",
-        "scale_down",
+        "scale_down_correction",
+        "scale_down_digits",
         "uniform",
     ];
     assert_eq!(names.into_iter().collect::<Vec<_>>(), want);
@@ -97,8 +127,8 @@ fn every_shader_file_is_used_by_a_kernel() {
     let mut files = Vec::new();
     wgsl_files(&root, &root, &mut files);
     assert!(files.len() >= 9, "only {} shader files found: {files:?}", files.len());
-    let mut sources: Vec<String> = KERNELS.iter().map(|k| k.wgsl()).collect();
-    sources.extend(generated_sources(&[10]).into_iter().map(|(_, source)| source));
+    let mut sources: Vec<String> = KERNELS.iter().flat_map(|k| Arithmetic::ALL.map(|a| k.wgsl_for(a))).collect();
+    sources.extend(generated_sources(&[10], Arithmetic::Emulated).into_iter().map(|(_, source)| source));
     for file in &files {
         let text = fs::read_to_string(root.join(file)).unwrap();
         assert!(!text.trim().is_empty(), "shaders/{file} is empty");
@@ -128,9 +158,9 @@ fn a_broken_shader_is_caught() {
         .is_none());
 }
 
-/// `(name, source)` of generated fused kernels of several shapes at each `log_n`, as the device
-/// builds them.
-fn generated_sources(log_ns: &[u32]) -> Vec<(String, String)> {
+/// `(name, source)` of generated fused kernels of several shapes at each `log_n`, as a device
+/// with `arithmetic` builds them.
+fn generated_sources(log_ns: &[u32], arithmetic: Arithmetic) -> Vec<(String, String)> {
     let buf = vec![0u32; 8];
     let basis = [0usize, 1];
     let wide = [2usize, 1, 0];
@@ -161,7 +191,11 @@ fn generated_sources(log_ns: &[u32]) -> Vec<(String, String)> {
     for (name, outputs) in programs {
         let program = Program { basis: &basis, operands: operands.iter().map(clone_operand).collect(), outputs };
         for &log_n in log_ns {
-            for (key, source) in fused_kernel_sources(&program, log_n, 32).unwrap() {
+            let sources = fused_kernel_sources_for(&program, log_n, 32, arithmetic).unwrap();
+            if arithmetic == Arithmetic::Emulated {
+                assert_eq!(sources, fused_kernel_sources(&program, log_n, 32).unwrap());
+            }
+            for (key, source) in sources {
                 out.push((format!("{name} (log_n {log_n}, {key})"), source));
             }
         }
@@ -174,12 +208,18 @@ fn generated_fused_kernels_validate() {
     let root = shaders_dir();
     let shared = fs::read_to_string(root.join("shared/zq.wgsl")).unwrap();
     let chacha = fs::read_to_string(root.join("shared/chacha.wgsl")).unwrap();
-    let sources = generated_sources(&[1, 4, 10]);
-    assert!(sources.len() >= 24);
-    for (name, source) in &sources {
-        assert!(source.starts_with(&shared) && source.contains(&chacha), "{name}: not assembled like the device's");
-        let module = validate(name, source);
-        assert!(module.entry_points.iter().any(|e| e.name == "main" && e.stage == naga::ShaderStage::Compute));
+    for arithmetic in Arithmetic::ALL {
+        let mul = fs::read_to_string(root.join(arithmetic.file())).unwrap();
+        let sources = generated_sources(&[1, 4, 10], arithmetic);
+        assert!(sources.len() >= 24);
+        for (name, source) in &sources {
+            assert!(
+                source.starts_with(&shared) && source.contains(&mul) && source.contains(&chacha),
+                "{name}: not assembled like the device's"
+            );
+            let module = validate(name, source, arithmetic);
+            assert!(module.entry_points.iter().any(|e| e.name == "main" && e.stage == naga::ShaderStage::Compute));
+        }
     }
 }
 
@@ -199,7 +239,7 @@ fn ntt_tiles_use_the_workgroup_memory_their_names_say() {
     // WebGPU's guaranteed 16 KiB (the host picks a tile by this size, backend/gpu/ntt.rs).
     let mut tiles = BTreeSet::new();
     for k in KERNELS.iter().filter(|k| k.name.starts_with("ntt_")) {
-        let module = validate(k.name, &k.wgsl());
+        let module = validate(k.name, &k.wgsl(), Arithmetic::Emulated);
         let values: u32 = k.name.rsplit('_').next().unwrap().parse().unwrap();
         let bytes: u32 = module
             .global_variables

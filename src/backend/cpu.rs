@@ -7,12 +7,17 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use super::Backend;
+use super::key_switching::{convert_positions, DigitSource};
+use super::{Backend, ConvertPart, InnerProductInput, InnerProductSums};
 use crate::error::{Error, Result};
 use crate::math::elementwise;
+use crate::math::rounding::{Rounding, WideReducer, LAZY_TERMS};
 use crate::math::sampling::{uniform_limb, Purpose, Seed};
 use crate::math::zq::Modulus;
-use crate::ring::{positions_in, RingContext};
+use crate::ring::RingContext;
+
+/// Coefficients the CPU inner product sums together (its `u64` sums stay in cache).
+const INNER_PRODUCT_BLOCK: usize = 2048;
 
 /// The CPU reference backend.
 #[derive(Debug, Clone)]
@@ -137,31 +142,6 @@ impl Backend for CpuBackend {
         Ok(out)
     }
 
-    fn merge_limbs(
-        &self,
-        first: (&Vec<u32>, &[usize]),
-        second: (&Vec<u32>, &[usize]),
-        limbs: usize,
-    ) -> Result<Vec<u32>> {
-        let n = self.ctx.n();
-        let mut out = vec![0u32; limbs * n];
-        let mut seen = vec![false; limbs];
-        for (src, positions) in [first, second] {
-            self.check("merge_limbs input", src, positions.len())?;
-            for (k, &p) in positions.iter().enumerate() {
-                if p >= limbs || seen[p] {
-                    return Err(Error::DimensionMismatch { what: "merge_limbs position", expected: limbs, found: p });
-                }
-                seen[p] = true;
-                out[p * n..(p + 1) * n].copy_from_slice(&src[k * n..(k + 1) * n]);
-            }
-        }
-        if seen.iter().any(|s| !s) {
-            return Err(Error::DimensionMismatch { what: "merge_limbs coverage", expected: limbs, found: limbs });
-        }
-        Ok(out)
-    }
-
     fn ntt_forward(&self, buf: &mut Vec<u32>, basis: &[usize]) -> Result<()> {
         self.check("ntt_forward input", buf, basis.len())?;
         let tables = basis.iter().map(|&i| self.ctx.ntt_table(i)).collect::<Result<Vec<_>>>()?;
@@ -240,61 +220,124 @@ impl Backend for CpuBackend {
         Ok(out)
     }
 
-    fn base_convert(&self, a: &Vec<u32>, from: &[usize], to: &[usize]) -> Result<Vec<u32>> {
-        self.check("base_convert input", a, from.len())?;
-        let conv = self.ctx.converter(from, to)?;
+    fn base_convert(&self, a: &Vec<u32>, basis: &[usize], parts: &[ConvertPart<'_>]) -> Result<Vec<u32>> {
+        self.check("base_convert input", a, basis.len())?;
+        let positions = convert_positions(basis, parts)?;
         let n = self.ctx.n();
-        let mut out = vec![0u32; to.len() * n];
-        conv.convert(a, n, &mut out)?;
+        let convs = parts.iter().map(|(from, to)| self.ctx.converter(from, to)).collect::<Result<Vec<_>>>()?;
+        let mut out = vec![0u32; parts.iter().map(|(_, to)| to.len()).sum::<usize>() * n];
+        let mut slices = Vec::with_capacity(parts.len());
+        let mut rest = out.as_mut_slice();
+        for (_, to) in parts {
+            let (head, tail) = rest.split_at_mut(to.len() * n);
+            slices.push(head);
+            rest = tail;
+        }
+        slices.into_par_iter().zip(convs.par_iter().zip(positions.par_iter())).try_for_each(|(o, (conv, pos))| {
+            // The part's limbs in place when they are consecutive in `a`, else gathered.
+            let first = pos.first().copied().unwrap_or(0);
+            let consecutive = pos.iter().enumerate().all(|(k, &p)| p == first + k);
+            if consecutive {
+                conv.convert(&a[first * n..(first + pos.len()) * n], n, o)
+            } else {
+                let gathered: Vec<u32> = pos.iter().flat_map(|&p| a[p * n..(p + 1) * n].iter().copied()).collect();
+                conv.convert(&gathered, n, o)
+            }
+        })?;
         Ok(out)
     }
 
-    fn scale_down(&self, a: &Vec<u32>, keep: &[usize], drop: &[usize], t: Option<u32>) -> Result<Vec<u32>> {
-        self.check("scale_down input", a, keep.len() + drop.len())?;
-        let sd = self.ctx.scale_down(keep, drop, t)?;
-        let n = self.ctx.n();
-        let (keep_part, drop_part) = a.split_at(keep.len() * n);
-        let mut out = vec![0u32; keep.len() * n];
-        sd.apply(keep_part, drop_part, n, &mut out)?;
-        Ok(out)
-    }
-
-    fn key_switch_inner_product(
+    fn scale_down_correction(
         &self,
-        digits: &[&Vec<u32>],
-        basis: &[usize],
-        key: &[(&Vec<u32>, &Vec<u32>)],
-        key_basis: &[usize],
-    ) -> Result<(Vec<u32>, Vec<u32>)> {
-        if digits.len() > key.len() {
-            return Err(Error::KeyDimensions { reason: "fewer key digits than ciphertext digits" });
-        }
+        dropped: &Vec<u32>,
+        keep: &[usize],
+        drop: &[usize],
+        t: Option<u32>,
+        rounding: Rounding,
+    ) -> Result<Vec<Vec<u32>>> {
+        let rc = self.ctx.rounding_correction(keep, drop, t, rounding)?;
         let n = self.ctx.n();
-        for d in digits {
-            self.check("key-switch digit", d, basis.len())?;
+        let per = drop.len() * n;
+        if per == 0 || dropped.is_empty() || !dropped.len().is_multiple_of(per) {
+            return Err(Error::DimensionMismatch { what: "dropped limbs", expected: per, found: dropped.len() });
         }
-        for (kb, ka) in key {
-            self.check("key polynomial", kb, key_basis.len())?;
-            self.check("key polynomial", ka, key_basis.len())?;
-        }
-        let positions = positions_in(key_basis, basis)?;
-        let moduli = self.moduli(basis)?;
-        let mut out0 = vec![0u32; basis.len() * n];
-        let mut out1 = vec![0u32; basis.len() * n];
-        out0.par_chunks_exact_mut(n).zip(out1.par_chunks_exact_mut(n)).enumerate().for_each(|(limb, (o0, o1))| {
-            let m = &moduli[limb];
-            let kp = positions[limb];
-            for (d, (kb, ka)) in digits.iter().zip(key) {
-                let d = &d[limb * n..(limb + 1) * n];
-                let kb = &kb[kp * n..(kp + 1) * n];
-                let ka = &ka[kp * n..(kp + 1) * n];
-                for i in 0..n {
-                    o0[i] = m.add(o0[i], m.mul(d[i], kb[i]));
-                    o1[i] = m.add(o1[i], m.mul(d[i], ka[i]));
+        dropped
+            .par_chunks_exact(per)
+            .map(|x| {
+                let mut out = vec![0u32; keep.len() * n];
+                rc.apply(x, n, &mut out)?;
+                Ok(out)
+            })
+            .collect()
+    }
+
+    fn key_switch_inner_product(&self, input: &InnerProductInput<'_, Vec<u32>>) -> Result<InnerProductSums<Vec<u32>>> {
+        let n = self.ctx.n();
+        let layout = input.layout(Vec::len, n)?;
+        let moduli = self.moduli(&layout.primes)?;
+        let lq = input.q_basis.len();
+        let lp = input.p_basis.len();
+        let (mut q0, mut q1) = (vec![0u32; lq * n], vec![0u32; lq * n]);
+        let mut p = vec![0u32; 2 * lp * n];
+        let (p0, p1) = p.split_at_mut(lp * n);
+        // One task per output limb: its two output slices, modulus, key limb and digit sources.
+        let outs = q0
+            .chunks_exact_mut(n)
+            .zip(q1.chunks_exact_mut(n))
+            .chain(p0.chunks_exact_mut(n).zip(p1.chunks_exact_mut(n)));
+        let tasks: Vec<_> = outs
+            .zip(moduli.iter().zip(&layout.key_positions))
+            .zip(layout.sources.chunks_exact(layout.digits.max(1)))
+            .collect();
+        tasks.into_par_iter().try_for_each(|(((o0, o1), (m, &kp)), sources)| {
+            let red = WideReducer::new(*m);
+            // Per digit: its residues, b_j and a_j at this limb (seeded a_j generated once).
+            let mut limbs = Vec::with_capacity(sources.len());
+            for (src, k) in sources.iter().zip(input.key) {
+                let d = match *src {
+                    DigitSource::Input(l) => &input.c[l * n..(l + 1) * n],
+                    DigitSource::Converted(l) => &input.converted[l * n..(l + 1) * n],
+                };
+                let a: std::borrow::Cow<'_, [u32]> = match k.a {
+                    Some(a) => a[kp * n..(kp + 1) * n].into(),
+                    None => {
+                        let mut v = vec![0u32; n];
+                        uniform_limb(input.seed, Purpose::KeySwitchA, k.index, m, &mut v)?;
+                        v.into()
+                    }
+                };
+                limbs.push((d, &k.b[kp * n..(kp + 1) * n], a));
+            }
+            // Blocks of coefficients, so the sums stay in cache.
+            let block = INNER_PRODUCT_BLOCK.min(n);
+            let (mut acc0, mut acc1) = (vec![0u64; block], vec![0u64; block]);
+            for c0 in (0..n).step_by(block) {
+                let range = c0..(c0 + block).min(n);
+                let (acc0, acc1) = (&mut acc0[..range.len()], &mut acc1[..range.len()]);
+                acc0.fill(0);
+                acc1.fill(0);
+                for (j, (d, kb, ka)) in limbs.iter().enumerate() {
+                    let (d, kb, ka) = (&d[range.clone()], &kb[range.clone()], &ka[range.clone()]);
+                    for ((((a0, a1), &x), &b), &a) in acc0.iter_mut().zip(acc1.iter_mut()).zip(d).zip(kb).zip(ka) {
+                        *a0 += u64::from(x) * u64::from(b);
+                        *a1 += u64::from(x) * u64::from(a);
+                    }
+                    if (j + 1) % LAZY_TERMS == 0 && j + 1 < limbs.len() {
+                        for a in acc0.iter_mut().chain(acc1.iter_mut()) {
+                            *a = u64::from(red.reduce(*a));
+                        }
+                    }
+                }
+                for ((o, a0), (p, a1)) in
+                    o0[range.clone()].iter_mut().zip(acc0.iter()).zip(o1[range].iter_mut().zip(acc1.iter()))
+                {
+                    *o = red.reduce(*a0);
+                    *p = red.reduce(*a1);
                 }
             }
-        });
-        Ok((out0, out1))
+            Ok::<(), Error>(())
+        })?;
+        Ok(InnerProductSums { q0, q1, p })
     }
 
     fn uniform(&self, seed: &Seed, purpose: Purpose, index: u32, basis: &[usize]) -> Result<Vec<u32>> {

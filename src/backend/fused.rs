@@ -5,10 +5,10 @@
 //! basis, residue by residue, in a single dispatch with no intermediate stores. Each operand is
 //! either a buffer of stored residues (plain `u32` words or bit-packed, see [`Format`]), a
 //! ChaCha20 uniform stream regenerated in registers from its seed (the seeded `a` half of a
-//! fresh ciphertext, or of a key-switching key), or a per-limb constant. Each output is written
-//! plain or packed. So `sum_i w_i * x_i + b`, a tensor product whose `a` halves are seeds, the
-//! lazy `a` half `sum_i w_i * PRG(seed_i)` and the seeded key-switching inner product are all
-//! one dispatch each.
+//! fresh ciphertext), or a per-limb constant. Each output is written plain or packed. So
+//! `sum_i w_i * x_i + b`, a tensor product whose `a` halves are seeds, the lazy `a` half
+//! `sum_i w_i * PRG(seed_i)` and the last pass of a divide-and-round (`x D^{-1} + corr` plus an
+//! addend, [`crate::rlwe::drop_primes`]) are all one dispatch each.
 //!
 //! Semantics (every backend computes exactly this): for every output limb `l` (prime
 //! `q = basis[l]`) and residue index `j`, an expression evaluates to a residue in `[0, q)`:
@@ -25,6 +25,8 @@
 //! of the limb's little-endian bit stream (least-significant bit first), padding bits are zero.
 //! For `N >= 32` this is byte for byte the wire format's packing mode 1
 //! ([`crate::serial::write_residues_packed`]).
+
+use std::borrow::Cow;
 
 use crate::error::{Error, Result};
 use crate::math::sampling::{stream_id, Purpose, Seed};
@@ -445,11 +447,26 @@ pub(crate) fn evaluate_cpu(ctx: &RingContext, program: &Program<'_, super::CpuBa
         .zip(moduli.par_iter())
         .enumerate()
         .map(|(l, (&prime, m))| {
-            let mut cache: Vec<Option<Vec<u32>>> = vec![None; program.operands.len()];
+            // Every operand an output loads, loaded once (stored words are borrowed in place).
+            let mut used = vec![false; program.operands.len()];
+            for (e, _) in &program.outputs {
+                e.visit(&mut |x| {
+                    if let Expr::Load(i) = x {
+                        if let Some(u) = used.get_mut(*i) {
+                            *u = true;
+                        }
+                    }
+                });
+            }
+            let loaded = used
+                .iter()
+                .enumerate()
+                .map(|(i, &u)| if u { load_limb(ctx, program, l, prime, m, n, i).map(Some) } else { Ok(None) })
+                .collect::<Result<Vec<_>>>()?;
             program
                 .outputs
                 .iter()
-                .map(|(e, _)| eval_limb(ctx, program, l, prime, m, n, e, &mut cache))
+                .map(|(e, _)| Ok(eval_limb(ctx, m, n, e, &loaded)?.into_owned()))
                 .collect::<Result<Vec<_>>>()
         })
         .collect::<Result<_>>()?;
@@ -478,16 +495,17 @@ pub(crate) fn evaluate_cpu(ctx: &RingContext, program: &Program<'_, super::CpuBa
     Ok(outs)
 }
 
-/// Loads operand `i` for output limb `l` (prime index `prime`).
-fn load_limb(
+/// Loads operand `i` for output limb `l` (prime index `prime`): stored words borrowed, the
+/// rest materialised.
+fn load_limb<'p>(
     ctx: &RingContext,
-    program: &Program<'_, super::CpuBackend>,
+    program: &Program<'p, super::CpuBackend>,
     l: usize,
     prime: usize,
     m: &Modulus,
     n: usize,
     i: usize,
-) -> Result<Vec<u32>> {
+) -> Result<Cow<'p, [u32]>> {
     let op = program
         .operands
         .get(i)
@@ -500,7 +518,7 @@ fn load_limb(
                 found: basis.len(),
             })?;
             match format {
-                Format::Words => buf.get(pos * n..(pos + 1) * n).map(<[u32]>::to_vec).ok_or(Error::DimensionMismatch {
+                Format::Words => buf.get(pos * n..(pos + 1) * n).map(Cow::Borrowed).ok_or(Error::DimensionMismatch {
                     what: "fused operand",
                     expected: basis.len() * n,
                     found: buf.len(),
@@ -518,14 +536,14 @@ fn load_limb(
                     if let Some(index) = v.iter().position(|&x| x >= m.value()) {
                         return Err(Error::ResidueOutOfRange { limb: pos, index });
                     }
-                    Ok(v)
+                    Ok(v.into())
                 }
             }
         }
         Operand::Uniform { seed, purpose, index } => {
             let mut v = vec![0u32; n];
             crate::math::sampling::uniform_limb(seed, *purpose, *index, m, &mut v)?;
-            Ok(v)
+            Ok(v.into())
         }
         Operand::Scalar(s) => {
             let w = *s.get(l).ok_or(Error::DimensionMismatch {
@@ -533,70 +551,59 @@ fn load_limb(
                 expected: program.basis.len(),
                 found: s.len(),
             })?;
-            Ok(vec![w; n])
+            Ok(vec![w; n].into())
         }
     }
 }
 
-#[expect(clippy::too_many_arguments, reason = "one recursion step of the reference interpreter")]
-fn eval_limb(
+/// One output limb of `e` from the loaded operands (a load is borrowed, every other node is
+/// a new limb).
+fn eval_limb<'v>(
     ctx: &RingContext,
-    program: &Program<'_, super::CpuBackend>,
-    l: usize,
-    prime: usize,
     m: &Modulus,
     n: usize,
     e: &Expr,
-    cache: &mut Vec<Option<Vec<u32>>>,
-) -> Result<Vec<u32>> {
-    let rec = |e: &Expr, cache: &mut Vec<Option<Vec<u32>>>| eval_limb(ctx, program, l, prime, m, n, e, cache);
-    let zip = |a: Vec<u32>, b: Vec<u32>, f: &dyn Fn(u32, u32) -> u32| -> Vec<u32> {
-        a.into_iter().zip(b).map(|(x, y)| f(x, y)).collect()
+    loaded: &'v [Option<Cow<'_, [u32]>>],
+) -> Result<Cow<'v, [u32]>> {
+    let rec = |e: &Expr| eval_limb(ctx, m, n, e, loaded);
+    let zip = |a: &[u32], b: &[u32], f: &dyn Fn(u32, u32) -> u32| -> Cow<'v, [u32]> {
+        Cow::Owned(a.iter().zip(b).map(|(&x, &y)| f(x, y)).collect())
     };
     Ok(match e {
-        Expr::Load(i) => {
-            if let Some(Some(v)) = cache.get(*i) {
-                return Ok(v.clone());
+        Expr::Load(i) => match loaded.get(*i) {
+            Some(Some(v)) => Cow::Borrowed(&**v),
+            _ => {
+                return Err(Error::InvalidField {
+                    field: "fused expression",
+                    reason: "loads an operand that does not exist",
+                })
             }
-            let v = load_limb(ctx, program, l, prime, m, n, *i)?;
-            if let Some(slot) = cache.get_mut(*i) {
-                *slot = Some(v.clone());
-            }
-            v
-        }
-        Expr::Add(a, b) => {
-            let (a, b) = (rec(a, cache)?, rec(b, cache)?);
-            zip(a, b, &|x, y| m.add(x, y))
-        }
-        Expr::Sub(a, b) => {
-            let (a, b) = (rec(a, cache)?, rec(b, cache)?);
-            zip(a, b, &|x, y| m.sub(x, y))
-        }
-        Expr::Mul(a, b) => {
-            let (a, b) = (rec(a, cache)?, rec(b, cache)?);
-            zip(a, b, &|x, y| m.mul(x, y))
-        }
-        Expr::Neg(a) => rec(a, cache)?.into_iter().map(|x| m.neg(x)).collect(),
+        },
+        Expr::Add(a, b) => zip(&rec(a)?, &rec(b)?, &|x, y| m.add(x, y)),
+        Expr::Sub(a, b) => zip(&rec(a)?, &rec(b)?, &|x, y| m.sub(x, y)),
+        Expr::Mul(a, b) => zip(&rec(a)?, &rec(b)?, &|x, y| m.mul(x, y)),
+        Expr::Neg(a) => Cow::Owned(rec(a)?.iter().map(|&x| m.neg(x)).collect()),
         Expr::Sum(terms) => {
             let mut acc = vec![0u32; n];
             for t in terms {
-                let v = rec(t, cache)?;
-                acc.iter_mut().zip(v).for_each(|(a, x)| *a = m.add(*a, x));
+                acc.iter_mut().zip(rec(t)?.iter()).for_each(|(a, &x)| *a = m.add(*a, x));
             }
-            acc
+            Cow::Owned(acc)
         }
         Expr::Galois { g, expr } => {
             let perm = ctx.galois_permutation(*g)?;
-            let v = rec(expr, cache)?;
-            perm.iter()
-                .map(|&p| {
-                    v.get(p as usize).copied().ok_or(Error::DimensionMismatch {
-                        what: "Galois permutation index",
-                        expected: v.len(),
-                        found: p as usize,
+            let v = rec(expr)?;
+            Cow::Owned(
+                perm.iter()
+                    .map(|&p| {
+                        v.get(p as usize).copied().ok_or(Error::DimensionMismatch {
+                            what: "Galois permutation index",
+                            expected: v.len(),
+                            found: p as usize,
+                        })
                     })
-                })
-                .collect::<Result<_>>()?
+                    .collect::<Result<_>>()?,
+            )
         }
     })
 }

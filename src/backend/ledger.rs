@@ -19,7 +19,7 @@
 //! by operation.
 //!
 //! Counts assume 4-byte residues and one pass over each operand; constant tables are counted
-//! once per dispatch at their full size. Buffer copies (`gather_limbs`, `merge_limbs`,
+//! once per dispatch at their full size. Buffer copies (`gather_limbs`,
 //! `duplicate`) count as kernels too; host transfers (`upload`, `download`) do not (a timed
 //! ledger times them apart, [`Ledger::take_transfers`]).
 
@@ -28,9 +28,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::Serialize;
 
+use super::key_switching::INNER_PRODUCT_DIGITS_PER_PASS;
 use super::wrapper::{BackendWrapper, Kernel, KernelOutput};
 use super::Backend;
 use crate::error::{Error, Result};
+use crate::math::rounding::Rounding;
 
 /// Bytes per residue.
 const WORD: u64 = 4;
@@ -297,7 +299,6 @@ impl<B: Backend> Ledger<B> {
         Ok(match *kernel {
             Kernel::Duplicate { words } => self.elementwise(name, words / self.inner.context().n().max(1), 1, 1, 0),
             Kernel::GatherLimbs { positions } => self.elementwise(name, positions.len(), 1, 1, 0),
-            Kernel::MergeLimbs { limbs } => self.elementwise(name, limbs, 1, 1, 0),
             Kernel::NttForward { basis } | Kernel::NttInverse { basis } => {
                 // Every limb read and written once (in place), the twiddle tables read, and
                 // `N/2 log2 N` Shoup multiplications per limb.
@@ -328,45 +329,69 @@ impl<B: Backend> Ledger<B> {
                 table_bytes: n * WORD,
                 ..Record::default()
             },
-            Kernel::BaseConvert { from, to } => {
-                let (l, m) = (from.len() as u64, to.len() as u64);
-                let table = (l + l * m) * WORD * 2;
+            Kernel::BaseConvert { parts, .. } => {
+                // Per part: its input limbs read once, its output written, the tables (a header,
+                // four words per input prime; per tile of 8 outputs their constants and the
+                // matrix with Shoup companions) and one Shoup product per input residue, per
+                // matrix entry and per output.
+                let mut r = Record { kernel: name, n, ..Record::default() };
+                for (from, to) in parts {
+                    let (l, m) = (from.len() as u64, to.len() as u64);
+                    let tiles = m.div_ceil(8);
+                    let table = (8 + 4 * l + 24 * tiles + 16 * l * tiles) * WORD;
+                    r.limbs += m;
+                    r.bytes_read += l * n * WORD + table;
+                    r.bytes_written += m * n * WORD;
+                    r.table_bytes += table;
+                    r.modmuls += (l + l * m + m) * n;
+                }
+                r
+            }
+            Kernel::ScaleDownCorrection { keep, drop, rounding, polys, .. } => {
+                // Per polynomial: the dropped limbs read, the correction written; prime by
+                // prime with several primes, the digits y_s also go through a scratch buffer
+                // (written once, read once). Products: f_s per dropped residue, the triangle
+                // (prime by prime), one per (kept prime, dropped prime).
+                let (k, d, p) = (keep.len() as u64, drop.len() as u64, polys as u64);
+                let staged = rounding == Rounding::PrimeByPrime && d > 1;
+                let tri = if rounding == Rounding::PrimeByPrime { d * d.saturating_sub(1) / 2 } else { 0 };
+                let scratch = if staged { d * n * WORD } else { 0 };
+                let table = (4 * d + 3 * tri + k.div_ceil(8) * (8 + 24 * d)) * WORD;
                 Record {
                     kernel: name,
                     n,
-                    limbs: m,
-                    bytes_read: l * n * WORD + table,
-                    bytes_written: m * n * WORD,
+                    limbs: p * k,
+                    bytes_read: p * (d * n * WORD + scratch) + table,
+                    bytes_written: p * (k * n * WORD + scratch),
                     table_bytes: table,
-                    modmuls: (l + l * m + m) * n,
+                    modmuls: p * (d + tri + k * d) * n,
                     ..Record::default()
                 }
             }
-            Kernel::ScaleDown { keep, drop, .. } => {
-                let (k, d) = (keep.len() as u64, drop.len() as u64);
-                let table = (2 * k + 2 * d + 2 * k * d) * WORD;
+            Kernel::KeySwitchInnerProduct { input } => {
+                // Output limbs L (q then p), digits D, stored a_j S: every digit residue and key
+                // residue read once, the seeded a_j regenerated (one ChaCha20 block of 16 words
+                // per 4 residues), two sums written; a pass binds at most
+                // INNER_PRODUCT_DIGITS_PER_PASS digits and every later pass reads and rewrites
+                // the sums. Products: two per digit and residue, 4 per regenerated residue, and
+                // the reductions of the 64-bit sums (2 per output residue per pass).
+                let l = (input.q_basis.len() + input.p_basis.len()) as u64;
+                let d = input.digits.len() as u64;
+                let stored = input.stored_digits() as u64;
+                let passes = d.div_ceil(INNER_PRODUCT_DIGITS_PER_PASS as u64).max(1);
+                let words = l * n * WORD;
+                let key_bytes = (d + stored) * words;
+                let table = (8 + 4 * d) * l * WORD;
                 Record {
                     kernel: name,
                     n,
-                    limbs: k,
-                    bytes_read: (k + d) * n * WORD + table,
-                    bytes_written: k * n * WORD,
-                    table_bytes: table,
-                    modmuls: (d + k * d + 2 * k) * n,
-                    ..Record::default()
-                }
-            }
-            Kernel::KeySwitchInnerProduct { digits, basis, .. } => {
-                let (l, dn) = (basis.len() as u64, digits as u64);
-                let key_bytes = 2 * dn * l * n * WORD;
-                Record {
-                    kernel: name,
-                    n,
-                    limbs: l,
-                    bytes_read: dn * l * n * WORD + key_bytes,
-                    bytes_written: 2 * l * n * WORD,
+                    limbs: 2 * l,
+                    bytes_read: d * words + key_bytes + (passes - 1) * 2 * words + table,
+                    bytes_written: passes * 2 * words,
                     key_bytes,
-                    modmuls: 2 * dn * l * n,
+                    table_bytes: table,
+                    prng_words: 4 * (d - stored) * l * n,
+                    modmuls: (2 * d + 4 * (d - stored) + 2 * passes) * l * n,
                     ..Record::default()
                 }
             }

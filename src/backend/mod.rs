@@ -18,17 +18,20 @@
 pub mod cpu;
 pub mod fused;
 pub mod gpu;
+pub mod key_switching;
 pub mod ledger;
 pub mod wrapper;
 
 use std::sync::Arc;
 
 use crate::error::Result;
+use crate::math::rounding::Rounding;
 use crate::math::sampling::{Purpose, Seed};
 use crate::ring::RingContext;
 
 pub use cpu::CpuBackend;
 pub use gpu::GpuBackend;
+pub use key_switching::{ConvertPart, InnerProductInput, InnerProductSums, KeyDigitRef};
 pub use wrapper::{BackendWrapper, Kernel, KernelOutput};
 
 /// The kernel-level operation set.
@@ -56,15 +59,6 @@ pub trait Backend: Send + Sync + Sized + 'static {
     /// A new buffer made of the limbs at `positions` of `buf`, in that order.
     fn gather_limbs(&self, buf: &Self::Buffer, positions: &[usize]) -> Result<Self::Buffer>;
 
-    /// A new buffer of `limbs` limbs where limb `pos[k]` is limb `k` of the source it belongs
-    /// to; the two position lists must cover `0..limbs` exactly once.
-    fn merge_limbs(
-        &self,
-        first: (&Self::Buffer, &[usize]),
-        second: (&Self::Buffer, &[usize]),
-        limbs: usize,
-    ) -> Result<Self::Buffer>;
-
     /// `ntt_forward`: negacyclic NTT of every limb, natural order in, bit-reversed out.
     fn ntt_forward(&self, buf: &mut Self::Buffer, basis: &[usize]) -> Result<()>;
     /// `ntt_inverse`: inverse of [`Backend::ntt_forward`], bit-reversed in, natural out.
@@ -86,22 +80,39 @@ pub trait Backend: Send + Sync + Sized + 'static {
     /// `automorphism`: `X -> X^g` in the Eval domain (a permutation of every limb).
     fn automorphism(&self, a: &Self::Buffer, g: usize, basis: &[usize]) -> Result<Self::Buffer>;
 
-    /// `base_convert`: fast basis conversion of Coeff limbs from basis `from` to basis `to`.
-    fn base_convert(&self, a: &Self::Buffer, from: &[usize], to: &[usize]) -> Result<Self::Buffer>;
-    /// `scale_down`: divide-and-round of Coeff limbs over `keep ++ drop` by the product of
-    /// `drop`, output over `keep`; with `t` the BGV variant (plaintext kept up to `D^-1 mod t`).
-    fn scale_down(&self, a: &Self::Buffer, keep: &[usize], drop: &[usize], t: Option<u32>) -> Result<Self::Buffer>;
+    /// `base_convert`: fast basis conversion ([`crate::math::rns::BaseConverter`]) of Coeff
+    /// limbs, several conversions in one call. `a` holds limbs over `basis`; each part
+    /// `(from, to)` converts the limbs of `a` at the primes `from` (read where they lie in `a`,
+    /// not copied out) to the primes `to`. The output holds every part's converted limbs, part
+    /// after part (`sum |to|` limbs). Key switching's ModUp converts all its digits in one call.
+    fn base_convert(&self, a: &Self::Buffer, basis: &[usize], parts: &[ConvertPart<'_>]) -> Result<Self::Buffer>;
 
-    /// `key_switch_inner_product`: `(sum_j d_j * b_j, sum_j d_j * a_j)` in the Eval domain, over
-    /// `basis`. Each digit `d_j` is over `basis`; each key polynomial is over `key_basis` (a
-    /// superset of `basis`), whose limbs are picked by prime index.
+    /// `scale_down_correction`: the divide-and-round correction `corr = [-delta D^{-1}]_{k_i}`
+    /// over the primes `keep` ([`crate::math::rounding`]) of every polynomial whose dropped
+    /// limbs `dropped` holds: Coeff limbs over `drop`, one polynomial after another (the number
+    /// of polynomials is the buffer's length over `drop.len() N`). Returns one Coeff buffer over
+    /// `keep` per polynomial; `x D^{-1} + corr` is then the divided `x` (in either domain once
+    /// `corr` is transformed). `t` selects the BGV rounding that keeps the plaintext mod `t`;
+    /// `rounding` joint (ModDown) or prime by prime (modulus switching, rescaling).
+    fn scale_down_correction(
+        &self,
+        dropped: &Self::Buffer,
+        keep: &[usize],
+        drop: &[usize],
+        t: Option<u32>,
+        rounding: Rounding,
+    ) -> Result<Vec<Self::Buffer>>;
+
+    /// `key_switch_inner_product`: `(sum_j d_j b_j, sum_j d_j a_j)` in the Eval domain over
+    /// `q_basis ++ p_basis`, all digits in one call: digit `j` is read from `c` at its own primes
+    /// and from the converted limbs elsewhere; `a_j` is loaded where the key stores it and
+    /// regenerated from the key's seed where it does not. Each sum is the canonical residue of
+    /// the exact sum, so the order and grouping of the additions do not matter. The sums come
+    /// out split into their `q_basis` and `p_basis` limbs ([`InnerProductSums`]).
     fn key_switch_inner_product(
         &self,
-        digits: &[&Self::Buffer],
-        basis: &[usize],
-        key: &[(&Self::Buffer, &Self::Buffer)],
-        key_basis: &[usize],
-    ) -> Result<(Self::Buffer, Self::Buffer)>;
+        input: &InnerProductInput<'_, Self::Buffer>,
+    ) -> Result<InnerProductSums<Self::Buffer>>;
 
     /// `uniform`: residues of ChaCha20 streams, one per limb, as Eval-domain values.
     fn uniform(&self, seed: &Seed, purpose: Purpose, index: u32, basis: &[usize]) -> Result<Self::Buffer>;
@@ -121,6 +132,21 @@ pub trait Backend: Send + Sync + Sized + 'static {
     fn synchronize(&self) -> Result<()> {
         Ok(())
     }
+
+    /// Submits recorded work; called by the schemes at the end of each top-level operation. A
+    /// no-op on backends that run each kernel when it is called. Results never depend on it
+    /// ([`Backend::download`] and [`Backend::synchronize`] submit what is recorded first); it
+    /// starts the device on the work without waiting for a readback.
+    fn flush(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Whether `WGFHE_BACKEND=auto` runs on `adapter`: any but a software renderer
+/// ([`gpu::AdapterSummary::is_software`]).
+#[must_use]
+pub fn auto_accepts(adapter: &gpu::AdapterSummary) -> bool {
+    !adapter.is_software()
 }
 
 /// A job written once for every backend, run by [`BackendChoice::with_backend`] on the backend
@@ -151,9 +177,12 @@ pub enum BackendChoice {
 }
 
 impl BackendChoice {
-    /// Reads `WGFHE_BACKEND`: `gpu` requires an adapter (typed error otherwise), `cpu` never
-    /// opens one, `auto` (or unset) takes the GPU if an adapter exists and otherwise falls back
-    /// to the CPU with a one-line notice on stderr. Any other value is an error.
+    /// Reads `WGFHE_BACKEND`: `gpu` requires an adapter (typed error otherwise) and takes any,
+    /// software renderers included; `cpu` never opens one; `auto` (or unset) takes the GPU if a
+    /// hardware adapter exists and otherwise falls back to the CPU with a one-line notice on
+    /// stderr (a software renderer such as llvmpipe/lavapipe, SwiftShader or WARP runs the GPU
+    /// kernels on the CPU, slower than the CPU backend: see [`auto_accepts`]). Any other value is
+    /// an error.
     pub fn from_env() -> crate::Result<Self> {
         Self::from_name(&std::env::var("WGFHE_BACKEND").unwrap_or_else(|_| "auto".to_string()))
     }
@@ -163,13 +192,16 @@ impl BackendChoice {
         match want {
             "cpu" => Ok(Self::Cpu),
             "gpu" => Ok(Self::Gpu(Arc::new(gpu::GpuDevice::new()?))),
-            "auto" => match gpu::GpuDevice::new() {
-                Ok(d) => Ok(Self::Gpu(Arc::new(d))),
-                Err(e) => {
-                    eprintln!("wgfhe: no GPU adapter ({e}); using the CPU backend");
-                    Ok(Self::Cpu)
+            "auto" => {
+                let options = gpu::DeviceOptions { reject_software: true, ..gpu::DeviceOptions::default() };
+                match gpu::GpuDevice::with_options(options) {
+                    Ok(d) => Ok(Self::Gpu(Arc::new(d))),
+                    Err(e) => {
+                        eprintln!("wgfhe: {e}; using the CPU backend");
+                        Ok(Self::Cpu)
+                    }
                 }
-            },
+            }
             _ => Err(crate::Error::InvalidField { field: "backend", reason: "must be auto, gpu or cpu" }),
         }
     }

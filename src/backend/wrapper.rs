@@ -12,8 +12,9 @@
 use std::sync::Arc;
 
 use super::fused::Program;
-use super::Backend;
+use super::{Backend, ConvertPart, InnerProductInput, InnerProductSums};
 use crate::error::Result;
+use crate::math::rounding::Rounding;
 use crate::math::sampling::{Purpose, Seed};
 use crate::ring::RingContext;
 
@@ -30,11 +31,6 @@ pub enum Kernel<'a, B: Backend> {
     GatherLimbs {
         /// Positions of the limbs gathered.
         positions: &'a [usize],
-    },
-    /// [`Backend::merge_limbs`].
-    MergeLimbs {
-        /// Limbs of the output.
-        limbs: usize,
     },
     /// [`Backend::ntt_forward`] (in place).
     NttForward {
@@ -86,27 +82,27 @@ pub enum Kernel<'a, B: Backend> {
     /// [`Backend::base_convert`].
     BaseConvert {
         /// Basis of the input.
-        from: &'a [usize],
-        /// Basis of the output.
-        to: &'a [usize],
+        basis: &'a [usize],
+        /// The conversions: `(from, to)` each.
+        parts: &'a [ConvertPart<'a>],
     },
-    /// [`Backend::scale_down`].
-    ScaleDown {
-        /// Primes kept (the output's basis).
+    /// [`Backend::scale_down_correction`].
+    ScaleDownCorrection {
+        /// Primes kept (the outputs' basis).
         keep: &'a [usize],
-        /// Primes divided out.
+        /// Primes divided out (the input's basis, per polynomial).
         drop: &'a [usize],
         /// The BGV plaintext modulus, if any.
         t: Option<u32>,
+        /// Joint or prime by prime.
+        rounding: Rounding,
+        /// Polynomials in the input.
+        polys: usize,
     },
     /// [`Backend::key_switch_inner_product`].
     KeySwitchInnerProduct {
-        /// Number of digits.
-        digits: usize,
-        /// Basis of the digits and outputs.
-        basis: &'a [usize],
-        /// Basis of the key polynomials.
-        key_basis: &'a [usize],
+        /// The operands.
+        input: &'a InnerProductInput<'a, B::Buffer>,
     },
     /// [`Backend::uniform`].
     Uniform {
@@ -131,7 +127,6 @@ impl<B: Backend> Kernel<'_, B> {
         match self {
             Self::Duplicate { .. } => "duplicate",
             Self::GatherLimbs { .. } => "gather_limbs",
-            Self::MergeLimbs { .. } => "merge_limbs",
             Self::NttForward { .. } => "ntt_forward",
             Self::NttInverse { .. } => "ntt_inverse",
             Self::Add { .. } => "add",
@@ -142,7 +137,7 @@ impl<B: Backend> Kernel<'_, B> {
             Self::MulScalar { .. } => "mul_scalar",
             Self::Automorphism { .. } => "automorphism",
             Self::BaseConvert { .. } => "base_convert",
-            Self::ScaleDown { .. } => "scale_down",
+            Self::ScaleDownCorrection { .. } => "scale_down_correction",
             Self::KeySwitchInnerProduct { .. } => "key_switch_inner_product",
             Self::Uniform { .. } => "uniform",
             Self::Fused { .. } => "fused",
@@ -241,14 +236,6 @@ impl<W: BackendWrapper> Backend for W {
     fn gather_limbs(&self, buf: &Self::Buffer, positions: &[usize]) -> Result<Self::Buffer> {
         self.dispatch(&Kernel::GatherLimbs { positions }, |k| k.gather_limbs(buf, positions))
     }
-    fn merge_limbs(
-        &self,
-        first: (&Self::Buffer, &[usize]),
-        second: (&Self::Buffer, &[usize]),
-        limbs: usize,
-    ) -> Result<Self::Buffer> {
-        self.dispatch(&Kernel::MergeLimbs { limbs }, |k| k.merge_limbs(first, second, limbs))
-    }
     fn ntt_forward(&self, buf: &mut Self::Buffer, basis: &[usize]) -> Result<()> {
         self.dispatch(&Kernel::NttForward { basis }, |k| k.ntt_forward(buf, basis).map(|()| buf)).map(|_| ())
     }
@@ -276,22 +263,28 @@ impl<W: BackendWrapper> Backend for W {
     fn automorphism(&self, a: &Self::Buffer, g: usize, basis: &[usize]) -> Result<Self::Buffer> {
         self.dispatch(&Kernel::Automorphism { g, basis }, |k| k.automorphism(a, g, basis))
     }
-    fn base_convert(&self, a: &Self::Buffer, from: &[usize], to: &[usize]) -> Result<Self::Buffer> {
-        self.dispatch(&Kernel::BaseConvert { from, to }, |k| k.base_convert(a, from, to))
+    fn base_convert(&self, a: &Self::Buffer, basis: &[usize], parts: &[ConvertPart<'_>]) -> Result<Self::Buffer> {
+        self.dispatch(&Kernel::BaseConvert { basis, parts }, |k| k.base_convert(a, basis, parts))
     }
-    fn scale_down(&self, a: &Self::Buffer, keep: &[usize], drop: &[usize], t: Option<u32>) -> Result<Self::Buffer> {
-        self.dispatch(&Kernel::ScaleDown { keep, drop, t }, |k| k.scale_down(a, keep, drop, t))
+    fn scale_down_correction(
+        &self,
+        dropped: &Self::Buffer,
+        keep: &[usize],
+        drop: &[usize],
+        t: Option<u32>,
+        rounding: Rounding,
+    ) -> Result<Vec<Self::Buffer>> {
+        let per = drop.len() * self.context().n();
+        let polys = self.inner().len(dropped).checked_div(per).unwrap_or(0);
+        self.dispatch(&Kernel::ScaleDownCorrection { keep, drop, t, rounding, polys }, |k| {
+            k.scale_down_correction(dropped, keep, drop, t, rounding)
+        })
     }
     fn key_switch_inner_product(
         &self,
-        digits: &[&Self::Buffer],
-        basis: &[usize],
-        key: &[(&Self::Buffer, &Self::Buffer)],
-        key_basis: &[usize],
-    ) -> Result<(Self::Buffer, Self::Buffer)> {
-        self.dispatch(&Kernel::KeySwitchInnerProduct { digits: digits.len(), basis, key_basis }, |k| {
-            k.key_switch_inner_product(digits, basis, key, key_basis)
-        })
+        input: &InnerProductInput<'_, Self::Buffer>,
+    ) -> Result<InnerProductSums<Self::Buffer>> {
+        self.dispatch(&Kernel::KeySwitchInnerProduct { input }, |k| k.key_switch_inner_product(input))
     }
     fn uniform(&self, seed: &Seed, purpose: Purpose, index: u32, basis: &[usize]) -> Result<Self::Buffer> {
         self.dispatch(&Kernel::Uniform { purpose, index, basis }, |k| k.uniform(seed, purpose, index, basis))
@@ -305,5 +298,8 @@ impl<W: BackendWrapper> Backend for W {
     }
     fn synchronize(&self) -> Result<()> {
         self.inner().synchronize()
+    }
+    fn flush(&self) -> Result<()> {
+        self.inner().flush()
     }
 }

@@ -18,8 +18,9 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::backend::ledger::{Ledger, Totals};
-use crate::backend::Backend;
+use crate::backend::{Backend, InnerProductInput, KeyDigitRef};
 use crate::error::{Error, Result};
+use crate::math::rounding::Rounding;
 use crate::math::sampling::Purpose;
 use crate::params::{self, Parameters};
 
@@ -36,7 +37,7 @@ pub const KERNELS: [&str; 12] = [
     "ntt_forward",
     "ntt_inverse",
     "base_convert",
-    "scale_down",
+    "scale_down_correction",
     "key_switch_inner_product",
     "uniform",
 ];
@@ -136,35 +137,44 @@ pub struct Point<B: Backend> {
     acc: B::Buffer,
     wide: B::Buffer,
     keys: Vec<(B::Buffer, B::Buffer)>,
-    digits: Vec<B::Buffer>,
+    converted: B::Buffer,
+    digits: Vec<Vec<usize>>,
     scalars: Vec<u32>,
     basis: Vec<usize>,
     other: Vec<usize>,
+    key_basis: Vec<usize>,
 }
 
 impl<B: Backend> Point<B> {
     /// Seeded operands of `limbs` limbs on `be`, whose ring must have `2 limbs + 1` primes
-    /// ([`ring_params`]).
+    /// ([`ring_params`]): the first `limbs` are the operands' basis (and the chain of the
+    /// key-switching kernels, cut into [`KS_DIGITS`] digits), the other `limbs + 1` the
+    /// conversion target and the special primes.
     pub fn new(be: &B, limbs: usize) -> Result<Self> {
         let n = be.context().n();
         let basis: Vec<usize> = (0..limbs).collect();
         let other: Vec<usize> = (limbs..2 * limbs + 1).collect();
+        let key_basis: Vec<usize> = (0..2 * limbs + 1).collect();
         let moduli =
             |b: &[usize]| -> Result<Vec<u32>> { Ok(be.context().moduli_of(b)?.iter().map(|m| m.value()).collect()) };
-        let (mq, mo) = (moduli(&basis)?, moduli(&other)?);
+        let (mq, mo, mk) = (moduli(&basis)?, moduli(&other)?, moduli(&key_basis)?);
         let up = |salt: u64, m: &[u32]| be.upload(&operand(m.len() * n, m, n, salt));
+        let digits: Vec<Vec<usize>> = basis.chunks(limbs.div_ceil(KS_DIGITS).max(1)).map(<[usize]>::to_vec).collect();
+        let targets = crate::backend::key_switching::modup_targets(&basis, &other, &digits);
         Ok(Self {
             a: up(1, &mq)?,
             b: up(2, &mq)?,
             acc: up(3, &mq)?,
             wide: up(4, &mo)?,
-            keys: (0..KS_DIGITS)
-                .map(|d| Ok((up(10 + d as u64, &mq)?, up(20 + d as u64, &mq)?)))
+            keys: (0..digits.len())
+                .map(|d| Ok((up(10 + d as u64, &mk)?, up(20 + d as u64, &mk)?)))
                 .collect::<Result<_>>()?,
-            digits: (0..KS_DIGITS).map(|d| up(30 + d as u64, &mq)).collect::<Result<_>>()?,
+            converted: up(30, &moduli(&targets.concat())?)?,
+            digits,
             scalars: mq.iter().map(|q| q / 3).collect(),
             basis,
             other,
+            key_basis,
         })
     }
 
@@ -193,17 +203,24 @@ fn run_kernel<B: Backend>(be: &B, kernel: &str, o: &mut Point<B>) -> Result<()> 
         "automorphism" => drop(be.automorphism(&o.a, 5, basis)?),
         "ntt_forward" => be.ntt_forward(&mut o.b, basis)?,
         "ntt_inverse" => be.ntt_inverse(&mut o.b, basis)?,
-        "base_convert" => drop(be.base_convert(&o.a, basis, &o.other)?),
-        "scale_down" => {
-            let (keep, drop_) = o.other.split_at(o.other.len().saturating_sub(1));
-            // Over `other`: keep all but its last prime, drop that one.
-            drop(be.scale_down(&o.wide, keep, drop_, Some(65537))?);
+        "base_convert" => drop(be.base_convert(&o.a, basis, &[(basis, &o.other)])?),
+        // ModDown's correction: the `limbs + 1` special primes dropped, the chain kept.
+        "scale_down_correction" => {
+            drop(be.scale_down_correction(&o.wide, basis, &o.other, Some(65537), Rounding::Joint)?)
         }
         "key_switch_inner_product" => {
-            let digits: Vec<&B::Buffer> = o.digits.iter().collect();
-            let key: Vec<(&B::Buffer, &B::Buffer)> = o.keys.iter().map(|(x, y)| (x, y)).collect();
-            let (x, y) = be.key_switch_inner_product(&digits, basis, &key, basis)?;
-            drop((x, y));
+            let key: Vec<KeyDigitRef<'_, B::Buffer>> =
+                o.keys.iter().zip(0u32..).map(|((b, a), index)| KeyDigitRef { b, a: Some(a), index }).collect();
+            drop(be.key_switch_inner_product(&InnerProductInput {
+                c: &o.a,
+                converted: &o.converted,
+                q_basis: basis,
+                p_basis: &o.other,
+                digits: &o.digits,
+                key: &key,
+                key_basis: &o.key_basis,
+                seed: &[7; 32],
+            })?);
         }
         "uniform" => drop(be.uniform(&[7; 32], Purpose::CiphertextA, 0, basis)?),
         _ => return Err(Error::InvalidField { field: "kernel", reason: "unknown kernel" }),

@@ -55,19 +55,20 @@ pub const STAGES: [&str; 10] = [
 ];
 
 /// The stage of a dispatch: `ntt` (forward and inverse), `basis_conversion` (`base_convert` and
-/// the divide-and-round `scale_down` of modulus switching and key-switching's last step),
-/// `key_switch_inner_product`, `automorphism`, `elementwise` (add, sub, neg, mul, mul_add,
-/// mul_scalar), `limb_copies` (duplicate, gather, merge), `prng_regeneration` (`uniform`) and
-/// `fused` (one fused BXT kernel, which does element-wise arithmetic, regenerates `a` halves
-/// from seeds and packs or unpacks limbs in the same pass, so its time is not split).
+/// the divide-and-round correction `scale_down_correction` of modulus switching, rescaling and
+/// key switching's ModDown), `key_switch_inner_product`, `automorphism`, `elementwise` (add,
+/// sub, neg, mul, mul_add, mul_scalar), `limb_copies` (duplicate, gather), `prng_regeneration`
+/// (`uniform`) and `fused` (a fused program: a BXT kernel, which does element-wise arithmetic,
+/// regenerates `a` halves from seeds and packs or unpacks limbs in the same pass, so its time is
+/// not split, or the last pass of a divide-and-round, `x D^{-1} + corr` plus an addend).
 #[must_use]
 pub fn stage_of(kernel: &str) -> &'static str {
     match kernel {
         "ntt_forward" | "ntt_inverse" => "ntt",
-        "base_convert" | "scale_down" => "basis_conversion",
+        "base_convert" | "scale_down_correction" => "basis_conversion",
         "key_switch_inner_product" => "key_switch_inner_product",
         "automorphism" => "automorphism",
-        "duplicate" | "gather_limbs" | "merge_limbs" => "limb_copies",
+        "duplicate" | "gather_limbs" => "limb_copies",
         "uniform" => "prng_regeneration",
         "fused" => "fused",
         _ => "elementwise",

@@ -250,6 +250,7 @@ impl<B: Backend> Bgv<B> {
             return Err(Error::CiphertextDegree { degree: ct.degree(), expected: 2 });
         }
         let core = ct.core.relinearize(self.backend(), keys, Some(self.t.value()))?;
+        self.backend().flush()?;
         let noise = log2_add(ct.noise_log2, self.noise.key_switch(ct.level()));
         self.check_noise(noise, ct.level())?;
         Ok(Ciphertext { core, correction: ct.correction, noise_log2: noise })
@@ -287,13 +288,13 @@ impl<B: Backend> Bgv<B> {
         let a = if a.level() == level {
             a
         } else {
-            a_sw = self.mod_switch_to_level(a, level)?;
+            a_sw = self.mod_switch_recorded(a, a.level() - level)?;
             &a_sw
         };
         let b = if b.level() == level {
             b
         } else {
-            b_sw = self.mod_switch_to_level(b, level)?;
+            b_sw = self.mod_switch_recorded(b, b.level() - level)?;
             &b_sw
         };
         self.mul(a, b)
@@ -302,25 +303,34 @@ impl<B: Backend> Bgv<B> {
     // ---- modulus switching -------------------------------------------------------------------
 
     /// Drops the last `count` primes, one at a time with exact centred rounding that preserves
-    /// the plaintext mod t; the correction factor absorbs `q^-1 mod t` per dropped prime.
+    /// the plaintext mod t; the correction factor absorbs `q^-1 mod t` per dropped prime. The
+    /// roundings run on the dropped limbs only ([`rlwe::drop_primes`]): `l + 1` limb-NTTs per
+    /// polynomial for any `count`.
     pub fn mod_switch(&self, ct: &Ciphertext<B>, count: usize) -> Result<Ciphertext<B>> {
+        let out = self.mod_switch_recorded(ct, count)?;
+        self.backend().flush()?;
+        Ok(out)
+    }
+
+    /// [`Bgv::mod_switch`] without the flush: for operations that switch as one of their steps.
+    fn mod_switch_recorded(&self, ct: &Ciphertext<B>, count: usize) -> Result<Ciphertext<B>> {
         self.check_ct(ct)?;
         let level = ct.level();
         if count > level {
             return Err(Error::DepthExhausted { level, wanted: count });
         }
         let be = self.backend();
-        let mut polys = ct.core.duplicate_polys(be)?;
+        let polys = if count == 0 {
+            ct.core.duplicate_polys(be)?
+        } else {
+            rlwe::drop_primes(be, ct.core.polys(), count, Some(self.t.value()))?
+        };
         let mut correction = ct.correction;
         let mut noise = ct.noise_log2;
         let ctx = be.context();
         for step in 0..count {
             let l = level - step;
             let q = ctx.modulus(l)?.value();
-            polys = polys
-                .into_iter()
-                .map(|p| p.into_coeff(be)?.scale_down(be, 1, Some(self.t.value()))?.into_eval(be))
-                .collect::<Result<_>>()?;
             let q_inv = self.t.inv(self.t.reduce_u32(q)).ok_or(Error::InvalidPlaintextModulus {
                 t: u64::from(self.t.value()),
                 reason: "not coprime to a chain prime",
@@ -379,6 +389,7 @@ impl<B: Backend> Bgv<B> {
     ) -> Result<Ciphertext<B>> {
         self.check_ct(ct)?;
         let core = ct.core.apply_galois(self.backend(), g, keys, what, Some(self.t.value()))?;
+        self.backend().flush()?;
         let noise = log2_add(ct.noise_log2, self.noise.key_switch(ct.level()));
         self.check_noise(noise, ct.level())?;
         Ok(Ciphertext { core, correction: ct.correction, noise_log2: noise })

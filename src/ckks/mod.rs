@@ -563,7 +563,9 @@ impl<B: Backend> Ckks<B> {
         if ct.degree() != 2 {
             return Err(Error::CiphertextDegree { degree: ct.degree(), expected: 2 });
         }
-        Ok(ct.with(ct.core.relinearize(self.backend(), keys, None)?, ct.scale))
+        let core = ct.core.relinearize(self.backend(), keys, None)?;
+        self.backend().flush()?;
+        Ok(ct.with(core, ct.scale))
     }
 
     /// HMULT: tensor product and relinearisation (no rescale).
@@ -584,19 +586,14 @@ impl<B: Backend> Ckks<B> {
     }
 
     /// Divides by the last prime (single policy) or the last two (double policy), with exact
-    /// rounding per prime; the scale is divided by the same exact value.
+    /// rounding per prime (the last prime first); the scale is divided by the same exact value.
+    /// Only the dropped limbs are inverse-transformed ([`crate::rlwe::drop_primes`]).
     pub fn rescale(&self, ct: &Ciphertext<B>) -> Result<Ciphertext<B>> {
         self.check_ct(ct)?;
         let divisor = self.next_rescale_divisor(ct.level())?;
-        let be = self.backend();
-        let core = ct.core.map(|p| {
-            let mut c = p.duplicate(be)?.into_coeff(be)?;
-            for _ in 0..self.policy.primes_per_level() {
-                c = c.scale_down(be, 1, None)?;
-            }
-            c.into_eval(be)
-        })?;
-        Ok(ct.with(core, ct.scale / divisor))
+        let polys = crate::rlwe::drop_primes(self.backend(), ct.core.polys(), self.policy.primes_per_level(), None)?;
+        self.backend().flush()?;
+        Ok(ct.with(ct.core.with_polys(polys)?, ct.scale / divisor))
     }
 
     /// Brings `ct` to scale `target` one level down: multiplies by 1 encoded at the scale that
@@ -633,6 +630,7 @@ impl<B: Backend> Ckks<B> {
             return Ok(ct.with(ct.core.map(|p| p.duplicate(self.backend()))?, ct.scale));
         }
         let core = ct.core.apply_galois(self.backend(), g, keys, &format!("rotation by {steps}"), None)?;
+        self.backend().flush()?;
         Ok(ct.with(core, ct.scale))
     }
 
@@ -640,6 +638,7 @@ impl<B: Backend> Ckks<B> {
     pub fn conjugate(&self, ct: &Ciphertext<B>, keys: &EvaluationKeys<B>) -> Result<Ciphertext<B>> {
         self.check_ct(ct)?;
         let core = ct.core.apply_galois(self.backend(), self.conjugation_element(), keys, "conjugation", None)?;
+        self.backend().flush()?;
         Ok(ct.with(core, ct.scale))
     }
 }

@@ -16,7 +16,7 @@ use crate::bgv::{Bgv, Ciphertext, EvaluationKeys, Plaintext, PreparedPlaintext};
 use crate::error::{Error, Result};
 use crate::poly::{Eval, RnsPoly};
 use crate::ring::Basis;
-use crate::rlwe::{self, CiphertextCore, SecretKey};
+use crate::rlwe::{self, CiphertextCore, Epilogue, SecretKey};
 
 /// Most buffers a lazy half may reference before it is materialised. It bounds the bindings of
 /// the kernel that eventually generates it: an HMULT's last kernel reads two `b` halves, two
@@ -615,6 +615,7 @@ impl<'a, B: Backend> Bxt<'a, B> {
         let b_buf = b_buf.ok_or(Error::InvalidField { field: "weighted sum", reason: "no terms" })?;
         let b = self.wrap(b_buf, &basis, format)?;
         let a = self.bound_lazy(Half::Lazy(lazy), &basis)?;
+        self.be().flush()?;
         Ok(BxtCiphertext { repr: Repr::Halves { b, a, meta: Meta { noise_log2: noise, ..meta0 } } })
     }
 
@@ -672,41 +673,35 @@ impl<'a, B: Backend> Bxt<'a, B> {
             bufs.pop().ok_or(Error::Backend { backend: "fused", reason: "no output".into() })?,
             basis.clone(),
         )?;
-        // Step 2: key switching of c2 (seeded keys regenerate their `a` parts inside it).
-        let (d0, d1) = rlwe::key_switch(self.be(), &c2, &rk.0, Some(self.t()))?;
-        drop(c2);
-        // Step 3: c0 + d0, c1 + d1, in the variant's format.
-        let (b, a) = if fuse {
-            let mut pb = self.builder(&basis)?;
-            let (eb1, ea1, eb2, ea2) = (pb.half(xb)?, pb.half(xa)?, pb.half(yb)?, pb.half(ya)?);
-            let e0 = Expr::add(Expr::mul(eb1.clone(), eb2.clone()), pb.poly(&d0, Traffic::Ciphertext));
-            let e1 = Expr::add(Expr::add(Expr::mul(eb1, ea2), Expr::mul(ea1, eb2)), pb.poly(&d1, Traffic::Ciphertext));
-            Self::two(self.run(pb, vec![(e0, format), (e1, format)])?)?
-        } else {
-            let mut it = bufs.into_iter();
-            let (c0, c1) = match (it.next(), it.next()) {
-                (Some(c0), Some(c1)) => (
-                    RnsPoly::from_buffer(self.be(), c0, basis.clone())?,
-                    RnsPoly::from_buffer(self.be(), c1, basis.clone())?,
-                ),
-                _ => return Err(Error::Backend { backend: "fused", reason: "no output".into() }),
-            };
-            let mut pb = self.builder(&basis)?;
-            let e0 = Expr::add(pb.poly(&c0, Traffic::Ciphertext), pb.poly(&d0, Traffic::Ciphertext));
-            let e1 = Expr::add(pb.poly(&c1, Traffic::Ciphertext), pb.poly(&d1, Traffic::Ciphertext));
-            Self::two(self.run(pb, vec![(e0, format), (e1, format)])?)?
+        // Step 2: key switching of c2 (seeded keys regenerate their `a` parts inside it), whose
+        // last pass adds c0 and c1 (recomputed from the halves under cso) and stores both halves
+        // in the variant's format.
+        let c01: Vec<RnsPoly<B, Eval>> =
+            bufs.into_iter().map(|b| RnsPoly::from_buffer(self.be(), b, basis.clone())).collect::<Result<_>>()?;
+        let mut pb = self.builder(&basis)?;
+        let (e0, e1) = match c01.as_slice() {
+            [c0, c1] => (pb.poly(c0, Traffic::Ciphertext), pb.poly(c1, Traffic::Ciphertext)),
+            _ => {
+                let (eb1, ea1, eb2, ea2) = (pb.half(xb)?, pb.half(xa)?, pb.half(yb)?, pb.half(ya)?);
+                (Expr::mul(eb1.clone(), eb2.clone()), Expr::add(Expr::mul(eb1, ea2), Expr::mul(ea1, eb2)))
+            }
         };
+        let epilogue = Epilogue { operands: pb.operands, outputs: vec![(Some(e0), format), (Some(e1), format)] };
+        let [b, a] = rlwe::key_switch_with(self.be(), &c2, &rk.0, Some(self.t()), epilogue)?;
+        drop(c2);
         self.bgv.check_noise(out_noise, level)?;
         let meta = Meta { level, correction, noise_log2: out_noise, param_id: xm.param_id };
-        Ok(BxtCiphertext {
+        let out = BxtCiphertext {
             repr: Repr::Halves { b: self.wrap(b, &basis, format)?, a: self.wrap(a, &basis, format)?, meta },
-        })
+        };
+        self.be().flush()?;
+        Ok(out)
     }
 
     /// HROTATE: rotates both rows of the slot matrix left by `steps`, as
     /// [`Bgv::rotate_columns`]. The automorphism of the `a` half (regenerated from its seed or
-    /// lazy terms) is the first kernel; the last kernel applies it to `b`, adds the key-switching
-    /// result and stores both halves in the variant's format.
+    /// lazy terms) is the first kernel; the key switch's last pass applies it to `b`, adds it to
+    /// the key-switching result and stores both halves in the variant's format.
     pub fn rotate_columns(
         &self,
         ct: &BxtCiphertext<B>,
@@ -736,18 +731,14 @@ impl<'a, B: Backend> Bxt<'a, B> {
         let mut pb = self.builder(&basis)?;
         let ea = Expr::galois(g, pb.half(a)?);
         let ag = RnsPoly::from_buffer(self.be(), Self::one(self.run(pb, vec![(ea, Format::Words)])?)?, basis.clone())?;
-        let (d0, d1) = rlwe::key_switch(self.be(), &ag, &gk.key, Some(self.t()))?;
-        drop(ag);
+        // The key switch's last pass adds b(X^g) and stores both halves in the variant's format.
         let mut pb = self.builder(&basis)?;
-        let eb = Expr::add(Expr::galois(g, pb.half(b)?), pb.poly(&d0, Traffic::Ciphertext));
-        let (b, a) = if format == Format::Words {
-            let b = self.wrap(Self::one(self.run(pb, vec![(eb, format)])?)?, &basis, format)?;
-            (b, Half::Stored(Arc::new(d1)))
-        } else {
-            let ed1 = pb.poly(&d1, Traffic::Ciphertext);
-            let (bb, ab) = Self::two(self.run(pb, vec![(eb, format), (ed1, format)])?)?;
-            (self.wrap(bb, &basis, format)?, self.wrap(ab, &basis, format)?)
-        };
+        let eb = Expr::galois(g, pb.half(b)?);
+        let epilogue = Epilogue { operands: pb.operands, outputs: vec![(Some(eb), format), (None, format)] };
+        let [bb, ab] = rlwe::key_switch_with(self.be(), &ag, &gk.key, Some(self.t()), epilogue)?;
+        drop(ag);
+        let (b, a) = (self.wrap(bb, &basis, format)?, self.wrap(ab, &basis, format)?);
+        self.be().flush()?;
         Ok(BxtCiphertext { repr: Repr::Halves { b, a, meta: Meta { noise_log2: noise, ..meta } } })
     }
 }

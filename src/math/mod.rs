@@ -4,5 +4,6 @@ pub(crate) mod elementwise;
 pub mod ntt;
 pub mod primes;
 pub mod rns;
+pub mod rounding;
 pub mod sampling;
 pub mod zq;

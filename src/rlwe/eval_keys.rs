@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use super::{gen_key_switch_key, key_switch, GaloisKey, NoiseScale, PolyPair, RelinKey, SecretKey};
+use super::{gen_key_switch_key, key_switch_add, Addend, GaloisKey, NoiseScale, PolyPair, RelinKey, SecretKey};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::poly::{Eval, RnsPoly};
@@ -118,8 +118,7 @@ pub fn relinearize<B: Backend>(
     let [c0, c1, c2] = polys else {
         return Err(Error::CiphertextDegree { degree: polys.len().saturating_sub(1), expected: 2 });
     };
-    let (d0, d1) = key_switch(backend, c2, &rk.0, t)?;
-    Ok((c0.add(backend, &d0)?, c1.add(backend, &d1)?))
+    key_switch_add(backend, c2, &rk.0, t, [Some(Addend::plain(c0)), Some(Addend::plain(c1))])
 }
 
 /// `(c_0, c_1) -> (c_0(X^g) + d_0, d_1)` with `(d_0, d_1) = KS(c_1(X^g))` under the Galois key
@@ -142,8 +141,7 @@ pub fn apply_galois<B: Backend>(
     let [c0, c1] = polys else {
         return Err(Error::CiphertextDegree { degree: polys.len().saturating_sub(1), expected: 1 });
     };
-    let c0g = c0.automorphism(backend, g)?;
+    // c_0(X^g) is added inside ModDown's last pass, permuted there.
     let c1g = c1.automorphism(backend, g)?;
-    let (d0, d1) = key_switch(backend, &c1g, &gk.key, t)?;
-    Ok((c0g.add(backend, &d0)?, d1))
+    key_switch_add(backend, &c1g, &gk.key, t, [Some(Addend { poly: c0, galois: Some(g) }), None])
 }

@@ -14,8 +14,9 @@
 //! the key and summed, and the sum is divided by `P` (ModDown).
 //!
 //! Keys are held *expanded* (both halves of every digit in backend buffers) or *seeded* (only
-//! the `b_j`; the uniform `a_j` are regenerated from the key's seed inside the fused inner
-//! product): see [`KeySwitchKey`].
+//! the `b_j`; the uniform `a_j` are regenerated from the key's seed inside the inner product):
+//! see [`KeySwitchKey`]. The algorithm and its transform counts are on [`key_switch`]'s module
+//! (`key_switch.rs`); dropping primes from ciphertexts is [`drop_primes`].
 //!
 //! The ciphertexts of both schemes are built on one core, `CiphertextCore` (crate-internal): the
 //! polynomials `c_0, c_1[, c_2]` over one basis, the seed of a still untouched `c_1` and the
@@ -27,6 +28,7 @@ mod encryption;
 mod eval_keys;
 mod key_switch;
 mod keygen;
+mod mod_down;
 pub mod wire;
 
 pub(crate) use ciphertext::{zip_padded, CiphertextCore};
@@ -34,8 +36,9 @@ pub use encryption::{decrypt_polys, encrypt_public, encrypt_symmetric};
 pub use eval_keys::{
     apply_galois, galois_element, gen_evaluation_keys, gen_galois_key, gen_relin_key, relinearize, EvaluationKeys,
 };
-pub use key_switch::key_switch;
+pub use key_switch::{key_switch, key_switch_add, key_switch_with};
 pub use keygen::{gen_key_switch_key, gen_public_key, gen_secret_key};
+pub use mod_down::{drop_primes, Addend, Epilogue};
 pub use wire::KeyForm;
 
 use std::sync::{Arc, Mutex, PoisonError};
@@ -181,7 +184,8 @@ pub struct KeyDigit<B: Backend> {
 /// The uniform halves `a_j` are `uniform(seed, Purpose::KeySwitchA, j)` over the full `Q P`, so
 /// a key may drop them and keep only its seed ([`KeySwitchKey::seeded`]): half the resident
 /// memory, and half the key bytes key switching reads, since [`key_switch`] then regenerates
-/// the `a_j` inside one fused program ([`crate::backend::fused`]) instead of loading them. The
+/// the `a_j` inside its inner product ([`Backend::key_switch_inner_product`]) instead of
+/// loading them. The
 /// result is bit for bit the same. [`KeySwitchKey::expand`] regenerates the stored form.
 #[derive(Debug)]
 pub struct KeySwitchKey<B: Backend> {

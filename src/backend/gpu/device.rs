@@ -1,10 +1,47 @@
-//! The wgpu device: adapter selection, limits, pipeline cache, buffers, dispatch, readback.
+//! The wgpu device: adapter selection, limits, pipeline cache, buffer pool, and the recorder
+//! every kernel, copy and clear goes through.
+//!
+//! # Recording
+//!
+//! Kernels are *recorded*, not submitted: every dispatch, buffer copy and clear goes into one
+//! open command encoder (dispatches into one open compute pass; wgpu puts the barriers between
+//! them). The encoder is submitted by [`GpuDevice::flush`] (the schemes call it, through
+//! [`Backend::flush`](crate::backend::Backend::flush), at the end of each top-level operation),
+//! by a readback ([`GpuDevice::download`]) or a wait ([`GpuDevice::wait`]), and on its own once it
+//! holds [`MAX_PENDING_COMMANDS`] commands, so a long chain keeps the device busy with bounded
+//! host memory.
+//!
+//! A hand-written kernel whose parameters fit in [`IMMEDIATE_WORDS`] words takes them as
+//! *immediates* (push constants) where the adapter has `wgpu::Features::IMMEDIATES`: the device
+//! builds a variant of the kernel whose `params` array is immediate data
+//! ([`with_immediate_params`](super::sources::with_immediate_params)). Other parameters (generated
+//! kernels, long per-limb lists, adapters without immediates) go into the *parameter arena* of
+//! the submission: one storage buffer, written once when the encoder is submitted, whose slices
+//! (at the adapter's storage offset alignment) are binding 0 of the kernels. No dispatch uploads
+//! a buffer of its own.
+//!
+//! # Uploads and recycled buffers
+//!
+//! `queue.write_buffer` runs at the start of the *next* submission, before commands already
+//! recorded into the open encoder. An upload into a pooled buffer that recorded commands still
+//! read would overtake them. So the pool keeps a buffer released while commands are recorded in
+//! *quarantine* until the encoder that may use it is submitted: kernel outputs (written by
+//! recorded commands, which run in order) may take a quarantined buffer, uploads take only
+//! buffers released before the last submission.
+//!
+//! # Errors
+//!
+//! An error scope wraps each submission (not each dispatch); validation errors raised while
+//! recording reach the device's error handler and are returned by the next submission, readback
+//! or wait. Out-of-memory is [`Error::GpuOutOfMemory`] (allocation releases the idle pooled
+//! buffers and retries once first), a lost device [`Error::DeviceLost`].
 
 use std::collections::HashMap;
+use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use super::sources::{assemble, Kernel};
+use super::sources::{assemble, Arithmetic, Kernel, IMMEDIATE_WORDS};
 use crate::error::{Error, Result};
 
 /// Threads per workgroup of every 1-D kernel.
@@ -13,6 +50,12 @@ pub const WORKGROUP_SIZE: u64 = 256;
 const MAX_GROUPS_PER_DIM: u64 = 65_535;
 /// Most storage buffers per shader stage the device asks for (the adapter may allow fewer).
 pub const MAX_STORAGE_BUFFERS: u32 = 32;
+/// Commands (dispatches, copies, clears) the open encoder holds before it is submitted without
+/// waiting for a flush.
+pub const MAX_PENDING_COMMANDS: usize = 512;
+/// Bytes of the parameter arena of one submission (parameters of a single dispatch larger than
+/// this get a buffer of their own).
+const ARENA_BYTES: u64 = 1 << 20;
 
 fn backend_err(reason: impl Into<String>) -> Error {
     Error::Backend { backend: "gpu", reason: reason.into() }
@@ -29,49 +72,256 @@ pub struct AdapterSummary {
     pub device_type: String,
     /// Driver name and version.
     pub driver: String,
+    /// The adapter's optional features (wgpu's names).
+    pub features: Vec<String>,
+    /// How the kernels form 64-bit products on this device.
+    pub arithmetic: Arithmetic,
 }
 
-/// Free buffers by size class (a power of two of bytes), reused instead of allocated.
-#[derive(Debug, Default)]
-pub struct BufferPool {
-    free: Mutex<HashMap<u64, Vec<wgpu::Buffer>>>,
+impl AdapterSummary {
+    /// Whether the adapter is a software renderer running on the CPU (llvmpipe/lavapipe,
+    /// SwiftShader, WARP): wgpu reports those as device type `Cpu`; the names are checked too,
+    /// for drivers that report another type.
+    #[must_use]
+    pub fn is_software(&self) -> bool {
+        const NAMES: [&str; 4] = ["llvmpipe", "lavapipe", "swiftshader", "microsoft basic render driver"];
+        let name = self.name.to_lowercase();
+        self.device_type == "Cpu" || NAMES.iter().any(|n| name.contains(n))
+    }
 }
 
-/// Buffers kept per size class.
-const POOL_DEPTH: usize = 16;
+/// How to open a device.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DeviceOptions {
+    /// Refuse a software adapter ([`AdapterSummary::is_software`]) with [`Error::NoAdapter`]
+    /// (what `WGFHE_BACKEND=auto` does: the CPU backend is faster than a GPU emulated on it).
+    pub reject_software: bool,
+    /// Use [`Arithmetic::Emulated`] even where the adapter has native 64-bit integers (to test
+    /// that path on such an adapter).
+    pub emulate_int64: bool,
+    /// Pass every kernel's parameters through the parameter arena even where the adapter has
+    /// immediates (to test that path on such an adapter).
+    pub no_immediates: bool,
+}
 
-impl BufferPool {
-    /// Returns a buffer to its class (dropped if the class is full).
-    pub fn recycle(&self, buf: wgpu::Buffer) {
-        let mut free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
-        let class = free.entry(buf.size()).or_default();
-        if class.len() < POOL_DEPTH {
-            class.push(buf);
+/// Cumulative counts of what a device did (take the difference of two readings for one
+/// operation). Uploads are host-to-device writes: buffer uploads, constant tables and the
+/// parameter arena of each submission.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct DeviceCounters {
+    /// Compute dispatches recorded.
+    pub dispatches: u64,
+    /// Buffer-to-buffer copies and clears recorded.
+    pub copies: u64,
+    /// Queue submissions.
+    pub submissions: u64,
+    /// Host-to-device writes.
+    pub uploads: u64,
+    /// Bytes of those writes.
+    pub upload_bytes: u64,
+    /// Device-to-host readbacks.
+    pub readbacks: u64,
+    /// Bytes read back.
+    pub readback_bytes: u64,
+    /// Device buffers created (pool misses).
+    pub allocations: u64,
+}
+
+impl std::ops::Sub for DeviceCounters {
+    type Output = Self;
+
+    /// The counts between an earlier reading `rhs` and this one.
+    fn sub(self, rhs: Self) -> Self {
+        Self {
+            dispatches: self.dispatches.saturating_sub(rhs.dispatches),
+            copies: self.copies.saturating_sub(rhs.copies),
+            submissions: self.submissions.saturating_sub(rhs.submissions),
+            uploads: self.uploads.saturating_sub(rhs.uploads),
+            upload_bytes: self.upload_bytes.saturating_sub(rhs.upload_bytes),
+            readbacks: self.readbacks.saturating_sub(rhs.readbacks),
+            readback_bytes: self.readback_bytes.saturating_sub(rhs.readback_bytes),
+            allocations: self.allocations.saturating_sub(rhs.allocations),
         }
     }
+}
 
-    fn clear(&self) {
-        self.free.lock().unwrap_or_else(PoisonError::into_inner).clear();
+/// The atomic twins of [`DeviceCounters`].
+#[derive(Debug, Default)]
+struct Counters {
+    dispatches: AtomicU64,
+    copies: AtomicU64,
+    submissions: AtomicU64,
+    uploads: AtomicU64,
+    upload_bytes: AtomicU64,
+    readbacks: AtomicU64,
+    readback_bytes: AtomicU64,
+    allocations: AtomicU64,
+}
+
+impl Counters {
+    fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
     }
 
-    fn take(&self, class: u64) -> Option<wgpu::Buffer> {
-        self.free.lock().unwrap_or_else(PoisonError::into_inner).get_mut(&class).and_then(Vec::pop)
+    fn upload(&self, bytes: u64) {
+        Self::add(&self.uploads, 1);
+        Self::add(&self.upload_bytes, bytes);
+    }
+
+    fn read(&self) -> DeviceCounters {
+        let r = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        DeviceCounters {
+            dispatches: r(&self.dispatches),
+            copies: r(&self.copies),
+            submissions: r(&self.submissions),
+            uploads: r(&self.uploads),
+            upload_bytes: r(&self.upload_bytes),
+            readbacks: r(&self.readbacks),
+            readback_bytes: r(&self.readback_bytes),
+            allocations: r(&self.allocations),
+        }
     }
 }
 
-/// A wgpu device with its queue, pipeline cache and limits.
+/// Smallest pool size class, in bytes.
+const MIN_CLASS: u64 = 1024;
+
+/// The pool size class of a buffer of `bytes` bytes: 8 classes per power of two (multiples of
+/// `2^(e-3)` for sizes in `(2^e, 2^(e+1)]`), at least 1 KiB. A class wastes less than an
+/// eighth of the size asked for (above the smallest class).
+#[must_use]
+pub fn size_class(bytes: u64) -> u64 {
+    if bytes <= MIN_CLASS {
+        return MIN_CLASS;
+    }
+    // 2^e < bytes <= 2^(e+1), e >= 10.
+    let e = 63 - (bytes - 1).leading_zeros();
+    let step = 1u64 << (e - 3);
+    bytes.div_ceil(step) * step
+}
+
+/// Free buffers by size class, reused instead of allocated.
+#[derive(Debug, Default)]
+pub struct BufferPool {
+    state: Mutex<PoolState>,
+}
+
+#[derive(Debug, Default)]
+struct PoolState {
+    /// Released before the last submission: no unsubmitted command uses them.
+    free: HashMap<u64, Vec<wgpu::Buffer>>,
+    /// Released since: commands in the open encoder may still use them.
+    quarantine: HashMap<u64, Vec<wgpu::Buffer>>,
+}
+
+/// Buffers kept per size class (free and quarantined each).
+const POOL_DEPTH: usize = 16;
+
+fn put(map: &mut HashMap<u64, Vec<wgpu::Buffer>>, buf: wgpu::Buffer) {
+    let class = map.entry(buf.size()).or_default();
+    if class.len() < POOL_DEPTH {
+        class.push(buf);
+    }
+}
+
+impl BufferPool {
+    fn lock(&self) -> MutexGuard<'_, PoolState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Returns a buffer to its class (dropped if the class is full). It stays in quarantine
+    /// until the commands recorded so far are submitted.
+    pub fn recycle(&self, buf: wgpu::Buffer) {
+        put(&mut self.lock().quarantine, buf);
+    }
+
+    /// Drops every idle buffer.
+    fn clear(&self) {
+        let mut s = self.lock();
+        s.free.clear();
+        s.quarantine.clear();
+    }
+
+    /// A buffer of class `class`: with `recorded_write` (the caller writes it only through
+    /// recorded commands) a quarantined one if there is one (leaving the free ones to uploads),
+    /// else a free one.
+    fn take(&self, class: u64, recorded_write: bool) -> Option<wgpu::Buffer> {
+        let mut s = self.lock();
+        if recorded_write {
+            if let Some(b) = s.quarantine.get_mut(&class).and_then(Vec::pop) {
+                return Some(b);
+            }
+        }
+        s.free.get_mut(&class).and_then(Vec::pop)
+    }
+
+    /// Takes the quarantine (at the moment the open encoder is taken for submission).
+    fn take_quarantine(&self) -> HashMap<u64, Vec<wgpu::Buffer>> {
+        std::mem::take(&mut self.lock().quarantine)
+    }
+
+    /// Frees buffers taken by [`Self::take_quarantine`] once their encoder is submitted.
+    fn release(&self, bufs: HashMap<u64, Vec<wgpu::Buffer>>) {
+        let mut s = self.lock();
+        for buf in bufs.into_values().flatten() {
+            put(&mut s.free, buf);
+        }
+    }
+}
+
+/// The open encoder and what belongs to it.
+#[derive(Default)]
+struct Recorder {
+    encoder: Option<wgpu::CommandEncoder>,
+    /// The open compute pass of `encoder` (closed before a copy is recorded).
+    pass: Option<wgpu::ComputePass<'static>>,
+    /// Commands recorded into `encoder`.
+    commands: usize,
+    /// Parameter words of the recorded dispatches, written to `arena_buf` at submission.
+    arena: Vec<u32>,
+    /// The arena's device buffer ([`ARENA_BYTES`]), created on first use and reused by every
+    /// submission (its write is ordered after the previous submission's reads).
+    arena_buf: Option<wgpu::Buffer>,
+}
+
+impl Recorder {
+    /// The open encoder, its compute pass closed.
+    fn encoder(&mut self, device: &wgpu::Device) -> &mut wgpu::CommandEncoder {
+        self.pass = None;
+        self.encoder.get_or_insert_with(|| {
+            device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("wgfhe") })
+        })
+    }
+
+    /// The open compute pass.
+    fn pass(&mut self, device: &wgpu::Device) -> &mut wgpu::ComputePass<'static> {
+        let Self { encoder, pass, .. } = self;
+        let enc = encoder.get_or_insert_with(|| {
+            device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("wgfhe") })
+        });
+        pass.get_or_insert_with(|| {
+            enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("kernels"), timestamp_writes: None })
+                .forget_lifetime()
+        })
+    }
+}
+
+/// A wgpu device with its queue, pipeline cache, buffer pool and command recorder.
 pub struct GpuDevice {
     device: wgpu::Device,
     queue: wgpu::Queue,
     summary: AdapterSummary,
     limits: wgpu::Limits,
+    arithmetic: Arithmetic,
+    /// Whether hand-written kernels take short parameters as immediates.
+    immediates: bool,
     /// Pipelines by kernel key: a shader's name, or a generated kernel's shape key.
     pipelines: Mutex<HashMap<String, Arc<wgpu::ComputePipeline>>>,
-    /// Compute dispatches submitted so far (tests check that a fused program is one dispatch).
-    dispatches: AtomicU64,
+    recorder: Mutex<Recorder>,
+    counters: Counters,
     pool: Arc<BufferPool>,
     /// The first device error no error scope caught (wgpu's default handler would panic);
-    /// reported by the next dispatch or readback.
+    /// reported by the next submission, readback or wait.
     uncaptured: Arc<Mutex<Option<Error>>>,
 }
 
@@ -81,11 +331,54 @@ impl std::fmt::Debug for GpuDevice {
     }
 }
 
+/// Keeps Mesa's device-selection layer quiet where it cannot work.
+///
+/// The layer (`VK_LAYER_MESA_device_select`, an implicit Vulkan layer every instance loads)
+/// connects to the Wayland compositor to find the display's GPU whenever the instance enables
+/// the Wayland surface extension, which wgpu always does; without a session (`XDG_RUNTIME_DIR`
+/// unset or not a directory) libwayland prints `error: XDG_RUNTIME_DIR is invalid or not set in
+/// the environment.` on every instance. The layer only reorders adapters for presentation, which
+/// a compute library does not use, and has a documented off switch, `NODEVICE_SELECT=1`, set
+/// here (once, before the first instance) in exactly that case, unless the user configured the
+/// layer (`NODEVICE_SELECT` or `MESA_VK_DEVICE_SELECT` set).
+fn quiet_device_select() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let configured =
+            std::env::var_os("NODEVICE_SELECT").is_some() || std::env::var_os("MESA_VK_DEVICE_SELECT").is_some();
+        let session = std::env::var_os("XDG_RUNTIME_DIR").is_some_and(|d| std::path::Path::new(&d).is_dir());
+        if !configured && !session {
+            std::env::set_var("NODEVICE_SELECT", "1");
+        }
+    });
+}
+
+/// Workgroup grid `(x, y)` of `threads` invocations.
+fn grid(threads: u64) -> Result<(u32, u32)> {
+    let groups = threads.div_ceil(WORKGROUP_SIZE);
+    let x = groups.min(MAX_GROUPS_PER_DIM);
+    let y = groups.div_ceil(x.max(1));
+    if y > MAX_GROUPS_PER_DIM {
+        return Err(Error::AdapterLimit { reason: format!("{threads} invocations exceed the dispatch grid") });
+    }
+    Ok((x as u32, y as u32))
+}
+
 impl GpuDevice {
-    /// Opens the first adapter (Vulkan, Metal or DX12; `WGPU_BACKEND` narrows the choice), with
-    /// the adapter's own storage-binding, buffer-size, workgroup-memory and workgroup-size
-    /// limits instead of WebGPU's defaults.
+    /// Opens the first adapter (Vulkan, Metal or DX12; `WGPU_BACKEND` narrows the choice),
+    /// software adapters included, with default [`DeviceOptions`]: the adapter's own
+    /// storage-binding, buffer-size, workgroup-memory and workgroup-size limits instead of
+    /// WebGPU's defaults.
     pub fn new() -> Result<Self> {
+        Self::with_options(DeviceOptions::default())
+    }
+
+    /// Opens the best adapter (Vulkan, Metal or DX12; `WGPU_BACKEND` narrows the choice) with
+    /// the adapter's own storage-binding, buffer-size and offset-alignment limits instead of
+    /// WebGPU's defaults, and `SHADER_INT64` where the adapter has it (unless
+    /// [`DeviceOptions::emulate_int64`]).
+    pub fn with_options(options: DeviceOptions) -> Result<Self> {
+        quiet_device_select();
         let mut desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
         if std::env::var_os("WGPU_BACKEND").is_none() {
             desc.backends = wgpu::Backends::VULKAN | wgpu::Backends::METAL | wgpu::Backends::DX12;
@@ -97,6 +390,25 @@ impl GpuDevice {
         }))
         .map_err(|e| Error::NoAdapter { reason: e.to_string() })?;
         let info = adapter.get_info();
+        let features = adapter.features();
+        let arithmetic = if features.contains(wgpu::Features::SHADER_INT64) && !options.emulate_int64 {
+            Arithmetic::NativeInt64
+        } else {
+            Arithmetic::Emulated
+        };
+        let summary = AdapterSummary {
+            name: info.name.clone(),
+            backend: format!("{:?}", info.backend),
+            device_type: format!("{:?}", info.device_type),
+            driver: format!("{} {}", info.driver, info.driver_info),
+            features: features.iter_names().map(|(name, _)| name.to_owned()).collect(),
+            arithmetic,
+        };
+        if options.reject_software && !crate::backend::auto_accepts(&summary) {
+            return Err(Error::NoAdapter {
+                reason: format!("{} is a software renderer (WGFHE_BACKEND=gpu takes it)", summary.name),
+            });
+        }
         let supported = adapter.limits();
         // The NTT sizes its workgroup-memory tiles from the compute limits (backend/gpu/ntt.rs).
         let limits = wgpu::Limits {
@@ -108,21 +420,29 @@ impl GpuDevice {
             max_storage_buffers_per_shader_stage: supported
                 .max_storage_buffers_per_shader_stage
                 .min(MAX_STORAGE_BUFFERS),
+            min_storage_buffer_offset_alignment: supported.min_storage_buffer_offset_alignment,
             ..wgpu::Limits::default()
         };
+        let immediate_bytes = (IMMEDIATE_WORDS * 4) as u32;
+        let immediates = features.contains(wgpu::Features::IMMEDIATES)
+            && supported.max_immediate_size >= immediate_bytes
+            && !options.no_immediates;
+        let mut required_features = match arithmetic {
+            Arithmetic::NativeInt64 => wgpu::Features::SHADER_INT64,
+            Arithmetic::Emulated => wgpu::Features::empty(),
+        };
+        let mut limits = limits;
+        if immediates {
+            required_features |= wgpu::Features::IMMEDIATES;
+            limits.max_immediate_size = immediate_bytes;
+        }
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("wgfhe"),
-            required_features: wgpu::Features::empty(),
+            required_features,
             required_limits: limits.clone(),
             ..Default::default()
         }))
         .map_err(|e| Error::NoAdapter { reason: format!("device request failed: {e}") })?;
-        let summary = AdapterSummary {
-            name: info.name.clone(),
-            backend: format!("{:?}", info.backend),
-            device_type: format!("{:?}", info.device_type),
-            driver: format!("{} {}", info.driver, info.driver_info),
-        };
         let uncaptured: Arc<Mutex<Option<Error>>> = Arc::default();
         let sink = Arc::clone(&uncaptured);
         device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
@@ -136,13 +456,26 @@ impl GpuDevice {
                 *slot = Some(err);
             }
         }));
+        let lost = Arc::clone(&uncaptured);
+        device.set_device_lost_callback(move |reason, message| {
+            if reason == wgpu::DeviceLostReason::Destroyed {
+                return;
+            }
+            let mut slot = lost.lock().unwrap_or_else(PoisonError::into_inner);
+            if slot.is_none() {
+                *slot = Some(Error::DeviceLost { reason: format!("{reason:?}: {message}") });
+            }
+        });
         Ok(Self {
             device,
             queue,
             summary,
             limits,
+            arithmetic,
+            immediates,
             pipelines: Mutex::new(HashMap::new()),
-            dispatches: AtomicU64::new(0),
+            recorder: Mutex::default(),
+            counters: Counters::default(),
             pool: Arc::default(),
             uncaptured,
         })
@@ -160,10 +493,29 @@ impl GpuDevice {
         &self.limits
     }
 
-    /// Compute dispatches submitted on this device so far.
+    /// How the kernels form 64-bit products on this device.
+    #[must_use]
+    pub fn arithmetic(&self) -> Arithmetic {
+        self.arithmetic
+    }
+
+    /// Whether hand-written kernels take parameters of up to [`IMMEDIATE_WORDS`] words as
+    /// immediates (else every parameter goes through the parameter arena).
+    #[must_use]
+    pub fn uses_immediates(&self) -> bool {
+        self.immediates
+    }
+
+    /// Compute dispatches recorded on this device so far.
     #[must_use]
     pub fn dispatch_count(&self) -> u64 {
-        self.dispatches.load(Ordering::Relaxed)
+        self.counters.dispatches.load(Ordering::Relaxed)
+    }
+
+    /// Everything counted on this device so far.
+    #[must_use]
+    pub fn counters(&self) -> DeviceCounters {
+        self.counters.read()
     }
 
     /// Pipelines built (and cached) on this device so far.
@@ -214,16 +566,24 @@ impl GpuDevice {
         &self.pool
     }
 
-    /// A storage buffer of at least `words` words, from the pool when one of its size class is
-    /// free. Contents are unspecified.
-    fn alloc(&self, words: usize) -> Result<wgpu::Buffer> {
+    fn lock_recorder(&self) -> MutexGuard<'_, Recorder> {
+        self.recorder.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A storage buffer of at least `words` words (its size class), from the pool when one is
+    /// idle. Contents are unspecified. `recorded_write`: the caller writes it only through
+    /// recorded commands (a kernel output), so a buffer still used by unsubmitted commands will
+    /// do; otherwise (a `queue.write_buffer`) only one free of them.
+    fn alloc(&self, words: usize, recorded_write: bool) -> Result<wgpu::Buffer> {
         let bytes = self.check_words(words)?;
-        let class = bytes.next_power_of_two().max(1024);
-        let size = if class <= self.limits.max_storage_buffer_binding_size { class } else { bytes.div_ceil(4) * 4 };
-        if let Some(buf) = self.pool.take(size) {
+        let class = size_class(bytes);
+        let limit = self.limits.max_storage_buffer_binding_size.min(self.limits.max_buffer_size);
+        let size = if class <= limit { class } else { bytes.div_ceil(4) * 4 };
+        if let Some(buf) = self.pool.take(size, recorded_write) {
             return Ok(buf);
         }
         let create = || {
+            Counters::add(&self.counters.allocations, 1);
             let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
             let buf = self.device.create_buffer(&wgpu::BufferDescriptor {
                 label: None,
@@ -243,25 +603,39 @@ impl GpuDevice {
         })
     }
 
-    /// A zero-filled storage buffer of at least `words` words.
-    pub fn zeros(&self, words: usize) -> Result<wgpu::Buffer> {
-        let buf = self.alloc(words)?;
-        let mut enc = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("zeros") });
-        enc.clear_buffer(&buf, 0, None);
-        self.queue.submit([enc.finish()]);
-        Ok(buf)
+    /// A storage buffer of at least `words` words with unspecified contents, for a kernel (or
+    /// recorded copies) to fill completely.
+    pub fn output(&self, words: usize) -> Result<wgpu::Buffer> {
+        self.alloc(words, true)
     }
 
-    /// A storage buffer of at least `words.len()` words, starting with `words`.
-    pub fn upload(&self, words: &[u32]) -> Result<wgpu::Buffer> {
-        let buf = self.alloc(words.len())?;
-        if !words.is_empty() {
-            self.queue.write_buffer(&buf, 0, bytemuck::cast_slice(words));
+    /// A zero-filled storage buffer of at least `words` words (the clear is recorded).
+    pub fn zeros(&self, words: usize) -> Result<wgpu::Buffer> {
+        let buf = self.alloc(words, true)?;
+        if words > 0 {
+            let mut rec = self.lock_recorder();
+            self.make_room(&mut rec)?;
+            rec.encoder(&self.device).clear_buffer(&buf, 0, Some((words as u64) * 4));
+            rec.commands += 1;
+            Counters::add(&self.counters.copies, 1);
         }
         Ok(buf)
     }
 
-    /// Reads `words` words of `buf` back to the host.
+    /// A storage buffer of at least `words.len()` words, starting with `words`. The write
+    /// happens before the commands recorded after this call and after those recorded before it
+    /// that used the buffer (see the module docs).
+    pub fn upload(&self, words: &[u32]) -> Result<wgpu::Buffer> {
+        let buf = self.alloc(words.len(), false)?;
+        if !words.is_empty() {
+            self.queue.write_buffer(&buf, 0, bytemuck::cast_slice(words));
+            self.counters.upload((words.len() as u64) * 4);
+        }
+        Ok(buf)
+    }
+
+    /// Reads `words` words of `buf` back to the host, after everything recorded so far (one
+    /// submission: the recorded work and the copy to a staging buffer).
     pub fn download(&self, buf: &wgpu::Buffer, words: usize) -> Result<Vec<u32>> {
         if words == 0 {
             return Ok(Vec::new());
@@ -273,9 +647,12 @@ impl GpuDevice {
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        let mut enc = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
-        enc.copy_buffer_to_buffer(buf, 0, &staging, 0, size);
-        self.queue.submit([enc.finish()]);
+        {
+            let mut rec = self.lock_recorder();
+            rec.encoder(&self.device).copy_buffer_to_buffer(buf, 0, &staging, 0, size);
+            rec.commands += 1;
+            self.submit(&mut rec)?;
+        }
         let slice = staging.slice(..);
         let (tx, rx) = std::sync::mpsc::channel();
         slice.map_async(wgpu::MapMode::Read, move |r| {
@@ -292,32 +669,109 @@ impl GpuDevice {
         let out: Vec<u32> = bytemuck::cast_slice(&view).to_vec();
         drop(view);
         staging.unmap();
+        Counters::add(&self.counters.readbacks, 1);
+        Counters::add(&self.counters.readback_bytes, size);
         Ok(out)
     }
 
-    /// Blocks until every submitted command has finished (for timing).
+    /// Submits everything recorded so far (nothing if nothing is); does not wait.
+    pub fn flush(&self) -> Result<()> {
+        let mut rec = self.lock_recorder();
+        self.submit(&mut rec)
+    }
+
+    /// Submits everything recorded and blocks until the device has finished it (for timing).
     pub fn wait(&self) -> Result<()> {
+        self.flush()?;
         self.device
             .poll(wgpu::PollType::wait_indefinitely())
             .map_err(|e| Error::DeviceLost { reason: e.to_string() })?;
         self.take_uncaptured()
     }
 
-    /// Copies `words` words from `src` at word `src_off` to `dst` at word `dst_off`.
-    pub fn copy(&self, src: &wgpu::Buffer, src_off: usize, dst: &wgpu::Buffer, dst_off: usize, words: usize) {
-        self.copy_many(&[(src, src_off, dst, dst_off, words)]);
+    /// Submits the open encoder (after writing the parameter arena), inside an error scope,
+    /// then frees the buffers quarantined while it was recorded.
+    fn submit(&self, rec: &mut Recorder) -> Result<()> {
+        rec.pass = None;
+        let encoder = rec.encoder.take();
+        // Taken together with the encoder: every buffer released so far was last used by
+        // commands in it (or submitted earlier).
+        let released = self.pool.take_quarantine();
+        let Some(encoder) = encoder else {
+            self.pool.release(released);
+            return self.take_uncaptured();
+        };
+        if !rec.arena.is_empty() {
+            if let Some(buf) = &rec.arena_buf {
+                self.queue.write_buffer(buf, 0, bytemuck::cast_slice(&rec.arena));
+                self.counters.upload((rec.arena.len() as u64) * 4);
+            }
+            rec.arena.clear();
+        }
+        rec.commands = 0;
+        let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        self.queue.submit([encoder.finish()]);
+        let invalid = pollster::block_on(validation.pop());
+        let out_of_memory = pollster::block_on(oom.pop());
+        Counters::add(&self.counters.submissions, 1);
+        self.pool.release(released);
+        if let Some(e) = out_of_memory {
+            return Err(Error::GpuOutOfMemory { reason: e.to_string() });
+        }
+        if let Some(e) = invalid {
+            return Err(backend_err(format!("submission failed: {e}")));
+        }
+        self.take_uncaptured()
     }
 
-    /// Several copies `(src, src_off, dst, dst_off, words)` (offsets and lengths in words) in
-    /// one submission.
-    pub fn copy_many(&self, copies: &[(&wgpu::Buffer, usize, &wgpu::Buffer, usize, usize)]) {
-        let mut enc = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("copies") });
-        for &(src, src_off, dst, dst_off, words) in copies {
-            if words > 0 {
-                enc.copy_buffer_to_buffer(src, (src_off as u64) * 4, dst, (dst_off as u64) * 4, (words as u64) * 4);
+    /// Submits the open encoder if it holds [`MAX_PENDING_COMMANDS`] commands.
+    fn make_room(&self, rec: &mut Recorder) -> Result<()> {
+        if rec.commands >= MAX_PENDING_COMMANDS {
+            self.submit(rec)?;
+        }
+        Ok(())
+    }
+
+    /// Records a copy of `words` words from `src` at word `src_off` to `dst` at word `dst_off`.
+    pub fn copy(
+        &self,
+        src: &wgpu::Buffer,
+        src_off: usize,
+        dst: &wgpu::Buffer,
+        dst_off: usize,
+        words: usize,
+    ) -> Result<()> {
+        self.copy_many(&[(src, src_off, dst, dst_off, words)])
+    }
+
+    /// Records several copies `(src, src_off, dst, dst_off, words)` (offsets and lengths in
+    /// words), in order; a copy continuing the previous one in both buffers (consecutive limbs)
+    /// joins it.
+    pub fn copy_many(&self, copies: &[(&wgpu::Buffer, usize, &wgpu::Buffer, usize, usize)]) -> Result<()> {
+        let mut runs: Vec<(&wgpu::Buffer, usize, &wgpu::Buffer, usize, usize)> = Vec::with_capacity(copies.len());
+        for &(src, src_off, dst, dst_off, words) in copies.iter().filter(|c| c.4 > 0) {
+            match runs.last_mut() {
+                Some((s, so, d, d_off, w))
+                    if *s == src && *d == dst && *so + *w == src_off && *d_off + *w == dst_off =>
+                {
+                    *w += words;
+                }
+                _ => runs.push((src, src_off, dst, dst_off, words)),
             }
         }
-        self.queue.submit([enc.finish()]);
+        if runs.is_empty() {
+            return Ok(());
+        }
+        let mut rec = self.lock_recorder();
+        self.make_room(&mut rec)?;
+        let enc = rec.encoder(&self.device);
+        for &(src, src_off, dst, dst_off, words) in &runs {
+            enc.copy_buffer_to_buffer(src, (src_off as u64) * 4, dst, (dst_off as u64) * 4, (words as u64) * 4);
+        }
+        rec.commands += runs.len();
+        Counters::add(&self.counters.copies, runs.len() as u64);
+        Ok(())
     }
 
     /// The cached pipeline `key`, built on first use from `source()` (the shared arithmetic is
@@ -327,7 +781,7 @@ impl GpuDevice {
         if let Some(p) = cache.get(key) {
             return Ok(Arc::clone(p));
         }
-        let full = assemble(&source());
+        let full = assemble(&source(), self.arithmetic);
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some(key),
@@ -349,15 +803,27 @@ impl GpuDevice {
         Ok(p)
     }
 
-    /// Runs `kernel` (its [`Kernel::wgsl`]) over `threads` invocations (256 per workgroup, a 2-D
-    /// grid past 65,535 groups). Binding 0 is a read-only `array<u32>` holding `params`; bindings
-    /// `1..` are `buffers` in order.
+    /// Records `kernel` (its [`Kernel::wgsl_for`] this device's arithmetic) over `threads`
+    /// invocations (256 per workgroup, a 2-D grid past 65,535 groups). Binding 0 is the kernel's
+    /// `params` array holding `params` (as immediates where the device uses them and `params`
+    /// fits, see the module docs); bindings `1..` are `buffers` in order.
     pub fn dispatch(&self, kernel: &Kernel, params: &[u32], buffers: &[&wgpu::Buffer], threads: u64) -> Result<()> {
+        if threads == 0 {
+            return Ok(());
+        }
+        if self.immediates && params.len() <= IMMEDIATE_WORDS {
+            if let Some(source) = kernel.immediate_source() {
+                let key = format!("{}#immediates", kernel.name);
+                let pipeline = self.pipeline(&key, || source, kernel.entry)?;
+                return self.record(kernel.name, &pipeline, Params::Immediate(params), buffers, threads);
+            }
+        }
         self.dispatch_generated(kernel.name, || kernel.source().to_owned(), kernel.entry, params, buffers, threads)
     }
 
-    /// [`Self::dispatch`] for a generated kernel: `key` names its shape (the pipeline cache
-    /// key), and `source` is called only when no pipeline for `key` is cached yet.
+    /// [`Self::dispatch`] for a generated kernel (parameters always in the arena): `key` names
+    /// its shape (the pipeline cache key), and `source` is called only when no pipeline for
+    /// `key` is cached yet.
     pub fn dispatch_generated(
         &self,
         kernel: &str,
@@ -371,37 +837,176 @@ impl GpuDevice {
             return Ok(());
         }
         let pipeline = self.pipeline(kernel, source, entry)?;
-        let params_buf = self.upload(if params.is_empty() { &[0] } else { params })?;
+        self.record(kernel, &pipeline, Params::Arena(params), buffers, threads)
+    }
+
+    /// Records one dispatch of `pipeline` into the open compute pass.
+    fn record(
+        &self,
+        label: &str,
+        pipeline: &wgpu::ComputePipeline,
+        params: Params<'_>,
+        buffers: &[&wgpu::Buffer],
+        threads: u64,
+    ) -> Result<()> {
+        let (x, y) = grid(threads)?;
         let layout = pipeline.get_bind_group_layout(0);
-        let mut entries = vec![wgpu::BindGroupEntry { binding: 0, resource: params_buf.as_entire_binding() }];
+        let mut rec = self.lock_recorder();
+        let mut entries = Vec::with_capacity(buffers.len() + 1);
+        // The arena slice (or buffer of their own) of arena parameters.
+        let params_buf;
+        if let Params::Arena(words) = params {
+            let words = if words.is_empty() { &[0][..] } else { words };
+            let bytes = (words.len() as u64) * 4;
+            let offset = if bytes > ARENA_BYTES {
+                params_buf = wgpu::util::DeviceExt::create_buffer_init(
+                    &self.device,
+                    &wgpu::util::BufferInitDescriptor {
+                        label: Some("parameters"),
+                        contents: bytemuck::cast_slice(words),
+                        usage: wgpu::BufferUsages::STORAGE,
+                    },
+                );
+                self.counters.upload(bytes);
+                self.make_room(&mut rec)?;
+                0
+            } else {
+                let align = (u64::from(self.limits.min_storage_buffer_offset_alignment).max(4) / 4) as usize;
+                let fits =
+                    |rec: &Recorder| (rec.arena.len().div_ceil(align) * align + words.len()) as u64 * 4 <= ARENA_BYTES;
+                if rec.commands >= MAX_PENDING_COMMANDS || !fits(&rec) {
+                    self.submit(&mut rec)?;
+                }
+                let start = rec.arena.len().div_ceil(align) * align;
+                rec.arena.resize(start, 0);
+                rec.arena.extend_from_slice(words);
+                params_buf = match &rec.arena_buf {
+                    Some(b) => b.clone(),
+                    None => {
+                        let b = self.device.create_buffer(&wgpu::BufferDescriptor {
+                            label: Some("parameter arena"),
+                            size: ARENA_BYTES,
+                            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+                            mapped_at_creation: false,
+                        });
+                        rec.arena_buf = Some(b.clone());
+                        b
+                    }
+                };
+                (start as u64) * 4
+            };
+            entries.push(wgpu::BindGroupEntry {
+                binding: 0,
+                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer: &params_buf,
+                    offset,
+                    size: NonZeroU64::new(bytes),
+                }),
+            });
+        } else {
+            self.make_room(&mut rec)?;
+        }
         for (i, b) in buffers.iter().enumerate() {
             entries.push(wgpu::BindGroupEntry { binding: (i + 1) as u32, resource: b.as_entire_binding() });
         }
-        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some(kernel),
+            label: Some(label),
             layout: &layout,
             entries: &entries,
         });
-        let groups = threads.div_ceil(WORKGROUP_SIZE);
-        let x = groups.min(MAX_GROUPS_PER_DIM);
-        let y = groups.div_ceil(x);
-        if y > MAX_GROUPS_PER_DIM {
-            return Err(Error::AdapterLimit { reason: format!("{threads} invocations exceed the dispatch grid") });
+        let pass = rec.pass(&self.device);
+        pass.set_pipeline(pipeline);
+        if let Params::Immediate(words) = params {
+            let mut block = [0u32; IMMEDIATE_WORDS];
+            for (b, &w) in block.iter_mut().zip(words) {
+                *b = w;
+            }
+            pass.set_immediates(0, bytemuck::cast_slice(&block));
         }
-        let mut enc = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(kernel) });
-        {
-            let mut pass =
-                enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(kernel), timestamp_writes: None });
-            pass.set_pipeline(&pipeline);
-            pass.set_bind_group(0, &bind_group, &[]);
-            pass.dispatch_workgroups(x as u32, y as u32, 1);
+        pass.set_bind_group(0, &bind_group, &[]);
+        pass.dispatch_workgroups(x, y, 1);
+        rec.commands += 1;
+        Counters::add(&self.counters.dispatches, 1);
+        Ok(())
+    }
+}
+
+/// Where a dispatch's parameters go.
+#[derive(Clone, Copy)]
+enum Params<'a> {
+    /// Immediate data (at most [`IMMEDIATE_WORDS`] words).
+    Immediate(&'a [u32]),
+    /// The parameter arena (binding 0).
+    Arena(&'a [u32]),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn size_classes_waste_under_an_eighth() {
+        let mut sizes: Vec<u64> = (1..=4096u64).map(|w| 4 * w).collect();
+        // Every power of two and its neighbours up to 4 GiB, and the buffers of real rings.
+        for e in 10..32 {
+            let p = 1u64 << e;
+            sizes.extend([p - 4, p, p + 4, p + p / 3 / 4 * 4]);
         }
-        self.queue.submit([enc.finish()]);
-        self.dispatches.fetch_add(1, Ordering::Relaxed);
-        if let Some(e) = pollster::block_on(scope.pop()) {
-            return Err(backend_err(format!("kernel {kernel} failed: {e}")));
+        for limbs in 1..=64u64 {
+            sizes.push(limbs * 65_536 * 4);
+            sizes.push(limbs * 16_384 * 4);
         }
-        self.take_uncaptured()
+        for &b in &sizes {
+            let c = size_class(b);
+            assert!(c >= b, "class {c} below {b}");
+            assert_eq!(c % 4, 0);
+            if b > MIN_CLASS {
+                assert!((c - b) * 8 < b, "class {c} for {b} bytes wastes an eighth or more");
+            } else {
+                assert_eq!(c, MIN_CLASS);
+            }
+            // Classes are stable: a class is its own class.
+            assert_eq!(size_class(c), c);
+        }
+        // The case that used to take 32 MiB: 63 limbs of 2^16 words.
+        let b = 63 * 65_536 * 4;
+        assert!(size_class(b) <= b + b / 8);
+        // Eight classes per power of two.
+        let classes: std::collections::BTreeSet<u64> =
+            ((1u64 << 20) + 4..=(1 << 21)).step_by(4).map(size_class).collect();
+        assert_eq!(classes.len(), 8);
+    }
+
+    fn summary(name: &str, device_type: &str) -> AdapterSummary {
+        AdapterSummary {
+            name: name.into(),
+            backend: "Vulkan".into(),
+            device_type: device_type.into(),
+            driver: String::new(),
+            features: Vec::new(),
+            arithmetic: Arithmetic::Emulated,
+        }
+    }
+
+    #[test]
+    fn software_adapters_are_recognised() {
+        assert!(summary("llvmpipe (LLVM 15.0.6, 256 bits)", "Cpu").is_software());
+        assert!(summary("SwiftShader Device (Subzero)", "Cpu").is_software());
+        assert!(summary("Microsoft Basic Render Driver", "Cpu").is_software());
+        // By name where a driver reports another type.
+        assert!(summary("llvmpipe (LLVM 17)", "Other").is_software());
+        assert!(!summary("NVIDIA H200", "DiscreteGpu").is_software());
+        assert!(!summary("Intel(R) Iris(R) Xe Graphics", "IntegratedGpu").is_software());
+        assert!(!summary("Apple M2", "IntegratedGpu").is_software());
+    }
+
+    #[test]
+    fn counters_subtract() {
+        let a =
+            DeviceCounters { dispatches: 5, submissions: 2, uploads: 3, upload_bytes: 40, ..DeviceCounters::default() };
+        let b = DeviceCounters { dispatches: 9, submissions: 3, uploads: 4, upload_bytes: 48, readbacks: 1, ..a };
+        let d = b - a;
+        assert_eq!((d.dispatches, d.submissions, d.uploads, d.upload_bytes, d.readbacks), (4, 1, 1, 8, 1));
+        assert_eq!(a - b, DeviceCounters::default());
     }
 }

@@ -34,6 +34,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use super::sources::Arithmetic;
 use super::{GpuBackend, GpuBuffer};
 use crate::backend::fused::{buffer_words, packed_layout, Expr, Format, Operand, Program};
 use crate::backend::Backend;
@@ -452,18 +453,29 @@ impl<'e> Gen<'e> {
 
 /// The complete WGSL sources (shared arithmetic and ChaCha20 included) of the dispatches that
 /// would evaluate `program` on an `n = 2^log_n` ring with `max_bindings` storage buffers per
-/// kernel, with their pipeline-cache keys. For validation and inspection: no device is needed,
-/// and the program is not validated (its buffers are not looked at).
+/// kernel, with their pipeline-cache keys, as a device without native 64-bit integers builds
+/// them ([`kernel_sources_for`] with [`Arithmetic::Emulated`]). For validation and inspection:
+/// no device is needed, and the program is not validated (its buffers are not looked at).
 pub fn kernel_sources<B: Backend>(
     program: &Program<'_, B>,
     log_n: u32,
     max_bindings: usize,
 ) -> Result<Vec<(String, String)>> {
+    kernel_sources_for(program, log_n, max_bindings, Arithmetic::Emulated)
+}
+
+/// [`kernel_sources`] as a device with `arithmetic` builds them.
+pub fn kernel_sources_for<B: Backend>(
+    program: &Program<'_, B>,
+    log_n: u32,
+    max_bindings: usize,
+    arithmetic: Arithmetic,
+) -> Result<Vec<(String, String)>> {
     split(program, max_bindings)?
         .iter()
         .map(|outs| {
             let plan = Plan::new(program, outs, log_n)?;
-            Ok((plan.shape.key(), super::sources::assemble(&own_source(&plan.shape))))
+            Ok((plan.shape.key(), super::sources::assemble(&own_source(&plan.shape), arithmetic)))
         })
         .collect()
 }
@@ -487,8 +499,10 @@ pub(super) fn fused(be: &GpuBackend, program: &Program<'_, GpuBackend>) -> Resul
     let log_n = be.log_n();
     let moduli = ctx.moduli_of(program.basis)?;
     let mut outs = Vec::with_capacity(program.outputs.len());
+    // Every word of every output is written by the dispatch of its run (packed limbs have no
+    // padding: a thread writes whole words), so the outputs need no clear.
     for (_, format) in &program.outputs {
-        outs.push(be.zeros(buffer_words(ctx, program.basis, *format)?)?);
+        outs.push(be.output(buffer_words(ctx, program.basis, *format)?)?);
     }
     if program.basis.is_empty() || program.outputs.is_empty() {
         return Ok(outs);

@@ -2,8 +2,11 @@
 //! reproducing the CPU reference backend bit for bit.
 //!
 //! Ciphertexts and keys stay in device buffers between operations; data crosses the bus only in
-//! [`Backend::upload`] and [`Backend::download`] (and the small per-call tables of primes and
-//! constants each dispatch reads).
+//! [`Backend::upload`] and [`Backend::download`], the constant tables of the ring (uploaded once
+//! per backend and kept resident) and the per-dispatch parameters (written once per submission,
+//! see [`GpuDevice`]'s recording). Kernels are recorded, not submitted one by one: a submission
+//! happens at [`Backend::flush`], at a readback or wait, or every
+//! [`MAX_PENDING_COMMANDS`] commands.
 
 mod device;
 mod fused;
@@ -12,20 +15,25 @@ mod ntt;
 mod rns_kernels;
 pub mod sources;
 
-pub use device::{AdapterSummary, GpuDevice, MAX_STORAGE_BUFFERS};
-pub use fused::kernel_sources as fused_kernel_sources;
+pub use device::{
+    size_class, AdapterSummary, BufferPool, DeviceCounters, DeviceOptions, GpuDevice, MAX_PENDING_COMMANDS,
+    MAX_STORAGE_BUFFERS,
+};
+pub use fused::{kernel_sources as fused_kernel_sources, kernel_sources_for as fused_kernel_sources_for};
 pub use ntt::NttPlan;
+pub use sources::Arithmetic;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::Backend;
+use super::{Backend, ConvertPart, InnerProductInput, InnerProductSums};
 use crate::error::{Error, Result};
+use crate::math::rounding::Rounding;
 use crate::math::sampling::{Purpose, Seed};
-use crate::ring::{positions_in, RingContext};
+use crate::ring::RingContext;
 
-/// A buffer of `u32` words on the device (its storage may be larger: pooled buffers come in
-/// power-of-two size classes); returned to the device's pool when dropped.
+/// A buffer of `u32` words on the device (its storage may be larger: pooled buffers come in size
+/// classes, [`size_class`]); returned to the device's pool when dropped.
 #[derive(Debug)]
 pub struct GpuBuffer {
     buf: wgpu::Buffer,
@@ -100,6 +108,11 @@ impl GpuBackend {
         GpuBuffer { buf, words, pool: Arc::clone(self.dev.pool()) }
     }
 
+    /// A buffer of `words` words for a kernel to overwrite completely (no clear).
+    fn output(&self, words: usize) -> Result<GpuBuffer> {
+        Ok(self.wrap(self.dev.output(words)?, words))
+    }
+
     fn total(&self, words: usize) -> Result<u32> {
         u32::try_from(words).map_err(|_| Error::SizeOverflow { what: "kernel index range" })
     }
@@ -133,8 +146,8 @@ impl Backend for GpuBackend {
     }
 
     fn duplicate(&self, buf: &GpuBuffer) -> Result<GpuBuffer> {
-        let out = self.dev.zeros(buf.words)?;
-        self.dev.copy(&buf.buf, 0, &out, 0, buf.words);
+        let out = self.dev.output(buf.words)?;
+        self.dev.copy(&buf.buf, 0, &out, 0, buf.words)?;
         Ok(self.wrap(out, buf.words))
     }
 
@@ -153,43 +166,10 @@ impl Backend for GpuBackend {
         if let Some(&p) = positions.iter().find(|&&p| p >= limbs) {
             return Err(Error::DimensionMismatch { what: "limb position", expected: limbs, found: p });
         }
-        let out = self.dev.zeros(positions.len() * n)?;
+        let out = self.dev.output(positions.len() * n)?;
         let copies: Vec<_> = positions.iter().enumerate().map(|(k, &p)| (&buf.buf, p * n, &out, k * n, n)).collect();
-        self.dev.copy_many(&copies);
+        self.dev.copy_many(&copies)?;
         Ok(self.wrap(out, positions.len() * n))
-    }
-
-    fn merge_limbs(
-        &self,
-        first: (&GpuBuffer, &[usize]),
-        second: (&GpuBuffer, &[usize]),
-        limbs: usize,
-    ) -> Result<GpuBuffer> {
-        let n = self.n();
-        let out = self.dev.zeros(limbs * n)?;
-        let mut seen = vec![false; limbs];
-        let mut copies = Vec::with_capacity(limbs);
-        for (src, positions) in [first, second] {
-            self.check("merge_limbs input", src, positions.len())?;
-            for (k, &p) in positions.iter().enumerate() {
-                match seen.get_mut(p) {
-                    Some(s) if !*s => *s = true,
-                    _ => {
-                        return Err(Error::DimensionMismatch {
-                            what: "merge_limbs position",
-                            expected: limbs,
-                            found: p,
-                        })
-                    }
-                }
-                copies.push((&src.buf, k * n, &out, p * n, n));
-            }
-        }
-        if seen.iter().any(|s| !s) {
-            return Err(Error::DimensionMismatch { what: "merge_limbs coverage", expected: limbs, found: limbs });
-        }
-        self.dev.copy_many(&copies);
-        Ok(self.wrap(out, limbs * n))
     }
 
     fn ntt_forward(&self, buf: &mut GpuBuffer, basis: &[usize]) -> Result<()> {
@@ -232,35 +212,27 @@ impl Backend for GpuBackend {
         kernels::automorphism(self, a, g)
     }
 
-    fn base_convert(&self, a: &GpuBuffer, from: &[usize], to: &[usize]) -> Result<GpuBuffer> {
-        self.check("base_convert input", a, from.len())?;
-        rns_kernels::base_convert(self, a, from, to)
+    fn base_convert(&self, a: &GpuBuffer, basis: &[usize], parts: &[ConvertPart<'_>]) -> Result<GpuBuffer> {
+        self.check("base_convert input", a, basis.len())?;
+        rns_kernels::base_convert(self, a, basis, parts)
     }
 
-    fn scale_down(&self, a: &GpuBuffer, keep: &[usize], drop: &[usize], t: Option<u32>) -> Result<GpuBuffer> {
-        self.check("scale_down input", a, keep.len() + drop.len())?;
-        rns_kernels::scale_down(self, a, keep, drop, t)
+    fn scale_down_correction(
+        &self,
+        dropped: &GpuBuffer,
+        keep: &[usize],
+        drop: &[usize],
+        t: Option<u32>,
+        rounding: Rounding,
+    ) -> Result<Vec<GpuBuffer>> {
+        rns_kernels::scale_down_correction(self, dropped, keep, drop, t, rounding)
     }
 
     fn key_switch_inner_product(
         &self,
-        digits: &[&GpuBuffer],
-        basis: &[usize],
-        key: &[(&GpuBuffer, &GpuBuffer)],
-        key_basis: &[usize],
-    ) -> Result<(GpuBuffer, GpuBuffer)> {
-        if digits.len() > key.len() {
-            return Err(Error::KeyDimensions { reason: "fewer key digits than ciphertext digits" });
-        }
-        for d in digits {
-            self.check("key-switch digit", d, basis.len())?;
-        }
-        for (kb, ka) in key {
-            self.check("key polynomial", kb, key_basis.len())?;
-            self.check("key polynomial", ka, key_basis.len())?;
-        }
-        let positions = positions_in(key_basis, basis)?;
-        kernels::key_switch_inner_product(self, digits, basis, key, &positions)
+        input: &InnerProductInput<'_, GpuBuffer>,
+    ) -> Result<InnerProductSums<GpuBuffer>> {
+        kernels::key_switch_inner_product(self, input)
     }
 
     fn uniform(&self, seed: &Seed, purpose: Purpose, index: u32, basis: &[usize]) -> Result<GpuBuffer> {
@@ -273,6 +245,10 @@ impl Backend for GpuBackend {
 
     fn synchronize(&self) -> Result<()> {
         self.dev.wait()
+    }
+
+    fn flush(&self) -> Result<()> {
+        self.dev.flush()
     }
 
     fn max_fused_buffers(&self) -> usize {

@@ -16,7 +16,9 @@ pub(crate) fn run(json: bool) -> wgfhe::Result<()> {
                     "max_storage_buffers_per_shader_stage": d.limits().max_storage_buffers_per_shader_stage,
                     "max_compute_workgroups_per_dimension": d.limits().max_compute_workgroups_per_dimension,
                 },
-                "features": [],
+                "features": d.summary().features,
+                "arithmetic": d.arithmetic(),
+                "immediates": d.uses_immediates(),
             }),
             Err(e) => {
                 serde_json::json!({"backend": "cpu", "adapter": null, "reason": e.to_string(), "limits": {}, "features": []})
@@ -27,13 +29,26 @@ pub(crate) fn run(json: bool) -> wgfhe::Result<()> {
     }
     println!("wgfhe {}", env!("CARGO_PKG_VERSION"));
     match &dev {
-        Ok(d) => println!(
-            "gpu: {} ({}, {}, {})",
-            d.summary().name,
-            d.summary().backend,
-            d.summary().device_type,
-            d.summary().driver
-        ),
+        Ok(d) => {
+            println!(
+                "gpu: {} ({}, {}, {})",
+                d.summary().name,
+                d.summary().backend,
+                d.summary().device_type,
+                d.summary().driver
+            );
+            println!("gpu features: {}", d.summary().features.join(", "));
+            println!(
+                "gpu arithmetic: {:?}, parameters {}{}",
+                d.arithmetic(),
+                if d.uses_immediates() { "as immediates" } else { "in an arena" },
+                if d.summary().is_software() {
+                    " (software renderer: WGFHE_BACKEND=auto uses the CPU backend)"
+                } else {
+                    ""
+                }
+            );
+        }
         Err(e) => println!("gpu: none ({e})"),
     }
     println!("backends: cpu (reference, rayon across limbs), gpu (wgpu + WGSL)");

@@ -1,7 +1,9 @@
 //! `wgfhe verify`: CPU-vs-GPU equivalence checks. Every method of the
 //! [`Backend`] trait that computes something, on seeded random inputs (run twice on the
 //! candidate, for determinism), and whole seeded scheme programs with every intermediate
-//! ciphertext and the full decryption compared word for word.
+//! ciphertext and the full decryption compared word for word. On a device with native 64-bit
+//! integers or immediates the kernels are checked again on a second device forced onto the
+//! emulated products and the parameter arena (checks named `... (emulated, arena)`).
 //!
 //! The checks compare a *reference* backend with a *candidate*: the CPU reference and the GPU
 //! for `wgfhe verify`, and in the tests also a candidate that flips one bit
@@ -14,10 +16,12 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 use wgfhe::backend::fused::{self, Expr, Format, Operand, Program, Traffic};
-use wgfhe::backend::gpu::GpuDevice;
-use wgfhe::backend::{Backend, CpuBackend, GpuBackend};
+use wgfhe::backend::gpu::{Arithmetic, DeviceOptions, GpuDevice};
+use wgfhe::backend::key_switching::modup_targets;
+use wgfhe::backend::{Backend, ConvertPart, CpuBackend, GpuBackend, InnerProductInput, KeyDigitRef};
 use wgfhe::bgv::Bgv;
 use wgfhe::ckks::{Ckks, ScalePolicy};
+use wgfhe::math::rounding::Rounding;
 use wgfhe::math::sampling::Purpose;
 use wgfhe::params::{self, Parameters, Scheme};
 use wgfhe::ring::RingContext;
@@ -42,6 +46,18 @@ pub(crate) struct VerifyArgs {
 /// differs.
 pub(crate) fn run(a: &VerifyArgs) -> Result<()> {
     let dev = Arc::new(GpuDevice::new()?);
+    // Where the device multiplies with native 64-bit integers or passes parameters as
+    // immediates, the kernels are checked again on a second device forced onto the emulated
+    // products and the parameter arena.
+    let emulated = if dev.arithmetic() == Arithmetic::NativeInt64 || dev.uses_immediates() {
+        Some(Arc::new(GpuDevice::with_options(DeviceOptions {
+            emulate_int64: true,
+            no_immediates: true,
+            ..DeviceOptions::default()
+        })?))
+    } else {
+        None
+    };
     let ring = params::TestRing { log_n: 10, q_primes: 5, p_primes: 2, dnum: 3 };
     let sets: Vec<Parameters> = if a.params.is_empty() {
         vec![
@@ -58,6 +74,13 @@ pub(crate) fn run(a: &VerifyArgs) -> Result<()> {
         let cpu = CpuBackend::new(RingContext::new(p)?);
         let gpu = GpuBackend::new(RingContext::new(p)?, Arc::clone(&dev));
         checks.extend(kernel_checks(&cpu, &gpu, a.seed)?);
+        if let Some(e) = &emulated {
+            let gpu = GpuBackend::new(RingContext::new(p)?, Arc::clone(e));
+            checks.extend(kernel_checks(&cpu, &gpu, a.seed)?.into_iter().map(|mut c| {
+                c.name = format!("{} (emulated, arena)", c.name);
+                c
+            }));
+        }
         checks.push(program_check(cpu, gpu, a.seed as u8)?);
     }
     let passed = checks.iter().filter(|c| c.identical).count();
@@ -189,10 +212,50 @@ fn run_fused<B: Backend>(
     Ok(words)
 }
 
+/// Which digits of a key store their `a_j` (the others are regenerated from the seed).
+type StoredDigits = fn(usize) -> bool;
+
+/// The host operands of one key-switching inner product.
+struct InnerProductHost<'a> {
+    c: &'a [u32],
+    converted: &'a [u32],
+    q_basis: &'a [usize],
+    p_basis: &'a [usize],
+    digits: &'a [Vec<usize>],
+    keys: &'a [(Vec<u32>, Vec<u32>)],
+    key_basis: &'a [usize],
+    seed: [u8; 32],
+}
+
+impl InnerProductHost<'_> {
+    /// Uploads the operands to `be` and returns the three outputs (`q0`, `q1`, `p`)
+    /// concatenated; digit `j`'s `a_j` is stored where `stored(j)`, regenerated otherwise.
+    fn run<B: Backend>(&self, be: &B, stored: StoredDigits) -> Result<Vec<u32>> {
+        let (c, converted) = (be.upload(self.c)?, be.upload(self.converted)?);
+        let bufs = self.keys.iter().map(|(b, a)| Ok((be.upload(b)?, be.upload(a)?))).collect::<Result<Vec<_>>>()?;
+        let key: Vec<KeyDigitRef<'_, B::Buffer>> = bufs
+            .iter()
+            .zip(0u32..)
+            .map(|((b, a), j)| KeyDigitRef { b, a: stored(j as usize).then_some(a), index: j })
+            .collect();
+        let sums = be.key_switch_inner_product(&InnerProductInput {
+            c: &c,
+            converted: &converted,
+            q_basis: self.q_basis,
+            p_basis: self.p_basis,
+            digits: self.digits,
+            key: &key,
+            key_basis: self.key_basis,
+            seed: &self.seed,
+        })?;
+        Ok([be.download(&sums.q0)?, be.download(&sums.q1)?, be.download(&sums.p)?].concat())
+    }
+}
+
 /// Every kernel of the [`Backend`] trait on seeded random inputs, `reference` against
 /// `candidate` (both on the same ring), for one limb and for every prime of `Q P`: the data
 /// movers (`upload`/`download` under every check, `zeros`, `len`, `duplicate`, `truncate`,
-/// `gather_limbs`, `merge_limbs`) and every arithmetic kernel, `fused` included. The candidate
+/// `gather_limbs`) and every arithmetic kernel, `fused` included. The candidate
 /// runs each twice; both runs must match the reference. `name`, `context`, `synchronize` and
 /// `max_fused_buffers` compute nothing and are not compared.
 ///
@@ -294,22 +357,41 @@ pub(crate) fn kernel_checks<R: Backend, C: Backend>(reference: &R, candidate: &C
             reference.download(&reference.uniform(&seed_bytes, Purpose::CiphertextA, 3, &basis)?)?,
         )?;
         if limbs > 1 {
-            let (from, to) = basis.split_at(limbs / 2);
-            let part: Vec<u32> = a.iter().take(from.len() * n).copied().collect();
-            let (rpart, cpart) = (reference.upload(&part)?, candidate.upload(&part)?);
+            // Three conversions in one call: a prefix, a suffix read in place, and every other
+            // limb (not consecutive in the input).
+            let (lo, hi) = basis.split_at(limbs / 2);
+            let even: Vec<usize> = basis.iter().step_by(2).copied().collect();
+            let odd: Vec<usize> = basis.iter().skip(1).step_by(2).copied().collect();
+            let parts: [ConvertPart<'_>; 3] = [(lo, hi), (hi, lo), (&even, &odd)];
             twice(
                 "base_convert".into(),
-                &|| candidate.download(&candidate.base_convert(&cpart, from, to)?),
-                reference.download(&reference.base_convert(&rpart, from, to)?)?,
+                &|| candidate.download(&candidate.base_convert(&ca, &basis, &parts)?),
+                reference.download(&reference.base_convert(&ra, &basis, &parts)?)?,
             )?;
             for drop in [1, limbs - 1] {
                 let (keep, dropped) = basis.split_at(limbs - drop);
-                for t in [None, Some(65537u32)] {
-                    twice(
-                        format!("scale_down drop={drop} t={t:?}"),
-                        &|| candidate.download(&candidate.scale_down(&ca, keep, dropped, t)?),
-                        reference.download(&reference.scale_down(&ra, keep, dropped, t)?)?,
-                    )?;
+                // The dropped limbs of a and of b: one polynomial, or two in one buffer.
+                let one: Vec<u32> = a.split_at(keep.len() * n).1.to_vec();
+                let two: Vec<u32> = [&one[..], b.split_at(keep.len() * n).1].concat();
+                for (polys, words) in [(1, &one), (2, &two)] {
+                    let (rd, cd) = (reference.upload(words)?, candidate.upload(words)?);
+                    for t in [None, Some(65537u32)] {
+                        for rounding in [Rounding::Joint, Rounding::PrimeByPrime] {
+                            twice(
+                                format!("scale_down_correction drop={drop} t={t:?} {rounding:?} polys={polys}"),
+                                &|| {
+                                    let out = candidate.scale_down_correction(&cd, keep, dropped, t, rounding)?;
+                                    Ok(out.iter().map(|o| candidate.download(o)).collect::<Result<Vec<_>>>()?.concat())
+                                },
+                                reference
+                                    .scale_down_correction(&rd, keep, dropped, t, rounding)?
+                                    .iter()
+                                    .map(|o| reference.download(o))
+                                    .collect::<Result<Vec<_>>>()?
+                                    .concat(),
+                            )?;
+                        }
+                    }
                 }
             }
             let positions: Vec<usize> = (0..limbs).rev().collect();
@@ -318,53 +400,55 @@ pub(crate) fn kernel_checks<R: Backend, C: Backend>(reference: &R, candidate: &C
                 &|| candidate.download(&candidate.gather_limbs(&ca, &positions)?),
                 reference.download(&reference.gather_limbs(&ra, &positions)?)?,
             )?;
-            // Interleaves the first limbs of `a` (even positions) with those of `b` (odd).
-            let even: Vec<usize> = (0..limbs).step_by(2).collect();
-            let odd: Vec<usize> = (1..limbs).step_by(2).collect();
-            let first: Vec<u32> = a.iter().take(even.len() * n).copied().collect();
-            let second: Vec<u32> = b.iter().take(odd.len() * n).copied().collect();
-            let (rf, rs) = (reference.upload(&first)?, reference.upload(&second)?);
-            let (cf, cs) = (candidate.upload(&first)?, candidate.upload(&second)?);
-            twice(
-                "merge_limbs".into(),
-                &|| candidate.download(&candidate.merge_limbs((&cf, &even), (&cs, &odd), limbs)?),
-                reference.download(&reference.merge_limbs((&rf, &even), (&rs, &odd), limbs)?)?,
-            )?;
+            // Key-switch inner product: the chain primes of `basis` (the rest special), cut
+            // into the parameters' digits and into one digit per prime (more digits than one
+            // GPU pass takes); keys over all of Q P with every a_j stored, regenerated, or
+            // mixed.
+            let lq = ctx.q_count().min(limbs - 1);
+            let (q_basis, p_basis) = basis.split_at(lq);
+            let by_params: Vec<Vec<usize>> = (0..params.dnum())
+                .map(|j| params.digit_range(j).filter(|&i| i < lq).collect::<Vec<_>>())
+                .filter(|d| !d.is_empty())
+                .collect();
+            let singletons: Vec<Vec<usize>> = q_basis.iter().map(|&i| vec![i]).collect();
+            for digits in [by_params, singletons] {
+                let targets = modup_targets(q_basis, p_basis, &digits);
+                let conv = random_residues(&ctx, &targets.concat(), &mut rng)?;
+                let keys: Vec<(Vec<u32>, Vec<u32>)> = (0..digits.len())
+                    .map(|_| Ok((random_residues(&ctx, &all, &mut rng)?, random_residues(&ctx, &all, &mut rng)?)))
+                    .collect::<Result<_>>()?;
+                let cq: Vec<u32> = a.split_at(lq * n).0.to_vec();
+                let op = InnerProductHost {
+                    c: &cq,
+                    converted: &conv,
+                    q_basis,
+                    p_basis,
+                    digits: &digits,
+                    keys: &keys,
+                    key_basis: &all,
+                    seed: [seed as u8 ^ 0x33; 32],
+                };
+                let modes: [(&str, StoredDigits); 3] =
+                    [("stored", |_| true), ("seeded", |_| false), ("mixed", |j| j % 2 == 1)];
+                for (label, stored) in modes {
+                    twice(
+                        format!("key_switch_inner_product ({label}, {} digits)", digits.len()),
+                        &|| op.run(candidate, stored),
+                        op.run(reference, stored)?,
+                    )?;
+                }
+            }
         }
-        // Key-switch inner product: two digits over `basis`, keys over all of Q P.
-        let kb = [random_residues(&ctx, &all, &mut rng)?, random_residues(&ctx, &all, &mut rng)?];
-        let ka = [random_residues(&ctx, &all, &mut rng)?, random_residues(&ctx, &all, &mut rng)?];
-        let (rkb, rka) = (
-            [reference.upload(&kb[0])?, reference.upload(&kb[1])?],
-            [reference.upload(&ka[0])?, reference.upload(&ka[1])?],
-        );
-        let (ckb, cka) = (
-            [candidate.upload(&kb[0])?, candidate.upload(&kb[1])?],
-            [candidate.upload(&ka[0])?, candidate.upload(&ka[1])?],
-        );
-        let (w0, w1) =
-            reference.key_switch_inner_product(&[&ra, &rb], &basis, &[(&rkb[0], &rka[0]), (&rkb[1], &rka[1])], &all)?;
-        let (w0, w1) = (reference.download(&w0)?, reference.download(&w1)?);
-        let ksk = |second: bool| -> Result<Vec<u32>> {
-            let (o0, o1) = candidate.key_switch_inner_product(
-                &[&ca, &cb],
-                &basis,
-                &[(&ckb[0], &cka[0]), (&ckb[1], &cka[1])],
-                &all,
-            )?;
-            candidate.download(if second { &o1 } else { &o0 })
-        };
-        twice("key_switch_inner_product (b)".into(), &|| ksk(false), w0)?;
-        twice("key_switch_inner_product (a)".into(), &|| ksk(true), w1)?;
         // Fused: stored (plain and packed, one over a superset basis), regenerated and constant
         // operands; a plain and a packed output.
         let g = 2 * n - 1;
+        let wide = random_residues(&ctx, &all, &mut rng)?;
         let inputs = [
             FusedInput::Buffer { words: a.clone(), basis: basis.clone(), format: Format::Words },
             FusedInput::Buffer { words: packed(&ctx, &basis, &b)?, basis: basis.clone(), format: Format::Packed },
             FusedInput::Uniform { seed: [seed as u8 ^ 0x5a; 32], purpose: Purpose::CiphertextA, index: 7 },
             FusedInput::Scalar(scalars.clone()),
-            FusedInput::Buffer { words: kb[0].clone(), basis: all.to_vec(), format: Format::Words },
+            FusedInput::Buffer { words: wide, basis: all.to_vec(), format: Format::Words },
         ];
         let l = Expr::load;
         let outputs = [
@@ -524,7 +608,7 @@ mod tests {
     use std::sync::{Arc, OnceLock};
 
     use num_complex::Complex64;
-    use wgfhe::backend::gpu::GpuDevice;
+    use wgfhe::backend::gpu::{Arithmetic, DeviceOptions, GpuDevice};
     use wgfhe::backend::{CpuBackend, GpuBackend};
     use wgfhe::params::{self, Parameters, TestRing};
     use wgfhe::ring::RingContext;
@@ -534,7 +618,7 @@ mod tests {
 
     /// The kernels [`FlipOneBit`] can tamper with (every kernel with an output but the data
     /// movers `zeros`, `duplicate` and `truncate`).
-    const TAMPERABLE: [&str; 16] = [
+    const TAMPERABLE: [&str; 15] = [
         "add",
         "sub",
         "neg",
@@ -546,9 +630,8 @@ mod tests {
         "ntt_inverse",
         "uniform",
         "base_convert",
-        "scale_down",
+        "scale_down_correction",
         "gather_limbs",
-        "merge_limbs",
         "key_switch_inner_product",
         "fused",
     ];
@@ -589,7 +672,9 @@ mod tests {
         assert!(failures(&checks).is_empty(), "{:?}", failures(&checks));
         for kernel in TAMPERABLE.iter().chain(&["zeros", "len", "duplicate", "truncate"]) {
             for limbs in [1, p.q().len() + p.p().len()] {
-                let multi_limb_only = ["base_convert", "scale_down", "gather_limbs", "merge_limbs"].contains(kernel);
+                let multi_limb_only =
+                    ["base_convert", "scale_down_correction", "gather_limbs", "key_switch_inner_product"]
+                        .contains(kernel);
                 if limbs == 1 && multi_limb_only {
                     continue;
                 }
@@ -618,7 +703,7 @@ mod tests {
         let ring = TestRing { log_n: 10, q_primes: 5, p_primes: 2, dnum: 3 };
         for p in [params::insecure_test_bgv(ring, 65537).unwrap(), params::insecure_test_ckks(ring, 30).unwrap()] {
             assert!(program_check(cpu(&p), cpu(&p), 7).unwrap().identical, "{}", p.name());
-            for kernel in ["mul", "ntt_forward", "key_switch_inner_product", "scale_down"] {
+            for kernel in ["mul", "ntt_forward", "base_convert", "key_switch_inner_product", "scale_down_correction"] {
                 let check = program_check(cpu(&p), FlipOneBit::new(cpu(&p), kernel, 3), 7).unwrap();
                 assert!(!check.identical, "{}: a flipped bit in one {kernel} output went unnoticed", p.name());
             }
@@ -635,6 +720,11 @@ mod tests {
 
     fn gpu_kernels_match_cpu(p: &Parameters, seed: u64) {
         let Some(dev) = device() else { return };
+        gpu_kernels_match_cpu_on(&dev, p, seed);
+    }
+
+    fn gpu_kernels_match_cpu_on(dev: &Arc<GpuDevice>, p: &Parameters, seed: u64) {
+        let dev = Arc::clone(dev);
         let gpu = GpuBackend::new(RingContext::new(p).unwrap(), dev);
         let checks = kernel_checks(&cpu(p), &gpu, seed).unwrap();
         assert!(checks.len() > 30, "only {} checks ran", checks.len());
@@ -657,6 +747,37 @@ mod tests {
         gpu_kernels_match_cpu(&params::insecure_test_ckks(ckks, 30).unwrap(), 4);
         let ckks = TestRing { log_n: 14, q_primes: 3, p_primes: 1, dnum: 3 };
         gpu_kernels_match_cpu(&params::insecure_test_ckks(ckks, 30).unwrap(), 5);
+    }
+
+    /// The kernels on the emulated 64-bit products and on the parameter arena, each on a device
+    /// of its own (the shared device uses native 64-bit integers and immediates where the adapter
+    /// has them), and a BGV program.
+    #[test]
+    fn gpu_kernels_match_cpu_on_every_device_path() {
+        let Some(_) = device() else { return };
+        let paths = [
+            DeviceOptions { emulate_int64: true, ..DeviceOptions::default() },
+            DeviceOptions { no_immediates: true, ..DeviceOptions::default() },
+        ];
+        for (i, options) in paths.into_iter().enumerate() {
+            let dev = Arc::new(GpuDevice::with_options(options).unwrap());
+            if options.emulate_int64 {
+                assert_eq!(dev.arithmetic(), Arithmetic::Emulated);
+            }
+            assert!(!(options.no_immediates && dev.uses_immediates()));
+            let seed = 10 * i as u64;
+            gpu_kernels_match_cpu_on(&dev, &small_bgv(), seed + 1);
+            let bgv = TestRing { log_n: 10, q_primes: 4, p_primes: 2, dnum: 2 };
+            gpu_kernels_match_cpu_on(&dev, &params::insecure_test_bgv(bgv, 65537).unwrap(), seed + 2);
+            // More limbs than immediates hold for mul_scalar and uniform: the arena either way.
+            let ckks = TestRing { log_n: 12, q_primes: 14, p_primes: 3, dnum: 7 };
+            gpu_kernels_match_cpu_on(&dev, &params::insecure_test_ckks(ckks, 30).unwrap(), seed + 3);
+            let p =
+                params::insecure_test_bgv(TestRing { log_n: 10, q_primes: 5, p_primes: 2, dnum: 3 }, 65537).unwrap();
+            let gpu = GpuBackend::new(RingContext::new(&p).unwrap(), Arc::clone(&dev));
+            let check = program_check(cpu(&p), gpu, seed as u8 + 4).unwrap();
+            assert!(check.identical, "{}: CPU and GPU transcripts differ: {check:?}", p.name());
+        }
     }
 
     #[test]

@@ -1,0 +1,58 @@
+// Four-lane u32 modular arithmetic: the component-wise twins of zq.wgsl's functions, each lane
+// with its own modulus (or the same one splatted). Kernels that produce four outputs per
+// invocation (four target limbs of a basis conversion, four residues of a limb) keep them in
+// vec4 registers instead of indexing a private array. Every strict function returns the
+// canonical residue per lane, as zq.wgsl does. Needs nothing else.
+
+// 32x32 -> 64-bit products per lane.
+struct Wide4 {
+    hi: vec4<u32>,
+    lo: vec4<u32>,
+}
+
+fn mul_wide4(a: vec4<u32>, b: vec4<u32>) -> Wide4 {
+    let m = vec4<u32>(0xffffu);
+    let a_lo = a & m;
+    let a_hi = a >> vec4<u32>(16u);
+    let b_lo = b & m;
+    let b_hi = b >> vec4<u32>(16u);
+    let ll = a_lo * b_lo;
+    let lh = a_lo * b_hi;
+    let hl = a_hi * b_lo;
+    let hh = a_hi * b_hi;
+    let mid = (ll >> vec4<u32>(16u)) + (lh & m) + (hl & m);
+    let lo = (ll & m) | (mid << vec4<u32>(16u));
+    let hi = hh + (lh >> vec4<u32>(16u)) + (hl >> vec4<u32>(16u)) + (mid >> vec4<u32>(16u));
+    return Wide4(hi, lo);
+}
+
+// (hi, lo) + v per lane, with the carry.
+fn add_wide4(acc: Wide4, v: Wide4) -> Wide4 {
+    let lo = acc.lo + v.lo;
+    return Wide4(acc.hi + v.hi + select(vec4<u32>(0u), vec4<u32>(1u), lo < acc.lo), lo);
+}
+
+// a * w mod q per lane, strict, for any a and constants w < q with ws = floor(w 2^32 / q).
+fn shoup_mul4(a: vec4<u32>, w: vec4<u32>, ws: vec4<u32>, q: vec4<u32>) -> vec4<u32> {
+    let r = a * w - mul_wide4(a, ws).hi * q;
+    return select(r, r - q, r >= q);
+}
+
+fn mod_add4(a: vec4<u32>, b: vec4<u32>, q: vec4<u32>) -> vec4<u32> {
+    let s = a + b;
+    return select(s, s - q, s >= q);
+}
+
+fn mod_sub4(a: vec4<u32>, b: vec4<u32>, q: vec4<u32>) -> vec4<u32> {
+    return select(a + q - b, a - b, a >= b);
+}
+
+// x mod q per lane for any x (Shoup with w = 1, one_shoup = floor(2^32 / q)).
+fn reduce4(x: vec4<u32>, one_shoup: vec4<u32>, q: vec4<u32>) -> vec4<u32> {
+    return shoup_mul4(x, vec4<u32>(1u), one_shoup, q);
+}
+
+// [hi 2^32 + lo]_q per lane (radix = 2^32 mod q and its Shoup companion).
+fn reduce_wide4(v: Wide4, radix: vec4<u32>, radix_shoup: vec4<u32>, one_shoup: vec4<u32>, q: vec4<u32>) -> vec4<u32> {
+    return mod_add4(shoup_mul4(v.hi, radix, radix_shoup, q), reduce4(v.lo, one_shoup, q), q);
+}
