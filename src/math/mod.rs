@@ -4,4 +4,5 @@ pub mod ntt;
 pub mod primes;
 pub mod rns;
 pub mod sampling;
+pub mod simd;
 pub mod zq;

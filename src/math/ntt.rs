@@ -46,6 +46,21 @@
 //! (or any other correct negacyclic NTT with the same root and order) matches bit for bit.
 //!
 //! For `N = 1` there is nothing to transform; it is not supported (`N >= 2`).
+//!
+//! # Implementations
+//!
+//! * [`NttTable::forward_reference`] / [`NttTable::inverse_reference`]: the algorithm above as
+//!   written, one stage and one butterfly at a time; the reference the others are tested against.
+//! * The portable path ([`SimdLevel::Scalar`]): the same stages with fixed-size inner loops the
+//!   compiler vectorises for the baseline target; also the path for `N` below two vectors.
+//! * Explicit SIMD through `pulp` ([`SimdLevel::Avx2`], [`SimdLevel::Avx512`]; module `x86`):
+//!   the same butterflies, blocked for the caches (two stages per pass over the array, the stages
+//!   of 4096-word blocks one block at a time, the last `log2(lanes)` stages in registers).
+//!
+//! [`NttTable::forward`] and the other entry points run the widest level the CPU has
+//! ([`SimdLevel::active`]); the `_with` forms take the level. Every path applies the same
+//! butterflies to the same values in an order that respects their dependencies, so all of them
+//! give the same words, lazy outputs included.
 
 #![expect(
     clippy::indexing_slicing,
@@ -57,7 +72,11 @@ use std::fmt;
 
 use crate::error::{Error, Result};
 use crate::math::primes;
+use crate::math::simd::SimdLevel;
 use crate::math::zq::Modulus;
+
+#[cfg(target_arch = "x86_64")]
+mod x86;
 
 /// Smallest supported `log2 N`.
 pub const MIN_LOG_N: u32 = 1;
@@ -302,7 +321,7 @@ impl NttTable {
     /// `[0, q)`. Errors with [`Error::DimensionMismatch`] if `a.len() != N`.
     pub fn forward(&self, a: &mut [u32]) -> Result<()> {
         self.check_len(a)?;
-        self.transform::<false, true>(a);
+        self.transform::<false, true>(a, SimdLevel::active());
         Ok(())
     }
 
@@ -313,7 +332,7 @@ impl NttTable {
     /// Errors with [`Error::DimensionMismatch`] if `a.len() != N`.
     pub fn forward_lazy(&self, a: &mut [u32]) -> Result<()> {
         self.check_len(a)?;
-        self.transform::<false, false>(a);
+        self.transform::<false, false>(a, SimdLevel::active());
         Ok(())
     }
 
@@ -323,7 +342,7 @@ impl NttTable {
     /// `[0, q)`. Errors with [`Error::DimensionMismatch`] if `a.len() != N`.
     pub fn inverse(&self, a: &mut [u32]) -> Result<()> {
         self.check_len(a)?;
-        self.transform::<true, true>(a);
+        self.transform::<true, true>(a, SimdLevel::active());
         Ok(())
     }
 
@@ -335,20 +354,129 @@ impl NttTable {
     /// Errors with [`Error::DimensionMismatch`] if `a.len() != N`.
     pub fn inverse_lazy(&self, a: &mut [u32]) -> Result<()> {
         self.check_len(a)?;
-        self.transform::<true, false>(a);
+        self.transform::<true, false>(a, SimdLevel::active());
         Ok(())
     }
 
-    /// Single entry point of the four transforms (`INV`: inverse; `STRICT`: canonical output).
-    ///
-    /// Run-time CPU-feature dispatch belongs here: the stage loops are written (fixed-size
-    /// groups in local arrays, everything `#[inline(always)]`) so that the compiler
-    /// vectorises them for whatever target features the caller's function has enabled.
+    /// Forward NTT in place at a chosen SIMD level (clamped to what the CPU has): the same
+    /// outputs as [`forward`](Self::forward) (strict) or [`forward_lazy`](Self::forward_lazy)
+    /// (`strict = false`), word for word, on every level. For tests and benchmarks of the
+    /// narrower paths. Errors with [`Error::DimensionMismatch`] if `a.len() != N`.
+    pub fn forward_with(&self, a: &mut [u32], level: SimdLevel, strict: bool) -> Result<()> {
+        self.check_len(a)?;
+        if strict {
+            self.transform::<false, true>(a, level);
+        } else {
+            self.transform::<false, false>(a, level);
+        }
+        Ok(())
+    }
+
+    /// Inverse NTT in place at a chosen SIMD level (clamped to what the CPU has): the same
+    /// outputs as [`inverse`](Self::inverse) (strict) or [`inverse_lazy`](Self::inverse_lazy),
+    /// word for word, on every level. Errors with [`Error::DimensionMismatch`] if `a.len() != N`.
+    pub fn inverse_with(&self, a: &mut [u32], level: SimdLevel, strict: bool) -> Result<()> {
+        self.check_len(a)?;
+        if strict {
+            self.transform::<true, true>(a, level);
+        } else {
+            self.transform::<true, false>(a, level);
+        }
+        Ok(())
+    }
+
+    /// The forward transform exactly as the module documentation states it: one loop per stage,
+    /// one butterfly at a time, no blocking and no SIMD. The reference the fast paths are tested
+    /// against (same inputs and outputs as [`forward_with`](Self::forward_with)); slow.
+    /// Errors with [`Error::DimensionMismatch`] if `a.len() != N`.
+    pub fn forward_reference(&self, a: &mut [u32], strict: bool) -> Result<()> {
+        self.check_len(a)?;
+        let q = self.m.value();
+        let two_q = q << 1;
+        let (mut m, mut t) = (1, self.n >> 1);
+        while m < self.n {
+            for i in 0..m {
+                let (w, ws) = (self.fwd[m + i], self.fwd_shoup[m + i]);
+                for j in 2 * i * t..2 * i * t + t {
+                    (a[j], a[j + t]) = fwd_butterfly(a[j], a[j + t], w, ws, q, two_q);
+                }
+            }
+            m <<= 1;
+            t >>= 1;
+        }
+        if strict {
+            a.iter_mut().for_each(|x| *x = reduce_4q(*x, q, two_q));
+        }
+        Ok(())
+    }
+
+    /// The inverse transform exactly as the module documentation states it (see
+    /// [`forward_reference`](Self::forward_reference)); slow. Errors with
+    /// [`Error::DimensionMismatch`] if `a.len() != N`.
+    pub fn inverse_reference(&self, a: &mut [u32], strict: bool) -> Result<()> {
+        self.check_len(a)?;
+        let q = self.m.value();
+        let two_q = q << 1;
+        let (mut m, mut t) = (self.n >> 1, 1);
+        while m > 1 {
+            for i in 0..m {
+                let (w, ws) = (self.inv[m + i], self.inv_shoup[m + i]);
+                for j in 2 * i * t..2 * i * t + t {
+                    (a[j], a[j + t]) = inv_butterfly(a[j], a[j + t], w, ws, q, two_q);
+                }
+            }
+            m >>= 1;
+            t <<= 1;
+        }
+        for j in 0..t {
+            let (x, y) = (a[j], a[j + t]);
+            a[j] = mul_shoup_lazy(x.wrapping_add(y), self.inv[0], self.inv_shoup[0], q);
+            a[j + t] = mul_shoup_lazy(x.wrapping_add(two_q).wrapping_sub(y), self.inv[1], self.inv_shoup[1], q);
+        }
+        if strict {
+            a.iter_mut().for_each(|x| *x = reduce_2q(*x, q));
+        }
+        Ok(())
+    }
+
+    /// Single entry point of the transforms (`INV`: inverse; `STRICT`: canonical output), on
+    /// `level` clamped to what the CPU has. Every path runs the same butterflies on the same
+    /// values (see the module documentation), so every level gives the same words.
     #[inline]
-    fn transform<const INV: bool, const STRICT: bool>(&self, a: &mut [u32]) {
-        // Run-time dispatch to the widest vector extension the CPU has (AVX-512, AVX2, ...),
-        // so the loops below are vectorised for it; the results are the same bits on every path.
-        pulp::Arch::new().dispatch(Transform::<INV, STRICT>(self, a));
+    fn transform<const INV: bool, const STRICT: bool>(&self, a: &mut [u32], level: SimdLevel) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let (q, n) = (self.m.value(), self.n);
+            let (w, ws) = if INV { (&self.inv[..], &self.inv_shoup[..]) } else { (&self.fwd[..], &self.fwd_shoup[..]) };
+            let level = level.clamp();
+            if level >= SimdLevel::Avx512 && n >= 32 {
+                if let Some(s) = pulp::x86::V4::try_new() {
+                    if INV {
+                        x86::inverse_v4(s, a, w, ws, q, STRICT);
+                    } else {
+                        x86::forward_v4(s, a, w, ws, q, STRICT);
+                    }
+                    return;
+                }
+            }
+            if level >= SimdLevel::Avx2 && n >= 16 {
+                if let Some(s) = pulp::x86::V3::try_new() {
+                    if INV {
+                        x86::inverse_v3(s, a, w, ws, q, STRICT);
+                    } else {
+                        x86::forward_v3(s, a, w, ws, q, STRICT);
+                    }
+                    return;
+                }
+            }
+        }
+        let _ = level;
+        // The portable path (short arrays, or no AVX2).
+        if INV {
+            self.inverse_core::<STRICT>(a);
+        } else {
+            self.forward_core::<STRICT>(a);
+        }
     }
 
     /// Cooley-Tukey stages on `a` (length `N`, checked by the caller).
@@ -562,23 +690,6 @@ fn inv_butterfly(x: u32, y: u32, w: u32, ws: u32, q: u32, two_q: u32) -> (u32, u
     (s, mul_shoup_lazy(d, w, ws, q))
 }
 
-/// A transform as a `pulp` dispatch target. A named type (not a closure) so that the cores
-/// are inlined into each instruction-set variant.
-struct Transform<'a, const INV: bool, const STRICT: bool>(&'a NttTable, &'a mut [u32]);
-
-impl<const INV: bool, const STRICT: bool> pulp::NullaryFnOnce for Transform<'_, INV, STRICT> {
-    type Output = ();
-
-    #[inline(always)]
-    fn call(self) {
-        if INV {
-            self.0.inverse_core::<STRICT>(self.1);
-        } else {
-            self.0.forward_core::<STRICT>(self.1);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
 
@@ -745,6 +856,130 @@ mod tests {
             t.forward(&mut fb).unwrap();
             let mut c: Vec<u32> = fa.iter().zip(&fb).map(|(&x, &y)| m.mul(x, y)).collect();
             t.inverse(&mut c).unwrap();
+            assert_eq!(c, schoolbook(&a, &b, q), "q = {q}, N = {n}");
+        }
+    }
+
+    /// Two 30-bit NTT primes at every supported degree (one at `N = 2^17`).
+    fn every_degree() -> Vec<(u64, usize)> {
+        (MIN_LOG_N..=MAX_LOG_N)
+            .flat_map(|log_n| {
+                let n = 1usize << log_n;
+                let count = if log_n == MAX_LOG_N { 1 } else { 2 };
+                primes::ntt_primes(30, n as u64, count, &[]).unwrap().into_iter().map(move |q| (q, n))
+            })
+            .collect()
+    }
+
+    /// Every SIMD level gives the reference's words, lazy and strict, forward on inputs in
+    /// `[0, 4q)` and inverse on inputs in `[0, 2q)` (edges included), at every degree; the
+    /// default entry points agree with them.
+    #[test]
+    fn every_level_matches_the_reference() {
+        let levels = SimdLevel::available();
+        assert_eq!(levels.first(), Some(&SimdLevel::Scalar));
+        let mut rng = ChaCha8Rng::seed_from_u64(8);
+        for (q, n) in every_degree() {
+            let t = table(q, n);
+            let qq = q as u32;
+            let fwd_inputs = [random_poly(&mut rng, n, 4 * qq), vec![4 * qq - 1; n]];
+            let inv_inputs = [random_poly(&mut rng, n, 2 * qq), vec![2 * qq - 1; n]];
+            for strict in [true, false] {
+                for a in &fwd_inputs {
+                    let mut want = a.clone();
+                    t.forward_reference(&mut want, strict).unwrap();
+                    for &level in &levels {
+                        let mut got = a.clone();
+                        t.forward_with(&mut got, level, strict).unwrap();
+                        assert!(got == want, "forward, {level:?}, strict {strict}, q = {q}, N = {n}");
+                    }
+                    let mut got = a.clone();
+                    if strict {
+                        t.forward(&mut got).unwrap();
+                    } else {
+                        t.forward_lazy(&mut got).unwrap();
+                    }
+                    assert!(got == want, "default forward, strict {strict}, q = {q}, N = {n}");
+                }
+                for a in &inv_inputs {
+                    let mut want = a.clone();
+                    t.inverse_reference(&mut want, strict).unwrap();
+                    for &level in &levels {
+                        let mut got = a.clone();
+                        t.inverse_with(&mut got, level, strict).unwrap();
+                        assert!(got == want, "inverse, {level:?}, strict {strict}, q = {q}, N = {n}");
+                    }
+                    let mut got = a.clone();
+                    if strict {
+                        t.inverse(&mut got).unwrap();
+                    } else {
+                        t.inverse_lazy(&mut got).unwrap();
+                    }
+                    assert!(got == want, "default inverse, strict {strict}, q = {q}, N = {n}");
+                }
+            }
+        }
+    }
+
+    /// Coefficient `k` of the negacyclic product `a * b` (schoolbook, in u128).
+    fn schoolbook_coeff(a: &[u32], b: &[u32], k: usize, q: u64) -> u32 {
+        let n = a.len();
+        let (mut plus, mut minus) = (0u128, 0u128);
+        for (i, &x) in a.iter().enumerate() {
+            // X^i * X^j = X^k for j = k - i, or -X^k for j = k - i + N.
+            let p = u128::from(x);
+            if i <= k {
+                plus += p * u128::from(b[k - i]);
+            } else {
+                minus += p * u128::from(b[k + n - i]);
+            }
+        }
+        let q = u128::from(q);
+        ((plus % q + q - minus % q) % q) as u32
+    }
+
+    /// `INTT(NTT(a) . NTT(b))` on every level is the negacyclic product at every degree: all
+    /// coefficients against the schoolbook product up to `N = 2^10`, 64 of them (both ends and
+    /// random ones, each a full schoolbook sum) above.
+    #[test]
+    fn every_level_multiplies_like_schoolbook() {
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        for (q, n) in every_degree() {
+            let t = table(q, n);
+            let m = t.modulus();
+            let a = random_poly(&mut rng, n, q as u32);
+            let b = random_poly(&mut rng, n, q as u32);
+            let coeffs: Vec<usize> = if n <= 1 << 10 {
+                (0..n).collect()
+            } else {
+                [0, 1, n / 2, n - 2, n - 1].into_iter().chain((0..59).map(|_| rng.random_range(0..n))).collect()
+            };
+            let want: Vec<u32> = coeffs.iter().map(|&k| schoolbook_coeff(&a, &b, k, q)).collect();
+            for level in SimdLevel::available() {
+                let (mut fa, mut fb) = (a.clone(), b.clone());
+                t.forward_with(&mut fa, level, true).unwrap();
+                t.forward_with(&mut fb, level, true).unwrap();
+                let mut c: Vec<u32> = fa.iter().zip(&fb).map(|(&x, &y)| m.mul(x, y)).collect();
+                t.inverse_with(&mut c, level, true).unwrap();
+                let got: Vec<u32> = coeffs.iter().map(|&k| c[k]).collect();
+                assert!(got == want, "{level:?}, q = {q}, N = {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_reference_is_the_schoolbook_product() {
+        let mut rng = ChaCha8Rng::seed_from_u64(10);
+        for (q, n) in cases().into_iter().filter(|&(_, n)| n <= 256) {
+            let t = table(q, n);
+            let m = t.modulus();
+            let a = random_poly(&mut rng, n, q as u32);
+            let b = random_poly(&mut rng, n, q as u32);
+            let (mut fa, mut fb) = (a.clone(), b.clone());
+            t.forward_reference(&mut fa, true).unwrap();
+            t.forward_reference(&mut fb, true).unwrap();
+            let mut c: Vec<u32> = fa.iter().zip(&fb).map(|(&x, &y)| m.mul(x, y)).collect();
+            t.inverse_reference(&mut c, true).unwrap();
             assert_eq!(c, schoolbook(&a, &b, q), "q = {q}, N = {n}");
         }
     }
