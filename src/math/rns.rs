@@ -15,13 +15,27 @@
 //! Every kernel here computes one exactly defined integer and returns its canonical residue, so
 //! any other correct implementation (the WGSL kernels) reproduces the output bit for bit, whatever
 //! reduction strategy it uses internally. The definitions are on each function.
+//!
+//! [`BaseConverter::convert`] and [`ScaleDown::apply`] run one tiled kernel (module `tiled`:
+//! lazy `u64` sums with one reduction per output word, tiles of coefficients whose digits stay in
+//! L1, precomputed constants, AVX-512 / AVX2 / portable by [`SimdLevel`]); the plain loops of the
+//! definitions stay as [`BaseConverter::convert_reference`] and
+//! [`ScaleDown::apply_in_place_reference`], which the tests compare it with on every level.
 
 #![expect(clippy::indexing_slicing, reason = "hot loops over slices whose lengths are checked on entry")]
 
 use num_bigint::{BigInt, BigUint, Sign};
 
 use crate::error::{Error, Result};
+use crate::math::simd::SimdLevel;
 use crate::math::zq::Modulus;
+
+mod tiled;
+#[cfg(target_arch = "x86_64")]
+mod x86;
+
+use tiled::{DstLimb, Extra, Plan, SrcLimb};
+pub use tiled::{MAX_PRODUCTS, ROWS_PER_REDUCTION};
 
 /// Number of products `< 2^60` that may be added to a `u64` accumulator holding a value `< 2^30`
 /// before it must be reduced: `2^30 + 15 * (2^30 - 1)^2 < 2^64`.
@@ -267,6 +281,8 @@ pub struct BaseConverter {
     qhat_mod_p_shoup: Vec<u32>,
     /// `Q mod p_j`, removed once per centred digit.
     q_mod_p: Vec<u32>,
+    /// The constants of the tiled kernel.
+    plan: Plan,
 }
 
 impl BaseConverter {
@@ -290,7 +306,19 @@ impl BaseConverter {
                 qhat_mod_p_shoup.push(p.shoup(w));
             }
         }
-        let q_mod_p = to.iter().map(|p| product_mod(from, None, p)).collect();
+        let q_mod_p: Vec<u32> = to.iter().map(|p| product_mod(from, None, p)).collect();
+        let src = from
+            .iter()
+            .zip(qhat_inv.iter().zip(&qhat_inv_shoup))
+            .map(|(q, (&w, &ws))| SrcLimb { q: q.value(), w, ws, half: q.value() / 2 })
+            .collect();
+        let dst = to.iter().map(|p| DstLimb::new(p, 0)).collect();
+        // Row j: qhat_i mod p_j, then -Q mod p_j for the count of centred digits.
+        let coef = qhat_mod_p
+            .chunks(from.len())
+            .zip(to.iter().zip(&q_mod_p))
+            .flat_map(|(row, (p, &qp))| row.iter().copied().chain([p.neg(qp)]))
+            .collect();
         Ok(Self {
             from: from.to_vec(),
             to: to.to_vec(),
@@ -299,6 +327,7 @@ impl BaseConverter {
             qhat_mod_p,
             qhat_mod_p_shoup,
             q_mod_p,
+            plan: Plan::new(src, dst, coef),
         })
     }
 
@@ -354,14 +383,30 @@ impl BaseConverter {
     /// Errors with [`Error::DimensionMismatch`] on wrong slice lengths and
     /// [`Error::SizeOverflow`] if `len * n` overflows.
     ///
-    /// Loop order: one pass over the input limbs computes every `y_i` (one Shoup product per
-    /// residue) into a scratch buffer of `from.len() * n` words; then the outer loop runs over
-    /// output limbs `j`, the middle loop over input limbs `i`, the inner loop over the `n`
-    /// coefficients (contiguous streams), accumulating `y_i * (qhat_i mod p_j) < 2^60` in `u64`
-    /// and reducing every 15 terms.
+    /// Runs the tiled kernel (tiles of coefficients whose digits stay in L1, lazy `u64` sums with
+    /// one reduction per output word; module `tiled`) at the widest SIMD level the CPU has.
     pub fn convert(&self, input: &[u32], n: usize, output: &mut [u32]) -> Result<()> {
+        self.convert_with(input, n, output, SimdLevel::active())
+    }
+
+    /// [`convert`](Self::convert) at a chosen SIMD level (clamped to what the CPU has): the same
+    /// words on every level. For tests and benchmarks.
+    pub fn convert_with(&self, input: &[u32], n: usize, output: &mut [u32], level: SimdLevel) -> Result<()> {
+        self.check_convert(input, n, output)?;
+        self.plan.run(level, input, n, output, Extra::None);
+        Ok(())
+    }
+
+    fn check_convert(&self, input: &[u32], n: usize, output: &[u32]) -> Result<()> {
         check_len("base conversion input", flat_len(self.from.len(), n, "base conversion input")?, input.len())?;
-        check_len("base conversion output", flat_len(self.to.len(), n, "base conversion output")?, output.len())?;
+        check_len("base conversion output", flat_len(self.to.len(), n, "base conversion output")?, output.len())
+    }
+
+    /// [`convert`](Self::convert) by the plain loops of the definition: every `y_i` into a
+    /// buffer, then per output limb, per input limb, per coefficient, `u64` sums reduced every
+    /// 15 terms. The reference the fast path is tested against; slower. Same errors.
+    pub fn convert_reference(&self, input: &[u32], n: usize, output: &mut [u32]) -> Result<()> {
+        self.check_convert(input, n, output)?;
         if n == 0 {
             return Ok(());
         }
@@ -431,6 +476,8 @@ pub struct ScaleDown {
     /// `t * d_j^{-1} mod k_i`, layout `[keep.len()][drop.len()]`.
     lift_matrix: Vec<u32>,
     lift_matrix_shoup: Vec<u32>,
+    /// The constants of the tiled kernel.
+    plan: Plan,
 }
 
 impl ScaleDown {
@@ -464,10 +511,24 @@ impl ScaleDown {
             let dhat_inv = inverse(dj, product_mod(drop, Some(j), dj))?;
             drop_factor.push(dj.mul(t_inv, dhat_inv));
         }
+        let drop_factor_shoup = shoup_table(drop, &drop_factor, 1);
+        let src = drop
+            .iter()
+            .zip(drop_factor.iter().zip(&drop_factor_shoup))
+            .map(|(d, (&w, &ws))| SrcLimb { q: d.value(), w, ws, half: d.value() / 2 })
+            .collect();
+        let dst = keep.iter().zip(&d_inv).map(|(k, &di)| DstLimb::new(k, di)).collect();
+        // Row i: -t d_j^{-1} mod k_i, then t mod k_i for the count of centred digits.
+        let coef = lift_matrix
+            .chunks(drop.len())
+            .zip(keep)
+            .flat_map(|(row, k)| row.iter().map(|&m| k.neg(m)).chain([k.reduce_u32(t_val)]))
+            .collect();
         Ok(Self {
             d_inv_shoup: shoup_table(keep, &d_inv, 1),
-            drop_factor_shoup: shoup_table(drop, &drop_factor, 1),
+            drop_factor_shoup,
             lift_matrix_shoup: shoup_table(keep, &lift_matrix, drop.len()),
+            plan: Plan::new(src, dst, coef),
             keep: keep.to_vec(),
             drop: drop.to_vec(),
             t,
@@ -551,20 +612,50 @@ impl ScaleDown {
     /// Errors with [`Error::DimensionMismatch`] on wrong slice lengths and
     /// [`Error::SizeOverflow`] if `len * n` overflows.
     pub fn apply(&self, input_keep: &[u32], input_drop: &[u32], n: usize, out: &mut [u32]) -> Result<()> {
-        let keep_len = flat_len(self.keep.len(), n, "scale-down kept residues")?;
-        check_len("scale-down kept residues", keep_len, input_keep.len())?;
-        check_len("scale-down output", keep_len, out.len())?;
-        out.copy_from_slice(input_keep);
-        self.apply_in_place(out, input_drop, n)
+        self.apply_with(input_keep, input_drop, n, out, SimdLevel::active())
+    }
+
+    /// [`apply`](Self::apply) at a chosen SIMD level (clamped to what the CPU has): the same
+    /// words on every level. For tests and benchmarks.
+    pub fn apply_with(
+        &self,
+        input_keep: &[u32],
+        input_drop: &[u32],
+        n: usize,
+        out: &mut [u32],
+        level: SimdLevel,
+    ) -> Result<()> {
+        self.check_apply(input_keep, input_drop, n)?;
+        check_len("scale-down output", input_keep.len(), out.len())?;
+        self.plan.run(level, input_drop, n, out, Extra::From(input_keep));
+        Ok(())
     }
 
     /// As [`apply`](Self::apply), overwriting the kept residues `keep_inout` with the output.
     ///
-    /// Loop order: one pass over the dropped limbs computes `z_j = [x_j * drop_factor_j]_{d_j}`
-    /// into a scratch buffer of `drop.len() * n` words; then the outer loop runs over kept limbs,
-    /// the inner over coefficients (with several dropped moduli, a middle loop over dropped limbs
-    /// accumulates `z_j * lift_matrix[i][j] < 2^60` in `u64`, reduced every 15 terms).
+    /// Runs the tiled kernel of [`BaseConverter::convert`] (module `tiled`): with `z_j = [x_j *
+    /// drop_factor_j]_{d_j}` and `h` the number of `z_j` above `d_j / 2`, `out_i = (x_i D^{-1} -
+    /// sum_j z_j lift_matrix[i][j] + h t) mod k_i`, which is the definition on the type, one
+    /// dropped modulus included.
     pub fn apply_in_place(&self, keep_inout: &mut [u32], input_drop: &[u32], n: usize) -> Result<()> {
+        self.apply_in_place_with(keep_inout, input_drop, n, SimdLevel::active())
+    }
+
+    /// [`apply_in_place`](Self::apply_in_place) at a chosen SIMD level (clamped to what the CPU
+    /// has): the same words on every level. For tests and benchmarks.
+    pub fn apply_in_place_with(
+        &self,
+        keep_inout: &mut [u32],
+        input_drop: &[u32],
+        n: usize,
+        level: SimdLevel,
+    ) -> Result<()> {
+        self.check_apply(keep_inout, input_drop, n)?;
+        self.plan.run(level, input_drop, n, keep_inout, Extra::InPlace);
+        Ok(())
+    }
+
+    fn check_apply(&self, keep_inout: &[u32], input_drop: &[u32], n: usize) -> Result<()> {
         check_len(
             "scale-down kept residues",
             flat_len(self.keep.len(), n, "scale-down kept residues")?,
@@ -574,7 +665,15 @@ impl ScaleDown {
             "scale-down dropped residues",
             flat_len(self.drop.len(), n, "scale-down dropped residues")?,
             input_drop.len(),
-        )?;
+        )
+    }
+
+    /// [`apply_in_place`](Self::apply_in_place) by the plain loops of the definition: every
+    /// `z_j` into a buffer; then per kept limb and coefficient (with several dropped moduli, a
+    /// middle loop over the dropped limbs accumulating `z_j * lift_matrix[i][j] < 2^60` in `u64`,
+    /// reduced every 15 terms). The reference the fast path is tested against. Same errors.
+    pub fn apply_in_place_reference(&self, keep_inout: &mut [u32], input_drop: &[u32], n: usize) -> Result<()> {
+        self.check_apply(keep_inout, input_drop, n)?;
         if n == 0 {
             return Ok(());
         }
@@ -855,6 +954,119 @@ mod tests {
         let mut out = vec![0u32; to.len()];
         conv.convert(&input, 1, &mut out).unwrap();
         assert_eq!(out, residues(&s, &to));
+    }
+
+    /// Random words below each limb's modulus, limb-major, with some arbitrary `u32` words (read
+    /// mod q) and, with `worst`, every word `q - 1`.
+    fn words(rng: &mut ChaCha8Rng, ms: &[Modulus], n: usize, worst: bool) -> Vec<u32> {
+        ms.iter()
+            .flat_map(|m| (0..n).map(|_| m.value()).collect::<Vec<_>>())
+            .enumerate()
+            .map(|(i, q)| match (worst, i % 11) {
+                (true, _) => q - 1,
+                (false, 0) => rng.random(),
+                (false, 1) => u32::MAX,
+                _ => rng.random_range(0..q),
+            })
+            .collect()
+    }
+
+    /// Shapes `(from, to, n)`: one to many limbs (more than ROWS_PER_REDUCTION, so the kernels
+    /// reduce between chunks), coefficient counts that are not whole vectors, blocks or tiles.
+    fn shapes() -> Vec<(usize, usize, usize)> {
+        vec![
+            (1, 1, 1),
+            (1, 3, 200),
+            (2, 5, 17),
+            (3, 1, 64),
+            (15, 43, 300),
+            (15, 4, 1030),
+            (16, 3, 97),
+            (31, 2, 129),
+            (45, 3, 40),
+        ]
+    }
+
+    #[test]
+    fn every_level_converts_like_the_reference() {
+        let mut rng = ChaCha8Rng::seed_from_u64(20);
+        let all = moduli(&primes(60, &[]));
+        let mut cases: Vec<(Vec<Modulus>, Vec<Modulus>, usize)> =
+            shapes().into_iter().map(|(l, m, n)| (all[..l].to_vec(), all[l..l + m].to_vec(), n)).collect();
+        // Small, composite and even moduli on either side.
+        cases.push((
+            all[..5].to_vec(),
+            moduli(&[2, 3, 65536, 1_000_000, 17, u64::from(all[2].value()), (1 << 30) - 1]),
+            33,
+        ));
+        cases.push((moduli(&[9, 16, 25, 7, 11 * 13]), moduli(&[u64::from(all[0].value()), 3, 1 << 29]), 70));
+        for (from, to, n) in cases {
+            let conv = BaseConverter::new(&from, &to).unwrap();
+            for worst in [false, true] {
+                let input = words(&mut rng, &from, n, worst);
+                let mut want = vec![0u32; to.len() * n];
+                conv.convert_reference(&input, n, &mut want).unwrap();
+                for level in SimdLevel::available() {
+                    let mut got = vec![7u32; to.len() * n];
+                    conv.convert_with(&input, n, &mut got, level).unwrap();
+                    assert!(got == want, "{level:?}, {} -> {} limbs, n = {n}, worst {worst}", from.len(), to.len());
+                }
+                let mut got = vec![7u32; to.len() * n];
+                conv.convert(&input, n, &mut got).unwrap();
+                assert!(got == want, "default level");
+            }
+        }
+    }
+
+    #[test]
+    fn every_level_scales_down_like_the_reference() {
+        let mut rng = ChaCha8Rng::seed_from_u64(21);
+        let all = moduli(&primes(60, &[]));
+        for (l, m, n) in shapes() {
+            let (drop, keep) = (&all[..l], &all[l..l + m]);
+            for t in [None, Some(65537), Some(786_433), Some(2)] {
+                let sd = ScaleDown::new(keep, drop, t).unwrap();
+                for worst in [false, true] {
+                    let x_drop = words(&mut rng, drop, n, worst);
+                    let x_keep = words(&mut rng, keep, n, worst);
+                    let mut want = x_keep.clone();
+                    sd.apply_in_place_reference(&mut want, &x_drop, n).unwrap();
+                    for level in SimdLevel::available() {
+                        let mut got = x_keep.clone();
+                        sd.apply_in_place_with(&mut got, &x_drop, n, level).unwrap();
+                        assert!(got == want, "{level:?}, keep {m}, drop {l}, n = {n}, t {t:?}, worst {worst}");
+                    }
+                    for level in SimdLevel::available() {
+                        let mut got = vec![0u32; m * n];
+                        sd.apply_with(&x_keep, &x_drop, n, &mut got, level).unwrap();
+                        assert!(got == want, "apply, {level:?}");
+                    }
+                    let mut got = vec![0u32; m * n];
+                    sd.apply(&x_keep, &x_drop, n, &mut got).unwrap();
+                    assert!(got == want, "apply, default level");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn lazy_sums_fit_and_reduce_exactly() {
+        // 16 products of two words below 2^30 fit in a u64, 17 need not.
+        let top = u128::from((1u32 << 30) - 1);
+        assert!(MAX_PRODUCTS as u128 * top * top < 1 << 64);
+        assert!((MAX_PRODUCTS as u128 + 1) * top * top >= 1 << 64);
+        // The slack left by ROWS_PER_REDUCTION products holds a reduced remainder, a count of up
+        // to 2^16 digits times a coefficient and the extra term.
+        assert!(ROWS_PER_REDUCTION as u128 * top * top + (1 << 30) + (1 << 46) + (1 << 31) < 1 << 64);
+        let mut rng = ChaCha8Rng::seed_from_u64(22);
+        for p in [2u64, 3, 17, 65536, 1_000_000, (1 << 29) + 11, (1 << 30) - 35, (1 << 30) - 1] {
+            let d = tiled::DstLimb::new(&Modulus::new(p).unwrap(), 0);
+            let mut values = vec![0u64, 1, p - 1, p, u64::MAX, u64::MAX - 1, 1 << 32, (1 << 32) - 1, 1 << 63];
+            values.extend((0..1000).map(|_| rng.random::<u64>()));
+            for a in values {
+                assert_eq!(u64::from(tiled::reduce_acc(a, &d)), a % p, "{a} mod {p}");
+            }
+        }
     }
 
     #[test]
