@@ -13,11 +13,12 @@
 //!   one vector, again two per pass, and the tail.
 //! * **Tail in registers.** The last `log2(LANES)` stages (half-blocks shorter than a vector)
 //!   run on groups of two vectors held in registers. Before each stage the group is permuted
-//!   (one two-source permutation per output vector) into a layout where the stage pairs lane
-//!   `k` of the first vector with lane `k` of the second, and where lane `k`'s twiddle is entry
-//!   `k mod r` of `r` consecutive table entries, so the twiddle vectors are plain broadcasts from
-//!   memory (64-, 128-, 256-bit or a full load), never shuffled. The last permutation restores
-//!   the natural order.
+//!   (one two-source permutation per output vector: `vpermt2d` at AVX-512, two `vpermd` and a
+//!   blend at AVX2) into a layout where the stage pairs lane `k` of the first vector with lane
+//!   `k` of the second, and where lane `k`'s twiddle is entry `k mod r` of `r` consecutive table
+//!   entries, so the twiddle vectors are plain broadcasts from memory (64-, 128-, 256-bit or a
+//!   full load), never shuffled. The last permutation restores the natural order. Each group is
+//!   one long dependency chain, so [`TAIL_GROUPS`] groups are interleaved per iteration.
 //! * **Butterflies** on full vectors: `mul_shoup_lazy` takes the high words of the products with
 //!   the Shoup companion from two `vpmuludq` (even and odd lanes) and the low words with
 //!   `vpmulld`; everything else is 32-bit adds, subtracts and unsigned minima.
