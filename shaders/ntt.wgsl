@@ -1,48 +1,128 @@
-// Negacyclic NTT of every limb of a limb-major [limb][N] buffer, in place (CPU twins:
-// backend/cpu.rs ntt_forward / ntt_inverse = math/ntt.rs NttTable::forward / inverse, strict).
-// Forward: Cooley-Tukey, natural in, bit-reversed out; inverse: Gentleman-Sande, bit-reversed in,
-// natural out, N^{-1} folded into the last stage. Same lazy butterflies as the CPU (values in
-// [0, 4q) forward, [0, 2q) inverse); the last stage reduces to the canonical residue.
+// Negacyclic NTT of every limb of a limb-major [limb][N] buffer, in place, in two kinds of pass
+// over memory (CPU twins: backend/cpu.rs ntt_forward / ntt_inverse = math/ntt.rs
+// NttTable::forward / inverse, strict). Forward: Cooley-Tukey, natural in, bit-reversed out;
+// inverse: Gentleman-Sande, bit-reversed in, natural out, N^{-1} folded into the last stage.
+// Every butterfly is the CPU's, on the same pair, with the same twiddle and Shoup companion, in
+// the same stage order, so every intermediate value (in [0, 4q) forward, [0, 2q) inverse) equals
+// the CPU's bit for bit; the forward's last stage reduces to the canonical residue, the
+// inverse's does in inv_last.
 //
-// limbs: q per limb. tw: per limb 2N words [T | T'], T = W (forward) or V (inverse) of
-// NttTable::forward_twiddles / inverse_twiddles, T' the Shoup companions; the stage with m blocks
-// uses T[m + block], the inverse's last stage (m = 1) T[0] on sums and T[1] on differences.
+// The tile: TILE = 2^LOG_TILE values of workgroup memory (declared by the variant file in front
+// of this one, see backend/gpu/ntt.rs), 256 invocations. With lt = min(log N, LOG_TILE) and
+// r = log N - lt, a transform is (forward order; the inverse runs the same passes reversed):
+// * column passes (only when r > 0), together stages 0 .. r-1: a pass running the k stages
+//   s0 .. s0+k-1 takes, in each block of N / 2^s0 values, the 2^k values at stride
+//   S = N / 2^(s0+k) of each column c < S (all the values those stages combine), C = TILE / 2^k
+//   adjacent columns per workgroup (loads of C consecutive words), tile[j * C + column];
+// * one row pass, stages r .. log N - 1: contiguous tiles of 2^lt values, tile tt = the values
+//   tt * 2^lt ..; every block of those stages lies inside one tile.
 //
-// Entry points:
-// * fwd_stage / inv_stage: one butterfly stage over the whole buffer, one invocation per pair.
-//   params: [log_n, total = limbs * N / 2, log_t] (t = N / 2m: half the block size).
-// * fwd_tile / inv_tile: all stages whose blocks fit in a tile of 2^log_tile <= 2048 values, in
-//   workgroup memory, one workgroup per tile (forward: the last log_tile stages; inverse: the
-//   first log_tile). params: [log_n, total = number of tiles, log_tile].
+// params: [log_n, lt, r, stride, workgroups, s0, k] (s0, k: column passes only). Workgroup g
+// works on limb g >> r (2^r workgroups per limb in every pass).
+//
+// tw: per limb `stride` words (forward or inverse table, T = W or V of
+// NttTable::forward_twiddles / inverse_twiddles, T' their Shoup companions), with
+// P = max(2^r, 2) and H = 2^(lt - 1):
+//   [q, c, d, d']  c = floor(2^32 / q), d = 2^32 mod q, d' = floor(d 2^32 / q)
+//   D[0 .. P], D'[0 .. P]         T[0 .. P] and companions, as the CPU has them (the column
+//                                 passes' twiddles; the inverse's D[0], D[1] carry N^{-1})
+//   L[0 .. H], L'[0 .. H]         the row pass's local factors psi^(+-bitrev(i, log N)), i < H:
+//                                 T[i] for the forward; the inverse's L[0] = 1 and
+//                                 L[1] = psi^(-N/2), not the N^{-1}-scaled V[0], V[1]
+//   F[(s - r) 2^r + tt]           per stage s >= r and row tile tt: T[2^s + tt 2^(s - r)]
+// Row tile tt, stage s, local block b < 2^(s - r): the CPU's twiddle T[2^s + tt 2^(s-r) + b]
+// equals L[b] F[s - r][tt] mod q (exponents add: bitrev(2^s + tt 2^(s-r) + b, log N) =
+// bitrev(2^s + tt 2^(s-r), log N) + bitrev(b, log N) for b < 2^(s-r)), computed exactly as
+// shoup_mul(F, L, L') (canonical), and its companion floor(w 2^32 / q) = w c + floor(w d / q)
+// exactly with the per-limb constants (companion()). Each invocation forms a twiddle once per
+// block it works on in a stage.
+//
+// Both passes do two stages per trip through workgroup memory where they can: a radix-4 unit
+// loads 4 values at distance t/2 (block of 2t), does the stage with half-block t on pairs
+// (0, 2), (1, 3) and the stage with t/2 on (0, 1), (2, 3) (the inverse: the other way round),
+// and stores them, the same butterflies as two radix-2 stages. An odd number of stages leaves
+// one radix-2 stage, the one with a single block (per tile, or per column block): first in the
+// forward, last in the inverse.
 @group(0) @binding(0) var<storage, read> params: array<u32>;
-@group(0) @binding(1) var<storage, read> limbs: array<u32>;
-@group(0) @binding(2) var<storage, read> tw: array<u32>;
-@group(0) @binding(3) var<storage, read_write> a: array<u32>;
+@group(0) @binding(1) var<storage, read> tw: array<u32>;
+@group(0) @binding(2) var<storage, read_write> a: array<u32>;
 
-var<workgroup> tile: array<u32, 2048>;
+var<workgroup> tile: array<u32, TILE>;
+
+const WG: u32 = 256u;
+
+struct Plan {
+    log_n: u32,
+    n: u32,
+    lt: u32,
+    r: u32,
+    p: u32,
+    h: u32,
+    stride: u32,
+    groups: u32,
+}
+
+fn plan() -> Plan {
+    let log_n = params[0];
+    let lt = params[1];
+    let r = params[2];
+    return Plan(log_n, 1u << log_n, lt, r, max(1u << r, 2u), 1u << (lt - 1u), params[3], params[4]);
+}
+
+// Per-limb constants: base word of the limb's table, q, c, d, d'.
+struct Limb {
+    base: u32,
+    q: u32,
+    c: u32,
+    d: u32,
+    ds: u32,
+}
+
+fn limb_consts(limb: u32, pl: Plan) -> Limb {
+    let base = limb * pl.stride;
+    return Limb(base, tw[base], tw[base + 1u], tw[base + 2u], tw[base + 3u]);
+}
+
+// floor(w 2^32 / q) for w < q: w c + floor(w d / q), the quotient by Shoup (exact or one short)
+// and corrected with the remainder w d - e q, which is below 2q < 2^32 so exact mod 2^32.
+fn companion(w: u32, lb: Limb) -> u32 {
+    var e = mul_hi(w, lb.ds);
+    if (w * lb.d - e * lb.q >= lb.q) { e = e + 1u; }
+    return w * lb.c + e;
+}
+
+// The row pass's twiddle of local block b with the tile's stage factor f: (w, w').
+fn row_twiddle(lb: Limb, pl: Plan, b: u32, f: u32) -> vec2<u32> {
+    let li = lb.base + 4u + 2u * pl.p + b;
+    let w = shoup_mul(f, tw[li], tw[li + pl.h], lb.q);
+    return vec2<u32>(w, companion(w, lb));
+}
 
 // Harvey forward butterfly: x, y < 4q in, both outputs < 4q.
-fn fwd_bf(x: u32, y: u32, w: u32, ws: u32, q: u32) -> vec2<u32> {
+fn fwd_bf(x: u32, y: u32, w: vec2<u32>, q: u32) -> vec2<u32> {
     let two_q = q << 1u;
     var xx = x;
     if (xx >= two_q) { xx = xx - two_q; }
-    let u = shoup_mul_lazy(y, w, ws, q);
+    let u = shoup_mul_lazy(y, w.x, w.y, q);
     return vec2<u32>(xx + u, xx + two_q - u);
 }
 
 // Harvey inverse butterfly: x, y < 2q in, both outputs < 2q.
-fn inv_bf(x: u32, y: u32, w: u32, ws: u32, q: u32) -> vec2<u32> {
+fn inv_bf(x: u32, y: u32, w: vec2<u32>, q: u32) -> vec2<u32> {
     let two_q = q << 1u;
     var s = x + y;
     if (s >= two_q) { s = s - two_q; }
-    return vec2<u32>(s, shoup_mul_lazy(x + two_q - y, w, ws, q));
+    return vec2<u32>(s, shoup_mul_lazy(x + two_q - y, w.x, w.y, q));
 }
 
-// Last inverse stage (one block), N^{-1} folded in: x, y < 2q in, canonical out.
-fn inv_last(x: u32, y: u32, q: u32, base: u32, n: u32) -> vec2<u32> {
+// Last inverse stage (one block), N^{-1} folded in (D[0] on sums, D[1] on differences): x, y < 2q
+// in, canonical out.
+fn inv_last(x: u32, y: u32, lb: Limb, pl: Plan) -> vec2<u32> {
+    let q = lb.q;
     let two_q = q << 1u;
-    var u = shoup_mul_lazy(x + y, tw[base], tw[base + n], q);
-    var v = shoup_mul_lazy(x + two_q - y, tw[base + 1u], tw[base + n + 1u], q);
+    let di = lb.base + 4u;
+    var u = shoup_mul_lazy(x + y, tw[di], tw[di + pl.p], q);
+    var v = shoup_mul_lazy(x + two_q - y, tw[di + 1u], tw[di + pl.p + 1u], q);
     if (u >= q) { u = u - q; }
     if (v >= q) { v = v - q; }
     return vec2<u32>(u, v);
@@ -56,145 +136,344 @@ fn reduce_4q(x: u32, q: u32) -> u32 {
     return r;
 }
 
-// Pair p (< N/2) of a stage with half-block t = 2^log_t: (index of x within the limb, block).
-fn pair_index(p: u32, log_t: u32) -> vec2<u32> {
-    let blk = p >> log_t;
-    let j = p & ((1u << log_t) - 1u);
-    return vec2<u32>((blk << (log_t + 1u)) + j, blk);
-}
+// ---- radix-4 units ---------------------------------------------------------------------------
 
-@compute @workgroup_size(256)
-fn fwd_stage(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = linear_id(gid, nwg);
-    if (i >= params[1]) { return; }
-    let log_n = params[0];
-    let log_t = params[2];
-    let n = 1u << log_n;
-    let limb = i >> (log_n - 1u);
-    let p = i & ((n >> 1u) - 1u);
-    let q = limbs[limb];
-    let pi = pair_index(p, log_t);
-    let m = n >> (log_t + 1u);
-    let base = limb * 2u * n;
-    let w = tw[base + m + pi.y];
-    let ws = tw[base + n + m + pi.y];
-    let ix = limb * n + pi.x;
-    let iy = ix + (1u << log_t);
-    var r = fwd_bf(a[ix], a[iy], w, ws, q);
-    if (log_t == 0u) {
-        r = vec2<u32>(reduce_4q(r.x, q), reduce_4q(r.y, q));
+// Forward: stage A (half-block 2d) on (x0, x2), (x1, x3) with wa, then stage B (half-block d) on
+// (x0, x1) with wb0 and (x2, x3) with wb1; tile indices i; canonical outputs when `last`.
+fn fwd_unit(i: vec4<u32>, wa: vec2<u32>, wb0: vec2<u32>, wb1: vec2<u32>, q: u32, last: bool) {
+    let a02 = fwd_bf(tile[i.x], tile[i.z], wa, q);
+    let a13 = fwd_bf(tile[i.y], tile[i.w], wa, q);
+    var b01 = fwd_bf(a02.x, a13.x, wb0, q);
+    var b23 = fwd_bf(a02.y, a13.y, wb1, q);
+    if (last) {
+        b01 = vec2<u32>(reduce_4q(b01.x, q), reduce_4q(b01.y, q));
+        b23 = vec2<u32>(reduce_4q(b23.x, q), reduce_4q(b23.y, q));
     }
-    a[ix] = r.x;
-    a[iy] = r.y;
+    tile[i.x] = b01.x;
+    tile[i.y] = b01.y;
+    tile[i.z] = b23.x;
+    tile[i.w] = b23.y;
 }
 
-@compute @workgroup_size(256)
-fn inv_stage(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = linear_id(gid, nwg);
-    if (i >= params[1]) { return; }
-    let log_n = params[0];
-    let log_t = params[2];
-    let n = 1u << log_n;
-    let limb = i >> (log_n - 1u);
-    let p = i & ((n >> 1u) - 1u);
-    let q = limbs[limb];
-    let pi = pair_index(p, log_t);
-    let m = n >> (log_t + 1u);
-    let base = limb * 2u * n;
-    let ix = limb * n + pi.x;
-    let iy = ix + (1u << log_t);
-    var r: vec2<u32>;
-    if (m == 1u) {
-        r = inv_last(a[ix], a[iy], q, base, n);
+// Inverse: stage B (half-block d) on (x0, x1) with wb0 and (x2, x3) with wb1, then stage A
+// (half-block 2d) on (x0, x2), (x1, x3) with wa, or the last stage (N^{-1}) when `last`.
+fn inv_unit(i: vec4<u32>, wb0: vec2<u32>, wb1: vec2<u32>, wa: vec2<u32>, lb: Limb, pl: Plan, last: bool) {
+    let b01 = inv_bf(tile[i.x], tile[i.y], wb0, lb.q);
+    let b23 = inv_bf(tile[i.z], tile[i.w], wb1, lb.q);
+    var a02: vec2<u32>;
+    var a13: vec2<u32>;
+    if (last) {
+        a02 = inv_last(b01.x, b23.x, lb, pl);
+        a13 = inv_last(b01.y, b23.y, lb, pl);
     } else {
-        r = inv_bf(a[ix], a[iy], tw[base + m + pi.y], tw[base + n + m + pi.y], q);
+        a02 = inv_bf(b01.x, b23.x, wa, lb.q);
+        a13 = inv_bf(b01.y, b23.y, wa, lb.q);
     }
-    a[ix] = r.x;
-    a[iy] = r.y;
+    tile[i.x] = a02.x;
+    tile[i.y] = a13.x;
+    tile[i.z] = a02.y;
+    tile[i.w] = a13.y;
+}
+
+// ---- column passes ---------------------------------------------------------------------------
+
+// Column pass geometry of workgroup g: (limb, outer block, word offset of the workgroup's first
+// column, log2 of the column stride).
+fn column_origin(g: u32, pl: Plan, s0: u32, k: u32) -> vec4<u32> {
+    let limb = g >> pl.r;
+    let gg = g & ((1u << pl.r) - 1u);
+    let log_c = LOG_TILE - k;
+    let log_s = pl.log_n - s0 - k;
+    let per_block = log_s - log_c;
+    let outer = gg >> per_block;
+    let c0 = (gg & ((1u << per_block) - 1u)) << log_c;
+    return vec4<u32>(limb, outer, limb * pl.n + (outer << (pl.log_n - s0)) + c0, log_s);
+}
+
+fn load_columns(off: u32, log_s: u32, log_c: u32, lid: u32) {
+    for (var i = lid; i < TILE; i = i + WG) {
+        tile[i] = a[off + ((i >> log_c) << log_s) + (i & ((1u << log_c) - 1u))];
+    }
+}
+
+fn store_columns(off: u32, log_s: u32, log_c: u32, lid: u32) {
+    for (var i = lid; i < TILE; i = i + WG) {
+        a[off + ((i >> log_c) << log_s) + (i & ((1u << log_c) - 1u))] = tile[i];
+    }
+}
+
+// The column pass's twiddle D[i], D'[i].
+fn column_twiddle(lb: Limb, pl: Plan, i: u32) -> vec2<u32> {
+    let di = lb.base + 4u + i;
+    return vec2<u32>(tw[di], tw[di + pl.p]);
+}
+
+// Column radix-4 unit u (< TILE / 4) of the stages with half-blocks 2d and d = 2^log_d (in column
+// elements): (tile indices, block of the half-block-d stage pair's first block: b4, so stage A's
+// block is b4 and stage B's 2 b4 and 2 b4 + 1 within the outer block).
+fn column_unit(u: u32, log_c: u32, log_d: u32) -> vec4<u32> {
+    let col = u & ((1u << log_c) - 1u);
+    let pp = u >> log_c;
+    let b4 = pp >> log_d;
+    let j = (b4 << (log_d + 2u)) + (pp & ((1u << log_d) - 1u));
+    let d = 1u << log_d;
+    return vec4<u32>((j << log_c) + col, ((j + d) << log_c) + col, ((j + 2u * d) << log_c) + col,
+                     ((j + 3u * d) << log_c) + col);
 }
 
 @compute @workgroup_size(256)
-fn fwd_tile(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
-            @builtin(num_workgroups) nwg: vec3<u32>) {
+fn fwd_columns(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
+               @builtin(num_workgroups) nwg: vec3<u32>) {
     let g = wid.x + wid.y * nwg.x;
-    if (g >= params[1]) { return; }
-    let log_n = params[0];
-    let log_tile = params[2];
-    let n = 1u << log_n;
-    let size = 1u << log_tile;
-    let half = size >> 1u;
-    let tiles_log = log_n - log_tile;
-    let limb = g >> tiles_log;
-    let tt = g & ((1u << tiles_log) - 1u);
-    let q = limbs[limb];
-    let base = limb * 2u * n;
-    let off = limb * n + (tt << log_tile);
-    for (var k = lid; k < size; k = k + 256u) {
-        tile[k] = a[off + k];
-    }
+    let pl = plan();
+    if (g >= pl.groups) { return; }
+    let s0 = params[5];
+    let k = params[6];
+    let o = column_origin(g, pl, s0, k);
+    let lb = limb_consts(o.x, pl);
+    let log_c = LOG_TILE - k;
+    load_columns(o.z, o.w, log_c, lid);
     workgroupBarrier();
-    for (var s = 0u; s < log_tile; s = s + 1u) {
-        let log_t = log_tile - 1u - s;
-        let m = n >> (log_t + 1u);
-        // Blocks of this stage before the tile.
-        let first = tt << (log_tile - log_t - 1u);
-        for (var p = lid; p < half; p = p + 256u) {
-            let pi = pair_index(p, log_t);
-            let wi = base + m + first + pi.y;
-            let iy = pi.x + (1u << log_t);
-            var r = fwd_bf(tile[pi.x], tile[iy], tw[wi], tw[wi + n], q);
-            if (log_t == 0u) {
-                r = vec2<u32>(reduce_4q(r.x, q), reduce_4q(r.y, q));
-            }
-            tile[pi.x] = r.x;
-            tile[iy] = r.y;
+    var ss = 0u;
+    if ((k & 1u) == 1u) {
+        // Stage s0: one block per outer block, pairs (j, j + 2^(k-1)).
+        let w = column_twiddle(lb, pl, (1u << s0) + o.y);
+        let half = TILE / 2u;
+        for (var p = lid; p < half; p = p + WG) {
+            let r = fwd_bf(tile[p], tile[p + half], w, lb.q);
+            tile[p] = r.x;
+            tile[p + half] = r.y;
+        }
+        workgroupBarrier();
+        ss = 1u;
+    }
+    for (; ss < k; ss = ss + 2u) {
+        let log_d = k - 2u - ss;
+        let fa = (1u << (s0 + ss)) + (o.y << ss);
+        let fb = (1u << (s0 + ss + 1u)) + (o.y << (ss + 1u));
+        for (var u = lid; u < TILE / 4u; u = u + WG) {
+            let i = column_unit(u, log_c, log_d);
+            let b4 = (u >> log_c) >> log_d;
+            fwd_unit(i, column_twiddle(lb, pl, fa + b4), column_twiddle(lb, pl, fb + 2u * b4),
+                     column_twiddle(lb, pl, fb + 2u * b4 + 1u), lb.q, false);
         }
         workgroupBarrier();
     }
-    for (var k = lid; k < size; k = k + 256u) {
-        a[off + k] = tile[k];
-    }
+    store_columns(o.z, o.w, log_c, lid);
 }
 
 @compute @workgroup_size(256)
-fn inv_tile(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
-            @builtin(num_workgroups) nwg: vec3<u32>) {
+fn inv_columns(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
+               @builtin(num_workgroups) nwg: vec3<u32>) {
     let g = wid.x + wid.y * nwg.x;
-    if (g >= params[1]) { return; }
-    let log_n = params[0];
-    let log_tile = params[2];
-    let n = 1u << log_n;
-    let size = 1u << log_tile;
-    let half = size >> 1u;
-    let tiles_log = log_n - log_tile;
-    let limb = g >> tiles_log;
-    let tt = g & ((1u << tiles_log) - 1u);
-    let q = limbs[limb];
-    let base = limb * 2u * n;
-    let off = limb * n + (tt << log_tile);
-    for (var k = lid; k < size; k = k + 256u) {
-        tile[k] = a[off + k];
-    }
+    let pl = plan();
+    if (g >= pl.groups) { return; }
+    let s0 = params[5];
+    let k = params[6];
+    let o = column_origin(g, pl, s0, k);
+    let lb = limb_consts(o.x, pl);
+    let log_c = LOG_TILE - k;
+    load_columns(o.z, o.w, log_c, lid);
     workgroupBarrier();
-    for (var log_t = 0u; log_t < log_tile; log_t = log_t + 1u) {
-        let m = n >> (log_t + 1u);
-        let first = tt << (log_tile - log_t - 1u);
-        for (var p = lid; p < half; p = p + 256u) {
-            let pi = pair_index(p, log_t);
-            let iy = pi.x + (1u << log_t);
+    // Stage pairs (ss + 1, ss) from the last: ss = k - 2, k - 4, ...
+    let odd = k & 1u;
+    for (var e = k - odd; e >= 2u; e = e - 2u) {
+        let ss = e - 2u + odd;
+        let log_d = k - 2u - ss;
+        let sa = s0 + ss;
+        let fa = (1u << sa) + (o.y << ss);
+        let fb = (1u << (sa + 1u)) + (o.y << (ss + 1u));
+        for (var u = lid; u < TILE / 4u; u = u + WG) {
+            let i = column_unit(u, log_c, log_d);
+            let b4 = (u >> log_c) >> log_d;
+            inv_unit(i, column_twiddle(lb, pl, fb + 2u * b4), column_twiddle(lb, pl, fb + 2u * b4 + 1u),
+                     column_twiddle(lb, pl, fa + b4), lb, pl, sa == 0u);
+        }
+        workgroupBarrier();
+    }
+    if (odd == 1u) {
+        // Stage s0: one block per outer block.
+        let half = TILE / 2u;
+        let w = column_twiddle(lb, pl, (1u << s0) + o.y);
+        for (var p = lid; p < half; p = p + WG) {
             var r: vec2<u32>;
-            if (m == 1u) {
-                r = inv_last(tile[pi.x], tile[iy], q, base, n);
+            if (s0 == 0u) {
+                r = inv_last(tile[p], tile[p + half], lb, pl);
             } else {
-                let wi = base + m + first + pi.y;
-                r = inv_bf(tile[pi.x], tile[iy], tw[wi], tw[wi + n], q);
+                r = inv_bf(tile[p], tile[p + half], w, lb.q);
             }
-            tile[pi.x] = r.x;
-            tile[iy] = r.y;
+            tile[p] = r.x;
+            tile[p + half] = r.y;
         }
         workgroupBarrier();
     }
-    for (var k = lid; k < size; k = k + 256u) {
-        a[off + k] = tile[k];
+    store_columns(o.z, o.w, log_c, lid);
+}
+
+// ---- the row pass ----------------------------------------------------------------------------
+
+// Row tile geometry of workgroup g: (limb, tile index within the limb, word offset).
+fn row_origin(g: u32, pl: Plan) -> vec3<u32> {
+    let limb = g >> pl.r;
+    let tt = g & ((1u << pl.r) - 1u);
+    return vec3<u32>(limb, tt, limb * pl.n + (tt << pl.lt));
+}
+
+// F[s - r][tt]: the stage factor of row tile tt at stage s >= r.
+fn stage_factor(lb: Limb, pl: Plan, s: u32, tt: u32) -> u32 {
+    return tw[lb.base + 4u + 2u * pl.p + 2u * pl.h + ((s - pl.r) << pl.r) + tt];
+}
+
+// Row radix-4 steps: a tile of 2^lt values holds 2^(lt - 2) units, 2^lu per invocation
+// (lu = max(lt - 10, 0)). The stages with half-blocks 2d and d = 2^log_d have blocks of 4d
+// values, d units each: with d >= 2^lu, 2^(log_d - lu) adjacent invocations share a block, each
+// taking every such stride of it (one set of twiddles per invocation, adjacent invocations on
+// adjacent words); smaller blocks go whole to one invocation, 2^(lu - log_d) blocks each, block
+// b4 = bi 256 + lid (adjacent invocations on adjacent blocks). Unit j of block b4 starts at
+// b4 4d + j.
+
+@compute @workgroup_size(256)
+fn fwd_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
+            @builtin(num_workgroups) nwg: vec3<u32>) {
+    let g = wid.x + wid.y * nwg.x;
+    let pl = plan();
+    if (g >= pl.groups) { return; }
+    let o = row_origin(g, pl);
+    let lb = limb_consts(o.x, pl);
+    let size = 1u << pl.lt;
+    for (var i = lid; i < size; i = i + WG) {
+        tile[i] = a[o.z + i];
+    }
+    workgroupBarrier();
+    var hi = pl.lt;
+    if ((pl.lt & 1u) == 1u) {
+        // Stage r: one block per tile (local block 0), pairs (p, p + size / 2).
+        let half = size >> 1u;
+        let w = row_twiddle(lb, pl, 0u, stage_factor(lb, pl, pl.r, o.y));
+        for (var p = lid; p < half; p = p + WG) {
+            var r = fwd_bf(tile[p], tile[p + half], w, lb.q);
+            if (half == 1u) {
+                r = vec2<u32>(reduce_4q(r.x, lb.q), reduce_4q(r.y, lb.q));
+            }
+            tile[p] = r.x;
+            tile[p + half] = r.y;
+        }
+        workgroupBarrier();
+        hi = hi - 1u;
+    }
+    let lu = select(0u, pl.lt - 10u, pl.lt > 10u);
+    let units = size >> 2u;
+    for (; hi >= 2u; hi = hi - 2u) {
+        let log_d = hi - 2u;
+        let d = 1u << log_d;
+        let sa = pl.log_n - hi;
+        let fa = stage_factor(lb, pl, sa, o.y);
+        let fb = stage_factor(lb, pl, sa + 1u, o.y);
+        let last = log_d == 0u;
+        if (log_d >= lu) {
+            let sh = log_d - lu;
+            let b4 = lid >> sh;
+            if (b4 < (units >> log_d)) {
+                let wa = row_twiddle(lb, pl, b4, fa);
+                let wb0 = row_twiddle(lb, pl, 2u * b4, fb);
+                let wb1 = row_twiddle(lb, pl, 2u * b4 + 1u, fb);
+                let j0 = (b4 << (log_d + 2u)) + (lid & ((1u << sh) - 1u));
+                for (var rr = 0u; rr < (1u << lu); rr = rr + 1u) {
+                    let x = j0 + (rr << sh);
+                    fwd_unit(vec4<u32>(x, x + d, x + 2u * d, x + 3u * d), wa, wb0, wb1, lb.q, last);
+                }
+            }
+        } else {
+            let per = lu - log_d;
+            for (var bi = 0u; bi < (1u << per); bi = bi + 1u) {
+                let b4 = bi * WG + lid;
+                let wa = row_twiddle(lb, pl, b4, fa);
+                let wb0 = row_twiddle(lb, pl, 2u * b4, fb);
+                let wb1 = row_twiddle(lb, pl, 2u * b4 + 1u, fb);
+                for (var j = 0u; j < d; j = j + 1u) {
+                    let x = (b4 << (log_d + 2u)) + j;
+                    fwd_unit(vec4<u32>(x, x + d, x + 2u * d, x + 3u * d), wa, wb0, wb1, lb.q, last);
+                }
+            }
+        }
+        workgroupBarrier();
+    }
+    for (var i = lid; i < size; i = i + WG) {
+        a[o.z + i] = tile[i];
+    }
+}
+
+@compute @workgroup_size(256)
+fn inv_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
+            @builtin(num_workgroups) nwg: vec3<u32>) {
+    let g = wid.x + wid.y * nwg.x;
+    let pl = plan();
+    if (g >= pl.groups) { return; }
+    let o = row_origin(g, pl);
+    let lb = limb_consts(o.x, pl);
+    let size = 1u << pl.lt;
+    for (var i = lid; i < size; i = i + WG) {
+        tile[i] = a[o.z + i];
+    }
+    workgroupBarrier();
+    let lu = select(0u, pl.lt - 10u, pl.lt > 10u);
+    let units = size >> 2u;
+    let even = pl.lt - (pl.lt & 1u);
+    for (var lo = 0u; lo < even; lo = lo + 2u) {
+        // Stages with half-blocks d = 2^lo (stage sb) then 2d (stage sb - 1).
+        let log_d = lo;
+        let d = 1u << log_d;
+        let sb = pl.log_n - 1u - lo;
+        let fb = stage_factor(lb, pl, sb, o.y);
+        // Stage sb - 1 = 0 (the last, N^{-1} folded in) is in this pass only when r = 0; then its
+        // factor is unused.
+        let fa = stage_factor(lb, pl, sb - 1u, o.y);
+        let last = sb == 1u;
+        if (log_d >= lu) {
+            let sh = log_d - lu;
+            let b4 = lid >> sh;
+            if (b4 < (units >> log_d)) {
+                let wb0 = row_twiddle(lb, pl, 2u * b4, fb);
+                let wb1 = row_twiddle(lb, pl, 2u * b4 + 1u, fb);
+                let wa = row_twiddle(lb, pl, b4, fa);
+                let j0 = (b4 << (log_d + 2u)) + (lid & ((1u << sh) - 1u));
+                for (var rr = 0u; rr < (1u << lu); rr = rr + 1u) {
+                    let x = j0 + (rr << sh);
+                    inv_unit(vec4<u32>(x, x + d, x + 2u * d, x + 3u * d), wb0, wb1, wa, lb, pl, last);
+                }
+            }
+        } else {
+            let per = lu - log_d;
+            for (var bi = 0u; bi < (1u << per); bi = bi + 1u) {
+                let b4 = bi * WG + lid;
+                let wb0 = row_twiddle(lb, pl, 2u * b4, fb);
+                let wb1 = row_twiddle(lb, pl, 2u * b4 + 1u, fb);
+                let wa = row_twiddle(lb, pl, b4, fa);
+                for (var j = 0u; j < d; j = j + 1u) {
+                    let x = (b4 << (log_d + 2u)) + j;
+                    inv_unit(vec4<u32>(x, x + d, x + 2u * d, x + 3u * d), wb0, wb1, wa, lb, pl, last);
+                }
+            }
+        }
+        workgroupBarrier();
+    }
+    if ((pl.lt & 1u) == 1u) {
+        // Stage r: one block per tile (local block 0).
+        let half = size >> 1u;
+        let w = row_twiddle(lb, pl, 0u, stage_factor(lb, pl, pl.r, o.y));
+        for (var p = lid; p < half; p = p + WG) {
+            var r: vec2<u32>;
+            if (pl.r == 0u) {
+                r = inv_last(tile[p], tile[p + half], lb, pl);
+            } else {
+                r = inv_bf(tile[p], tile[p + half], w, lb.q);
+            }
+            tile[p] = r.x;
+            tile[p + half] = r.y;
+        }
+        workgroupBarrier();
+    }
+    for (var i = lid; i < size; i = i + WG) {
+        a[o.z + i] = tile[i];
     }
 }

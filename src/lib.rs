@@ -25,7 +25,7 @@
 //! * [`compare`]: range-restricted lookup tables (ReLU, sign, comparisons), word-wise
 //!   comparisons on digit vectors and digit extraction, on BGV ciphertexts.
 //! * [`ml`]: MNIST data, quantised models and encrypted inference.
-//! * [`bench`](mod@bench): the `wgfhe bench` suites.
+//! * [`mod@bench`]: the `wgfhe bench` suites.
 //!
 //! With the `testing` feature, `testing` holds test doubles (a backend that flips one bit of one
 //! kernel's output). The `wgfhe` command-line tool sits on top, in `src/bin/wgfhe/`.

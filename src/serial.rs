@@ -519,7 +519,13 @@ fn read_packed(r: &mut Reader, moduli: &[Modulus], n: usize) -> Result<Vec<u32>>
         let mut it = bytes.iter();
         for index in 0..n {
             while filled < bits {
-                let b = it.next().copied().unwrap_or(0);
+                // The limb holds exactly ceil(n * bits / 8) bytes, so a byte is always left
+                // here; a missing one would be truncation, never a silent zero.
+                let b = it.next().copied().ok_or(Error::DimensionMismatch {
+                    what: "packed limb bytes",
+                    expected: bytes.len() + 1,
+                    found: bytes.len(),
+                })?;
                 acc |= u64::from(b) << filled;
                 filled += 8;
             }

@@ -73,10 +73,18 @@ fn every_kernel_validates_as_the_device_builds_it() {
         "base_convert",
         "elementwise",
         "key_switch_inner_product",
-        "ntt_fwd_stage",
-        "ntt_fwd_tile",
-        "ntt_inv_stage",
-        "ntt_inv_tile",
+        "ntt_fwd_columns_1024",
+        "ntt_fwd_columns_2048",
+        "ntt_fwd_columns_4096",
+        "ntt_fwd_rows_1024",
+        "ntt_fwd_rows_2048",
+        "ntt_fwd_rows_4096",
+        "ntt_inv_columns_1024",
+        "ntt_inv_columns_2048",
+        "ntt_inv_columns_4096",
+        "ntt_inv_rows_1024",
+        "ntt_inv_rows_2048",
+        "ntt_inv_rows_4096",
         "scale_down",
         "uniform",
     ];
@@ -183,4 +191,25 @@ fn clone_operand<'a>(op: &Operand<'a, CpuBackend>) -> Operand<'a, CpuBackend> {
         Operand::Uniform { seed, purpose, index } => Operand::Uniform { seed: *seed, purpose: *purpose, index: *index },
         Operand::Scalar(s) => Operand::Scalar(s.clone()),
     }
+}
+
+#[test]
+fn ntt_tiles_use_the_workgroup_memory_their_names_say() {
+    // `ntt_<dir>_<pass>_<values>`: a tile of <values> words, the only workgroup memory, within
+    // WebGPU's guaranteed 16 KiB (the host picks a tile by this size, backend/gpu/ntt.rs).
+    let mut tiles = BTreeSet::new();
+    for k in KERNELS.iter().filter(|k| k.name.starts_with("ntt_")) {
+        let module = validate(k.name, &k.wgsl());
+        let values: u32 = k.name.rsplit('_').next().unwrap().parse().unwrap();
+        let bytes: u32 = module
+            .global_variables
+            .iter()
+            .filter(|(_, g)| g.space == naga::AddressSpace::WorkGroup)
+            .map(|(_, g)| module.types[g.ty].inner.size(module.to_ctx()))
+            .sum();
+        assert_eq!(bytes, 4 * values, "{}", k.name);
+        assert!(bytes <= 16 * 1024, "{}", k.name);
+        tiles.insert(values);
+    }
+    assert_eq!(tiles.into_iter().collect::<Vec<_>>(), [1024, 2048, 4096]);
 }

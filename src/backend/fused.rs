@@ -268,15 +268,22 @@ pub fn pack_limb(residues: &[u32], bits: u32, out: &mut [u32]) {
     }
 }
 
-/// Residue `j` of a packed limb.
-#[must_use]
-pub fn unpack_residue(words: &[u32], bits: u32, j: usize) -> u32 {
+/// Residue `j` of a packed limb; [`Error::DimensionMismatch`] if the limb's words end before
+/// it.
+pub fn unpack_residue(words: &[u32], bits: u32, j: usize) -> Result<u32> {
     let mask = if bits >= 32 { u32::MAX } else { (1u32 << bits) - 1 };
     let pos = j * bits as usize;
     let (w, s) = (pos / 32, (pos % 32) as u32);
-    let lo = words.get(w).copied().unwrap_or(0) >> s;
-    let hi = if s + bits > 32 { words.get(w + 1).copied().unwrap_or(0) << (32 - s) } else { 0 };
-    (lo | hi) & mask
+    let word = |i: usize| {
+        words.get(i).copied().ok_or(Error::DimensionMismatch {
+            what: "packed limb words",
+            expected: i + 1,
+            found: words.len(),
+        })
+    };
+    let lo = word(w)? >> s;
+    let hi = if s + bits > 32 { word(w + 1)? << (32 - s) } else { 0 };
+    Ok((lo | hi) & mask)
 }
 
 /// What a program moves and computes, from shapes (identical on every backend): the fields of
@@ -507,7 +514,7 @@ fn load_limb(
                         found: buf.len(),
                     })?;
                     let bits = ctx.modulus(prime)?.bits();
-                    let v: Vec<u32> = (0..n).map(|j| unpack_residue(src, bits, j)).collect();
+                    let v: Vec<u32> = (0..n).map(|j| unpack_residue(src, bits, j)).collect::<Result<_>>()?;
                     if let Some(index) = v.iter().position(|&x| x >= m.value()) {
                         return Err(Error::ResidueOutOfRange { limb: pos, index });
                     }
@@ -581,7 +588,15 @@ fn eval_limb(
         Expr::Galois { g, expr } => {
             let perm = ctx.galois_permutation(*g)?;
             let v = rec(expr, cache)?;
-            perm.iter().map(|&p| v.get(p as usize).copied().unwrap_or(0)).collect()
+            perm.iter()
+                .map(|&p| {
+                    v.get(p as usize).copied().ok_or(Error::DimensionMismatch {
+                        what: "Galois permutation index",
+                        expected: v.len(),
+                        found: p as usize,
+                    })
+                })
+                .collect::<Result<_>>()?
         }
     })
 }
@@ -598,7 +613,7 @@ mod tests {
             let mut out = vec![0u32; (n * bits as usize).div_ceil(32)];
             pack_limb(&vals, bits, &mut out);
             for (j, &v) in vals.iter().enumerate() {
-                assert_eq!(unpack_residue(&out, bits, j), v, "bits {bits} j {j}");
+                assert_eq!(unpack_residue(&out, bits, j).unwrap(), v, "bits {bits} j {j}");
             }
         }
     }

@@ -28,10 +28,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::Serialize;
 
+use super::wrapper::{BackendWrapper, Kernel, KernelOutput};
 use super::Backend;
 use crate::error::{Error, Result};
-use crate::math::sampling::{Purpose, Seed};
-use crate::ring::RingContext;
 
 /// Bytes per residue.
 const WORD: u64 = 4;
@@ -150,7 +149,8 @@ pub struct Transfers {
     pub elapsed_ns: u64,
 }
 
-/// Wraps a backend and records every dispatch.
+/// Wraps a backend and records every dispatch (a [`BackendWrapper`]: the record of each
+/// [`Kernel`] is computed from its operands' shapes before it runs).
 #[derive(Debug)]
 pub struct Ledger<B: Backend> {
     inner: B,
@@ -193,28 +193,6 @@ impl<B: Backend> Ledger<B> {
         Ok((out, Some(u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX))))
     }
 
-    /// Runs the dispatch `f` whose record was just pushed; in a timed ledger, measures it.
-    fn run<T>(&self, f: impl FnOnce(&B) -> Result<T>) -> Result<T> {
-        let (out, ns) = self.measure(f)?;
-        if let Some(ns) = ns {
-            if let Some(last) = self.records.lock().unwrap_or_else(PoisonError::into_inner).last_mut() {
-                last.elapsed_ns = Some(ns);
-            }
-        }
-        Ok(out)
-    }
-
-    /// Runs the host transfer `f` of `words` words; in a timed ledger, measures it.
-    fn transfer<T>(&self, words: usize, f: impl FnOnce(&B) -> Result<T>) -> Result<T> {
-        let (out, ns) = self.measure(f)?;
-        let Some(ns) = ns else { return Ok(out) };
-        let mut t = self.transfers.lock().unwrap_or_else(PoisonError::into_inner);
-        t.count += 1;
-        t.bytes += words as u64 * WORD;
-        t.elapsed_ns = t.elapsed_ns.saturating_add(ns);
-        Ok(out)
-    }
-
     /// Removes and returns the host transfers timed so far (all zero unless timed).
     pub fn take_transfers(&self) -> Transfers {
         std::mem::take(&mut *self.transfers.lock().unwrap_or_else(PoisonError::into_inner))
@@ -245,11 +223,11 @@ impl<B: Backend> Ledger<B> {
         self.records.lock().unwrap_or_else(PoisonError::into_inner).push(r);
     }
 
-    /// A record for an element-wise kernel over `limbs` limbs with `inputs` operands read,
+    /// The record of an element-wise kernel over `limbs` limbs with `inputs` operands read,
     /// `outputs` written and `muls` modular multiplications per element.
-    fn elementwise(&self, kernel: &'static str, limbs: usize, inputs: u64, outputs: u64, muls: u64) {
+    fn elementwise(&self, kernel: &'static str, limbs: usize, inputs: u64, outputs: u64, muls: u64) -> Record {
         let words = limbs as u64 * self.n();
-        self.push(Record {
+        Record {
             kernel,
             n: self.n(),
             limbs: limbs as u64,
@@ -257,7 +235,7 @@ impl<B: Backend> Ledger<B> {
             bytes_written: outputs * words * WORD,
             modmuls: muls * words,
             ..Record::default()
-        });
+        }
     }
 }
 
@@ -276,201 +254,152 @@ fn trace_error(_: serde_json::Error) -> &'static str {
     "trace record did not serialise"
 }
 
-impl<B: Backend> Backend for Ledger<B> {
-    type Buffer = B::Buffer;
+impl<B: Backend> BackendWrapper for Ledger<B> {
+    type Inner = B;
 
-    fn name(&self) -> &'static str {
-        self.inner.name()
+    fn inner(&self) -> &B {
+        &self.inner
     }
-    fn context(&self) -> &Arc<RingContext> {
-        self.inner.context()
-    }
-    fn upload(&self, words: &[u32]) -> Result<Self::Buffer> {
-        self.transfer(words.len(), |k| k.upload(words))
-    }
-    fn download(&self, buf: &Self::Buffer) -> Result<Vec<u32>> {
-        self.transfer(self.inner.len(buf), |k| k.download(buf))
-    }
-    fn zeros(&self, words: usize) -> Result<Self::Buffer> {
-        self.inner.zeros(words)
-    }
-    fn len(&self, buf: &Self::Buffer) -> usize {
-        self.inner.len(buf)
-    }
-    fn duplicate(&self, buf: &Self::Buffer) -> Result<Self::Buffer> {
-        let limbs = self.inner.len(buf) / self.inner.context().n().max(1);
-        self.elementwise("duplicate", limbs, 1, 1, 0);
-        self.run(|k| k.duplicate(buf))
-    }
-    fn truncate(&self, buf: Self::Buffer, words: usize) -> Result<Self::Buffer> {
-        self.inner.truncate(buf, words)
-    }
-    fn gather_limbs(&self, buf: &Self::Buffer, positions: &[usize]) -> Result<Self::Buffer> {
-        self.elementwise("gather_limbs", positions.len(), 1, 1, 0);
-        self.run(|k| k.gather_limbs(buf, positions))
-    }
-    fn merge_limbs(
+
+    /// Pushes the dispatch's record, then runs it; in a timed ledger, measures it.
+    fn dispatch<T: KernelOutput<B::Buffer>>(
         &self,
-        first: (&Self::Buffer, &[usize]),
-        second: (&Self::Buffer, &[usize]),
-        limbs: usize,
-    ) -> Result<Self::Buffer> {
-        self.elementwise("merge_limbs", limbs, 1, 1, 0);
-        self.run(|k| k.merge_limbs(first, second, limbs))
+        kernel: &Kernel<'_, B>,
+        run: impl FnOnce(&B) -> Result<T>,
+    ) -> Result<T> {
+        self.push(self.record(kernel)?);
+        let (out, ns) = self.measure(run)?;
+        if let Some(ns) = ns {
+            if let Some(last) = self.records.lock().unwrap_or_else(PoisonError::into_inner).last_mut() {
+                last.elapsed_ns = Some(ns);
+            }
+        }
+        Ok(out)
     }
-    fn ntt_forward(&self, buf: &mut Self::Buffer, basis: &[usize]) -> Result<()> {
-        self.ntt_record("ntt_forward", basis.len());
-        self.run(|k| k.ntt_forward(buf, basis))
-    }
-    fn ntt_inverse(&self, buf: &mut Self::Buffer, basis: &[usize]) -> Result<()> {
-        self.ntt_record("ntt_inverse", basis.len());
-        self.run(|k| k.ntt_inverse(buf, basis))
-    }
-    fn add(&self, a: &Self::Buffer, b: &Self::Buffer, basis: &[usize]) -> Result<Self::Buffer> {
-        self.elementwise("add", basis.len(), 2, 1, 0);
-        self.run(|k| k.add(a, b, basis))
-    }
-    fn sub(&self, a: &Self::Buffer, b: &Self::Buffer, basis: &[usize]) -> Result<Self::Buffer> {
-        self.elementwise("sub", basis.len(), 2, 1, 0);
-        self.run(|k| k.sub(a, b, basis))
-    }
-    fn neg(&self, a: &Self::Buffer, basis: &[usize]) -> Result<Self::Buffer> {
-        self.elementwise("neg", basis.len(), 1, 1, 0);
-        self.run(|k| k.neg(a, basis))
-    }
-    fn mul(&self, a: &Self::Buffer, b: &Self::Buffer, basis: &[usize]) -> Result<Self::Buffer> {
-        self.elementwise("mul", basis.len(), 2, 1, 1);
-        self.run(|k| k.mul(a, b, basis))
-    }
-    fn mul_add(&self, acc: &mut Self::Buffer, a: &Self::Buffer, b: &Self::Buffer, basis: &[usize]) -> Result<()> {
-        self.elementwise("mul_add", basis.len(), 3, 1, 1);
-        self.run(|k| k.mul_add(acc, a, b, basis))
-    }
-    fn mul_scalar(&self, a: &Self::Buffer, scalars: &[u32], basis: &[usize]) -> Result<Self::Buffer> {
-        self.elementwise("mul_scalar", basis.len(), 1, 1, 1);
-        self.run(|k| k.mul_scalar(a, scalars, basis))
-    }
-    fn automorphism(&self, a: &Self::Buffer, g: usize, basis: &[usize]) -> Result<Self::Buffer> {
-        let n = self.n();
-        self.push(Record {
-            kernel: "automorphism",
-            n,
-            limbs: basis.len() as u64,
-            bytes_read: basis.len() as u64 * n * WORD + n * WORD,
-            bytes_written: basis.len() as u64 * n * WORD,
-            table_bytes: n * WORD,
-            ..Record::default()
-        });
-        self.run(|k| k.automorphism(a, g, basis))
-    }
-    fn base_convert(&self, a: &Self::Buffer, from: &[usize], to: &[usize]) -> Result<Self::Buffer> {
-        let (n, l, m) = (self.n(), from.len() as u64, to.len() as u64);
-        let table = (l + l * m) * WORD * 2;
-        self.push(Record {
-            kernel: "base_convert",
-            n,
-            limbs: m,
-            bytes_read: l * n * WORD + table,
-            bytes_written: m * n * WORD,
-            table_bytes: table,
-            modmuls: (l + l * m + m) * n,
-            ..Record::default()
-        });
-        self.run(|k| k.base_convert(a, from, to))
-    }
-    fn scale_down(&self, a: &Self::Buffer, keep: &[usize], drop: &[usize], t: Option<u32>) -> Result<Self::Buffer> {
-        let (n, k, d) = (self.n(), keep.len() as u64, drop.len() as u64);
-        let table = (2 * k + 2 * d + 2 * k * d) * WORD;
-        self.push(Record {
-            kernel: "scale_down",
-            n,
-            limbs: k,
-            bytes_read: (k + d) * n * WORD + table,
-            bytes_written: k * n * WORD,
-            table_bytes: table,
-            modmuls: (d + k * d + 2 * k) * n,
-            ..Record::default()
-        });
-        self.run(|k| k.scale_down(a, keep, drop, t))
-    }
-    fn key_switch_inner_product(
-        &self,
-        digits: &[&Self::Buffer],
-        basis: &[usize],
-        key: &[(&Self::Buffer, &Self::Buffer)],
-        key_basis: &[usize],
-    ) -> Result<(Self::Buffer, Self::Buffer)> {
-        let (n, l, dn) = (self.n(), basis.len() as u64, digits.len() as u64);
-        let key_bytes = 2 * dn * l * n * WORD;
-        self.push(Record {
-            kernel: "key_switch_inner_product",
-            n,
-            limbs: l,
-            bytes_read: dn * l * n * WORD + key_bytes,
-            bytes_written: 2 * l * n * WORD,
-            key_bytes,
-            modmuls: 2 * dn * l * n,
-            ..Record::default()
-        });
-        self.run(|k| k.key_switch_inner_product(digits, basis, key, key_basis))
-    }
-    fn uniform(&self, seed: &Seed, purpose: Purpose, index: u32, basis: &[usize]) -> Result<Self::Buffer> {
-        let (n, l) = (self.n(), basis.len() as u64);
-        self.push(Record {
-            kernel: "uniform",
-            n,
-            limbs: l,
-            bytes_written: l * n * WORD,
-            prng_words: 4 * l * n,
-            modmuls: 4 * l * n,
-            ..Record::default()
-        });
-        self.run(|k| k.uniform(seed, purpose, index, basis))
-    }
-    fn synchronize(&self) -> Result<()> {
-        self.inner.synchronize()
-    }
-    fn max_fused_buffers(&self) -> usize {
-        self.inner.max_fused_buffers()
-    }
-    fn fused(&self, program: &super::fused::Program<'_, Self>) -> Result<Vec<Self::Buffer>> {
-        let inner = program.rebind::<B>();
-        let t = inner.traffic(self.inner.context())?;
-        self.push(Record {
-            kernel: "fused",
-            n: self.n(),
-            limbs: program.basis.len() as u64,
-            bytes_read: t.ciphertext_bytes + t.key_bytes + t.plaintext_bytes + t.table_bytes,
-            bytes_written: t.bytes_written,
-            key_bytes: t.key_bytes,
-            table_bytes: t.table_bytes,
-            plaintext_bytes: t.plaintext_bytes,
-            prng_words: t.prng_words,
-            modmuls: t.modmuls,
-            unpacked_residues: t.unpacked_residues,
-            packed_residues: t.packed_residues,
-            elapsed_ns: None,
-        });
-        self.run(|k| k.fused(&inner))
+
+    /// Runs the transfer; in a timed ledger, measures it and adds it to [`Ledger::take_transfers`].
+    fn transfer<T>(&self, words: usize, run: impl FnOnce(&B) -> Result<T>) -> Result<T> {
+        let (out, ns) = self.measure(run)?;
+        let Some(ns) = ns else { return Ok(out) };
+        let mut t = self.transfers.lock().unwrap_or_else(PoisonError::into_inner);
+        t.count += 1;
+        t.bytes += words as u64 * WORD;
+        t.elapsed_ns = t.elapsed_ns.saturating_add(ns);
+        Ok(out)
     }
 }
 
 impl<B: Backend> Ledger<B> {
-    /// NTT: every limb read and written once (in place), the twiddle tables read, and
-    /// `N/2 log2 N` Shoup multiplications per limb.
-    fn ntt_record(&self, kernel: &'static str, limbs: usize) {
+    /// The record of one dispatch, computed from the shapes of its operands.
+    fn record(&self, kernel: &Kernel<'_, B>) -> Result<Record> {
+        let name = kernel.name();
         let n = self.n();
-        let l = limbs as u64;
-        let table = l * 2 * n * WORD;
-        self.push(Record {
-            kernel,
-            n,
-            limbs: l,
-            bytes_read: l * n * WORD + table,
-            bytes_written: l * n * WORD,
-            table_bytes: table,
-            modmuls: l * (n / 2) * u64::from(n.trailing_zeros()),
-            ..Record::default()
-        });
+        Ok(match *kernel {
+            Kernel::Duplicate { words } => self.elementwise(name, words / self.inner.context().n().max(1), 1, 1, 0),
+            Kernel::GatherLimbs { positions } => self.elementwise(name, positions.len(), 1, 1, 0),
+            Kernel::MergeLimbs { limbs } => self.elementwise(name, limbs, 1, 1, 0),
+            Kernel::NttForward { basis } | Kernel::NttInverse { basis } => {
+                // Every limb read and written once (in place), the twiddle tables read, and
+                // `N/2 log2 N` Shoup multiplications per limb.
+                let l = basis.len() as u64;
+                let table = l * 2 * n * WORD;
+                Record {
+                    kernel: name,
+                    n,
+                    limbs: l,
+                    bytes_read: l * n * WORD + table,
+                    bytes_written: l * n * WORD,
+                    table_bytes: table,
+                    modmuls: l * (n / 2) * u64::from(n.trailing_zeros()),
+                    ..Record::default()
+                }
+            }
+            Kernel::Add { basis } | Kernel::Sub { basis } => self.elementwise(name, basis.len(), 2, 1, 0),
+            Kernel::Neg { basis } => self.elementwise(name, basis.len(), 1, 1, 0),
+            Kernel::Mul { basis } => self.elementwise(name, basis.len(), 2, 1, 1),
+            Kernel::MulAdd { basis } => self.elementwise(name, basis.len(), 3, 1, 1),
+            Kernel::MulScalar { basis } => self.elementwise(name, basis.len(), 1, 1, 1),
+            Kernel::Automorphism { basis, .. } => Record {
+                kernel: name,
+                n,
+                limbs: basis.len() as u64,
+                bytes_read: basis.len() as u64 * n * WORD + n * WORD,
+                bytes_written: basis.len() as u64 * n * WORD,
+                table_bytes: n * WORD,
+                ..Record::default()
+            },
+            Kernel::BaseConvert { from, to } => {
+                let (l, m) = (from.len() as u64, to.len() as u64);
+                let table = (l + l * m) * WORD * 2;
+                Record {
+                    kernel: name,
+                    n,
+                    limbs: m,
+                    bytes_read: l * n * WORD + table,
+                    bytes_written: m * n * WORD,
+                    table_bytes: table,
+                    modmuls: (l + l * m + m) * n,
+                    ..Record::default()
+                }
+            }
+            Kernel::ScaleDown { keep, drop, .. } => {
+                let (k, d) = (keep.len() as u64, drop.len() as u64);
+                let table = (2 * k + 2 * d + 2 * k * d) * WORD;
+                Record {
+                    kernel: name,
+                    n,
+                    limbs: k,
+                    bytes_read: (k + d) * n * WORD + table,
+                    bytes_written: k * n * WORD,
+                    table_bytes: table,
+                    modmuls: (d + k * d + 2 * k) * n,
+                    ..Record::default()
+                }
+            }
+            Kernel::KeySwitchInnerProduct { digits, basis, .. } => {
+                let (l, dn) = (basis.len() as u64, digits as u64);
+                let key_bytes = 2 * dn * l * n * WORD;
+                Record {
+                    kernel: name,
+                    n,
+                    limbs: l,
+                    bytes_read: dn * l * n * WORD + key_bytes,
+                    bytes_written: 2 * l * n * WORD,
+                    key_bytes,
+                    modmuls: 2 * dn * l * n,
+                    ..Record::default()
+                }
+            }
+            Kernel::Uniform { basis, .. } => {
+                let l = basis.len() as u64;
+                Record {
+                    kernel: name,
+                    n,
+                    limbs: l,
+                    bytes_written: l * n * WORD,
+                    prng_words: 4 * l * n,
+                    modmuls: 4 * l * n,
+                    ..Record::default()
+                }
+            }
+            Kernel::Fused { program } => {
+                let t = program.traffic(self.inner.context())?;
+                Record {
+                    kernel: name,
+                    n,
+                    limbs: program.basis.len() as u64,
+                    bytes_read: t.ciphertext_bytes + t.key_bytes + t.plaintext_bytes + t.table_bytes,
+                    bytes_written: t.bytes_written,
+                    key_bytes: t.key_bytes,
+                    table_bytes: t.table_bytes,
+                    plaintext_bytes: t.plaintext_bytes,
+                    prng_words: t.prng_words,
+                    modmuls: t.modmuls,
+                    unpacked_residues: t.unpacked_residues,
+                    packed_residues: t.packed_residues,
+                    elapsed_ns: None,
+                }
+            }
+        })
     }
 }

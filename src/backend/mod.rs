@@ -19,6 +19,7 @@ pub mod cpu;
 pub mod fused;
 pub mod gpu;
 pub mod ledger;
+pub mod wrapper;
 
 use std::sync::Arc;
 
@@ -28,6 +29,7 @@ use crate::ring::RingContext;
 
 pub use cpu::CpuBackend;
 pub use gpu::GpuBackend;
+pub use wrapper::{BackendWrapper, Kernel, KernelOutput};
 
 /// The kernel-level operation set.
 pub trait Backend: Send + Sync + Sized + 'static {

@@ -193,7 +193,16 @@ impl Encoder {
         let ntt = self.batching()?;
         let mut eval = pt.coeffs.clone();
         ntt.forward(&mut eval)?;
-        Ok(self.slot_index.iter().map(|&i| eval.get(i).map_or(0, |&v| u64::from(v))).collect())
+        self.slot_index
+            .iter()
+            .map(|&i| {
+                eval.get(i).map(|&v| u64::from(v)).ok_or(Error::DimensionMismatch {
+                    what: "slot index",
+                    expected: eval.len(),
+                    found: i,
+                })
+            })
+            .collect()
     }
 
     /// Decodes the slots as centred values in `[-(t-1)/2, t/2]`.

@@ -11,7 +11,7 @@ use super::{Bgv, Ciphertext, Plaintext};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::poly::{Eval, RnsPoly};
-use crate::rlwe::{self, EvaluationKeys, GaloisKey, RelinKey, SecretKey};
+use crate::rlwe::{self, CiphertextCore, EvaluationKeys, GaloisKey, RelinKey, SecretKey};
 
 impl<B: Backend> Bgv<B> {
     // ---- key generation ------------------------------------------------------------------
@@ -62,18 +62,19 @@ impl<B: Backend> Bgv<B> {
     /// `ct`'s polynomials times `k = target / corr mod t` (centred), and the noise after it.
     fn rescaled_polys(&self, ct: &Ciphertext<B>, target: u32) -> Result<(Vec<RnsPoly<B, Eval>>, f64)> {
         if ct.correction == target {
-            return Ok((ct.polys.iter().map(|p| p.duplicate(self.backend())).collect::<Result<_>>()?, ct.noise_log2));
+            return Ok((ct.core.duplicate_polys(self.backend())?, ct.noise_log2));
         }
         let inv = self
             .t
             .inv(ct.correction)
             .ok_or(Error::InvalidCorrectionFactor { factor: u64::from(ct.correction), t: u64::from(self.t.value()) })?;
         let k = self.t.center(self.t.mul(target, inv));
-        let polys = ct.polys.iter().map(|p| p.mul_int(self.backend(), k)).collect::<Result<_>>()?;
+        let polys = ct.core.polys().iter().map(|p| p.mul_int(self.backend(), k)).collect::<Result<_>>()?;
         Ok((polys, ct.noise_log2 + (k.unsigned_abs() as f64).max(1.0).log2()))
     }
 
-    fn check_noise(&self, noise: f64, level: usize) -> Result<()> {
+    /// [`Error::NoiseBudgetExhausted`] unless noise `2^noise` still decrypts at `level`.
+    pub(crate) fn check_noise(&self, noise: f64, level: usize) -> Result<()> {
         let log_q = self.noise.log_q_at(level);
         if !self.noise.decryptable(noise, level) {
             return Err(Error::NoiseBudgetExhausted { noise_log2: noise, modulus_log2: log_q });
@@ -88,18 +89,12 @@ impl<B: Backend> Bgv<B> {
         op: impl Fn(&RnsPoly<B, Eval>, &RnsPoly<B, Eval>) -> Result<RnsPoly<B, Eval>>,
     ) -> Result<Ciphertext<B>> {
         self.same_level(a, b)?;
-        if a.correction == b.correction && a.polys.len() == b.polys.len() {
+        if a.correction == b.correction && a.degree() == b.degree() {
             // The common case: no rescaling, no copies.
             let noise = log2_add(a.noise_log2, b.noise_log2);
             self.check_noise(noise, a.level())?;
-            let polys = a.polys.iter().zip(&b.polys).map(|(x, y)| op(x, y)).collect::<Result<_>>()?;
-            return Ok(Ciphertext {
-                polys,
-                correction: a.correction,
-                noise_log2: noise,
-                seed: None,
-                param_id: a.param_id,
-            });
+            let polys = a.core.polys().iter().zip(b.core.polys()).map(|(x, y)| op(x, y)).collect::<Result<_>>()?;
+            return Ok(Ciphertext { core: a.core.with_polys(polys)?, correction: a.correction, noise_log2: noise });
         }
         // Different correction factors: rescale the operand with less noise to the other's.
         let (correction, (ap, a_noise), (bp, b_noise)) = if a.noise_log2 >= b.noise_log2 {
@@ -109,21 +104,8 @@ impl<B: Backend> Bgv<B> {
         };
         let noise = log2_add(a_noise, b_noise);
         self.check_noise(noise, a.level())?;
-        let len = ap.len().max(bp.len());
-        let mut polys = Vec::with_capacity(len);
-        for i in 0..len {
-            let p = match (ap.get(i), bp.get(i)) {
-                (Some(x), Some(y)) => op(x, y)?,
-                (Some(x), None) => x.duplicate(self.backend())?,
-                (None, Some(y)) => {
-                    let zero = RnsPoly::zero(self.backend(), y.basis().clone())?;
-                    op(&zero, y)?
-                }
-                (None, None) => continue,
-            };
-            polys.push(p);
-        }
-        Ok(Ciphertext { polys, correction, noise_log2: noise, seed: None, param_id: a.param_id })
+        let polys = rlwe::zip_padded(self.backend(), &ap, &bp, op)?;
+        Ok(Ciphertext { core: a.core.with_polys(polys)?, correction, noise_log2: noise })
     }
 
     // ---- linear operations -------------------------------------------------------------------
@@ -142,12 +124,19 @@ impl<B: Backend> Bgv<B> {
     pub fn neg(&self, a: &Ciphertext<B>) -> Result<Ciphertext<B>> {
         self.check_ct(a)?;
         Ok(Ciphertext {
-            polys: a.polys.iter().map(|p| p.neg(self.backend())).collect::<Result<_>>()?,
+            core: a.core.map(|p| p.neg(self.backend()))?,
             correction: a.correction,
             noise_log2: a.noise_log2,
-            seed: None,
-            param_id: a.param_id,
         })
+    }
+
+    /// `k * ct` for an integer `k` (every polynomial times `k`; the noise grows by `|k|`), the
+    /// correction factor unchanged.
+    pub(crate) fn mul_int(&self, ct: &Ciphertext<B>, k: i64) -> Result<Ciphertext<B>> {
+        let core = ct.core.map(|p| p.mul_int(self.backend(), k))?;
+        let noise = self.noise.mul_plain(ct.noise_log2, (k.unsigned_abs() as f64).max(1.0).log2());
+        self.check_noise(noise, ct.level())?;
+        Ok(Ciphertext { core, correction: ct.correction, noise_log2: noise })
     }
 
     /// `ct + pt` (PADD).
@@ -169,15 +158,10 @@ impl<B: Backend> Bgv<B> {
     ) -> Result<Ciphertext<B>> {
         self.check_ct(ct)?;
         let m = self.lift(pt, ct.correction, ct.level())?;
-        let (c0, rest) = ct.polys.split_first().ok_or(Error::CiphertextDegree { degree: 0, expected: 1 })?;
-        let mut polys = Vec::with_capacity(ct.polys.len());
-        polys.push(op(c0, &m)?);
-        for p in rest {
-            polys.push(p.duplicate(self.backend())?);
-        }
+        let core = ct.core.map_c0(self.backend(), |c0| op(c0, &m))?;
         let noise = log2_add(ct.noise_log2, self.plain_norm_log2(pt, ct.correction));
         self.check_noise(noise, ct.level())?;
-        Ok(Ciphertext { polys, correction: ct.correction, noise_log2: noise, seed: ct.seed, param_id: ct.param_id })
+        Ok(Ciphertext { core, correction: ct.correction, noise_log2: noise })
     }
 
     /// `ct * pt` (PMULT).
@@ -205,10 +189,10 @@ impl<B: Backend> Bgv<B> {
             self.t.mul(correction, self.t.inv(ct.correction).ok_or_else(|| invalid(ct.correction))?)
         };
         let m = self.lift(pt, factor, ct.level())?;
-        let polys = ct.polys.iter().map(|p| p.mul(self.backend(), &m)).collect::<Result<Vec<_>>>()?;
+        let core = ct.core.map(|p| p.mul(self.backend(), &m))?;
         let noise = self.noise.mul_plain(ct.noise_log2, self.plain_norm_log2(pt, factor));
         self.check_noise(noise, ct.level())?;
-        Ok(Ciphertext { polys, correction, noise_log2: noise, seed: None, param_id: ct.param_id })
+        Ok(Ciphertext { core, correction, noise_log2: noise })
     }
 
     // ---- multiplication ----------------------------------------------------------------------
@@ -217,22 +201,10 @@ impl<B: Backend> Bgv<B> {
     /// operands at the same level and of degree 1.
     pub fn mul(&self, a: &Ciphertext<B>, b: &Ciphertext<B>) -> Result<Ciphertext<B>> {
         self.same_level(a, b)?;
-        let be = self.backend();
-        let (a0, a1) = degree_one(a)?;
-        let (b0, b1) = degree_one(b)?;
-        let c0 = a0.mul(be, b0)?;
-        let mut c1 = a0.mul(be, b1)?;
-        c1.mul_add_assign(be, a1, b0)?;
-        let c2 = a1.mul(be, b1)?;
+        let core = a.core.tensor(self.backend(), &b.core)?;
         let noise = self.noise.mul(a.noise_log2, b.noise_log2);
         self.check_noise(noise, a.level())?;
-        Ok(Ciphertext {
-            polys: vec![c0, c1, c2],
-            correction: self.t.mul(a.correction, b.correction),
-            noise_log2: noise,
-            seed: None,
-            param_id: a.param_id,
-        })
+        Ok(Ciphertext { core, correction: self.t.mul(a.correction, b.correction), noise_log2: noise })
     }
 
     /// Relinearises a degree-2 ciphertext to degree 1.
@@ -244,16 +216,10 @@ impl<B: Backend> Bgv<B> {
         if ct.degree() != 2 {
             return Err(Error::CiphertextDegree { degree: ct.degree(), expected: 2 });
         }
-        let (c0, c1) = rlwe::relinearize(self.backend(), &ct.polys, keys, Some(self.t.value()))?;
+        let core = ct.core.relinearize(self.backend(), keys, Some(self.t.value()))?;
         let noise = log2_add(ct.noise_log2, self.noise.key_switch(ct.level()));
         self.check_noise(noise, ct.level())?;
-        Ok(Ciphertext {
-            polys: vec![c0, c1],
-            correction: ct.correction,
-            noise_log2: noise,
-            seed: None,
-            param_id: ct.param_id,
-        })
+        Ok(Ciphertext { core, correction: ct.correction, noise_log2: noise })
     }
 
     /// HMULT: switches each operand down as far as its noise allows, aligns the levels, takes the
@@ -311,7 +277,7 @@ impl<B: Backend> Bgv<B> {
             return Err(Error::DepthExhausted { level, wanted: count });
         }
         let be = self.backend();
-        let mut polys = ct.polys.iter().map(|p| p.duplicate(be)).collect::<Result<Vec<_>>>()?;
+        let mut polys = ct.core.duplicate_polys(be)?;
         let mut correction = ct.correction;
         let mut noise = ct.noise_log2;
         let ctx = be.context();
@@ -327,10 +293,11 @@ impl<B: Backend> Bgv<B> {
                 reason: "not coprime to a chain prime",
             })?;
             correction = self.t.mul(correction, q_inv);
-            noise = self.noise.after_mod_switch_degree(noise, self.noise.log_prime(l), 1, ct.degree());
+            noise = self.noise.after_mod_switch_degree(noise, self.noise.log_prime(l)?, 1, ct.degree());
         }
-        let seed = if count == 0 { ct.seed } else { None };
-        Ok(Ciphertext { polys, correction, noise_log2: noise, seed, param_id: ct.param_id })
+        // No prime dropped: `c_1` is untouched and keeps its seed.
+        let seed = if count == 0 { ct.core.seed().copied() } else { None };
+        Ok(Ciphertext { core: CiphertextCore::from_parts(polys, seed, ct.param_id())?, correction, noise_log2: noise })
     }
 
     /// Switches down to `level` (no-op at the same level).
@@ -378,16 +345,10 @@ impl<B: Backend> Bgv<B> {
         what: &str,
     ) -> Result<Ciphertext<B>> {
         self.check_ct(ct)?;
-        let (c0, c1) = rlwe::apply_galois(self.backend(), &ct.polys, g, keys, what, Some(self.t.value()))?;
+        let core = ct.core.apply_galois(self.backend(), g, keys, what, Some(self.t.value()))?;
         let noise = log2_add(ct.noise_log2, self.noise.key_switch(ct.level()));
         self.check_noise(noise, ct.level())?;
-        Ok(Ciphertext {
-            polys: vec![c0, c1],
-            correction: ct.correction,
-            noise_log2: noise,
-            seed: None,
-            param_id: ct.param_id,
-        })
+        Ok(Ciphertext { core, correction: ct.correction, noise_log2: noise })
     }
 
     /// Rotates both rows of the slot matrix left by `steps` (negative: right) (HROTATE).
@@ -403,14 +364,5 @@ impl<B: Backend> Bgv<B> {
     /// Swaps the two rows of the slot matrix.
     pub fn rotate_rows(&self, ct: &Ciphertext<B>, keys: &EvaluationKeys<B>) -> Result<Ciphertext<B>> {
         self.apply_galois(ct, self.row_swap_element(), keys, "row swap")
-    }
-}
-
-type PolyRefs<'a, B> = (&'a RnsPoly<B, Eval>, &'a RnsPoly<B, Eval>);
-
-fn degree_one<B: Backend>(ct: &Ciphertext<B>) -> Result<PolyRefs<'_, B>> {
-    match ct.polys.as_slice() {
-        [c0, c1] => Ok((c0, c1)),
-        _ => Err(Error::CiphertextDegree { degree: ct.degree(), expected: 1 }),
     }
 }

@@ -25,22 +25,20 @@ use num_traits::ToPrimitive;
 
 use crate::backend::{Backend, CpuBackend};
 use crate::error::{Error, Result};
+use crate::math::rns::{for_each_coefficient, limbs_of, RnsBasis};
 use crate::math::sampling::{Sampler, Seed};
 use crate::math::zq::Modulus;
 use crate::params::{Parameters, Scheme};
 use crate::poly::{Coeff, Eval, RnsPoly};
 use crate::ring::RingContext;
-use crate::rlwe::{self, NoiseScale, PublicKey, SecretKey};
+use crate::rlwe::{self, CiphertextCore, NoiseScale, PublicKey, SecretKey};
 
 /// `log2(x)` of a big integer (0 for 0 and 1), exact to f64 precision at any size.
-fn log2_big(x: &BigUint) -> f64 {
-    let bits = x.bits();
-    if bits <= 64 {
-        return x.to_u64().map_or(0.0, |v| (v.max(1) as f64).log2());
-    }
-    let shift = bits - 64;
-    let top = (x >> shift).to_u64().unwrap_or(u64::MAX);
-    (top as f64).log2() + shift as f64
+fn log2_big(x: &BigUint) -> Result<f64> {
+    // The top 64 bits (all of them for a small `x`) and the number of bits below them.
+    let shift = x.bits().saturating_sub(64);
+    let top = u64::try_from(x >> shift).map_err(|_| Error::SizeOverflow { what: "top bits of a noise value" })?;
+    Ok((top.max(1) as f64).log2() + shift as f64)
 }
 
 /// What [`Bgv::measure_noise`] found.
@@ -54,31 +52,29 @@ pub struct NoiseMeasurement {
     pub modulus_log2: f64,
 }
 
-/// A BGV ciphertext: `(c_0, c_1[, c_2])` in the Eval domain over `q_0..q_level`.
+/// A BGV ciphertext: `(c_0, c_1[, c_2])` in the Eval domain over `q_0..q_level`, with its
+/// correction factor and noise estimate.
 #[derive(Debug)]
 pub struct Ciphertext<B: Backend> {
-    pub(crate) polys: Vec<RnsPoly<B, Eval>>,
+    /// Polynomials, seed of an untouched `c_1` and parameter id.
+    pub(crate) core: CiphertextCore<B>,
     /// Plaintext correction factor: the ciphertext encrypts `corr * m mod t`.
     pub(crate) correction: u32,
     /// Estimated `log2` of the canonical norm of `c_0 + c_1 s` (see [`noise`]).
     pub(crate) noise_log2: f64,
-    /// Seed of `c_1` while `c_1` is still the untouched PRG output of a fresh symmetric
-    /// encryption (serialised as the seed).
-    pub(crate) seed: Option<Seed>,
-    pub(crate) param_id: u64,
 }
 
 impl<B: Backend> Ciphertext<B> {
     /// Current level (index of the last prime of its modulus).
     #[must_use]
     pub fn level(&self) -> usize {
-        self.polys.first().map_or(0, |p| p.limb_count().saturating_sub(1))
+        self.core.level()
     }
 
     /// Degree (number of polynomials minus one).
     #[must_use]
     pub fn degree(&self) -> usize {
-        self.polys.len().saturating_sub(1)
+        self.core.degree()
     }
 
     /// Plaintext correction factor.
@@ -96,30 +92,24 @@ impl<B: Backend> Ciphertext<B> {
     /// Whether `c_1` is still a seed (a fresh symmetric encryption).
     #[must_use]
     pub fn is_seeded(&self) -> bool {
-        self.seed.is_some()
+        self.core.seed().is_some()
     }
 
     /// The polynomials.
     #[must_use]
     pub fn polys(&self) -> &[RnsPoly<B, Eval>] {
-        &self.polys
+        self.core.polys()
     }
 
     /// Id of the parameters.
     #[must_use]
     pub fn param_id(&self) -> u64 {
-        self.param_id
+        self.core.param_id()
     }
 
     /// A deep copy.
     pub fn duplicate(&self, backend: &B) -> Result<Self> {
-        Ok(Self {
-            polys: self.polys.iter().map(|p| p.duplicate(backend)).collect::<Result<_>>()?,
-            correction: self.correction,
-            noise_log2: self.noise_log2,
-            seed: self.seed,
-            param_id: self.param_id,
-        })
+        Ok(Self { core: self.core.duplicate(backend)?, correction: self.correction, noise_log2: self.noise_log2 })
     }
 }
 
@@ -244,11 +234,7 @@ impl<B: Backend> Bgv<B> {
     }
 
     pub(crate) fn check_ct(&self, ct: &Ciphertext<B>) -> Result<()> {
-        let id = self.params().id();
-        if ct.param_id != id {
-            return Err(Error::ParameterMismatch { expected: id, found: ct.param_id });
-        }
-        Ok(())
+        ct.core.check_params(self.backend())
     }
 
     // ---- keys -----------------------------------------------------------------------------
@@ -299,13 +285,10 @@ impl<B: Backend> Bgv<B> {
     pub fn encrypt_symmetric_at(&self, sk: &SecretKey<B>, pt: &Plaintext, level: usize) -> Result<Ciphertext<B>> {
         let correction = self.level_correction(level)?;
         let msg = self.lift(pt, correction, level)?;
-        let ((b, a), seed) = rlwe::encrypt_symmetric(self.backend(), sk, &msg, self.scale())?;
         Ok(Ciphertext {
-            polys: vec![b, a],
+            core: CiphertextCore::encrypt_symmetric(self.backend(), sk, &msg, self.scale())?,
             correction,
             noise_log2: self.noise.fresh_secret(self.plain_norm_log2(pt, correction)),
-            seed: Some(seed),
-            param_id: self.params().id(),
         })
     }
 
@@ -324,13 +307,10 @@ impl<B: Backend> Bgv<B> {
         rng: &mut Sampler,
     ) -> Result<Ciphertext<B>> {
         let msg = self.lift(pt, 1, self.max_level())?;
-        let (c0, c1) = rlwe::encrypt_public(self.backend(), pk, &msg, self.scale(), rng)?;
         Ok(Ciphertext {
-            polys: vec![c0, c1],
+            core: CiphertextCore::encrypt_public(self.backend(), pk, &msg, self.scale(), rng)?,
             correction: 1,
             noise_log2: self.noise.fresh_public(self.plain_norm_log2(pt, 1)),
-            seed: None,
-            param_id: self.params().id(),
         })
     }
 
@@ -338,9 +318,7 @@ impl<B: Backend> Bgv<B> {
 
     /// `c_0 + c_1 s (+ c_2 s^2)` in coefficients, on the host.
     fn raw_decrypt(&self, sk: &SecretKey<B>, ct: &Ciphertext<B>) -> Result<Vec<u32>> {
-        self.check_ct(ct)?;
-        let v = rlwe::decrypt_polys(self.backend(), sk, &ct.polys)?.into_coeff(self.backend())?;
-        v.to_host(self.backend())
+        ct.core.decrypt_to_host(self.backend(), sk)
     }
 
     /// Decrypts to the plaintext `m` (correction factor removed).
@@ -353,36 +331,45 @@ impl<B: Backend> Bgv<B> {
         // Centred CRT reduced mod t: v = sum_i y_i Qhat_i - k Q with y_i = [x_i Qhat_i^-1]_{q_i}
         // and k = round(sum_i y_i / q_i); then v mod t needs only Qhat_i mod t and Q mod t.
         let t = u64::from(self.t.value());
-        let q_big: BigUint = moduli.iter().map(|m| BigUint::from(m.value())).product();
-        let mut qhat_inv = Vec::with_capacity(moduli.len());
-        let mut qhat_mod_t = Vec::with_capacity(moduli.len());
-        for m in &moduli {
-            let qhat = &q_big / BigUint::from(m.value());
-            let r = (&qhat % BigUint::from(m.value())).to_u32().unwrap_or(0);
-            let inv = m
-                .inv(r)
-                .ok_or(Error::InvalidModulus { modulus: u64::from(m.value()), reason: "chain primes not coprime" })?;
-            qhat_inv.push((inv, m.shoup(inv)));
-            qhat_mod_t.push((&qhat % BigUint::from(t)).to_u64().unwrap_or(0));
-        }
-        let q_mod_t = (&q_big % BigUint::from(t)).to_u64().unwrap_or(0);
+        let basis = RnsBasis::new(&moduli)?;
+        // prod_{j != skip} q_j mod t.
+        let product_mod_t = |skip: Option<usize>| {
+            moduli
+                .iter()
+                .enumerate()
+                .filter(|&(j, _)| Some(j) != skip)
+                .fold(1 % self.t.value(), |acc, (_, m)| self.t.mul(acc, self.t.reduce_u32(m.value())))
+        };
+        // Per limb: Qhat_i^-1 mod q_i with its Shoup companion, and Qhat_i mod t.
+        let per_limb: Vec<(u32, u32, u64)> = moduli
+            .iter()
+            .zip(basis.qhat_inv())
+            .enumerate()
+            .map(|(i, (m, &inv))| (inv, m.shoup(inv), u64::from(product_mod_t(Some(i)))))
+            .collect();
+        let q_mod_t = u64::from(product_mod_t(None));
         let corr_inv =
             self.t.inv(ct.correction).ok_or(Error::InvalidCorrectionFactor { factor: u64::from(ct.correction), t })?;
-        let mut coeffs = vec![0u32; n];
-        for (j, out) in coeffs.iter_mut().enumerate() {
-            let mut frac = 0.0f64;
-            let mut acc = 0u64;
-            for (i, m) in moduli.iter().enumerate() {
-                let x = residues.get(i * n + j).copied().unwrap_or(0);
-                let (w, ws) = qhat_inv.get(i).copied().unwrap_or((0, 0));
+        // Limb by limb, every coefficient: sum_i y_i / q_i and sum_i y_i Qhat_i mod t.
+        let mut frac = vec![0.0f64; n];
+        let mut acc = vec![0u64; n];
+        for (row, (m, &(w, ws, qhat_mod_t))) in limbs_of(&residues, moduli.len(), n)?.zip(moduli.iter().zip(&per_limb))
+        {
+            for ((&x, f), a) in row.iter().zip(frac.iter_mut()).zip(acc.iter_mut()) {
                 let y = m.mul_shoup(x, w, ws);
-                frac += f64::from(y) / f64::from(m.value());
-                acc = (acc + u64::from(y) * qhat_mod_t.get(i).copied().unwrap_or(0)) % t;
+                *f += f64::from(y) / f64::from(m.value());
+                *a = (*a + u64::from(y) * qhat_mod_t) % t;
             }
-            let k = frac.round() as u64 % t;
-            let v = (acc + t - k * q_mod_t % t) % t;
-            *out = self.t.mul(v as u32, corr_inv);
         }
+        let coeffs = frac
+            .iter()
+            .zip(&acc)
+            .map(|(&f, &a)| {
+                let k = f.round() as u64 % t;
+                let v = (a + t - k * q_mod_t % t) % t;
+                self.t.mul(v as u32, corr_inv)
+            })
+            .collect();
         Ok(Plaintext { coeffs, param_id: self.params().id() })
     }
 
@@ -394,21 +381,21 @@ impl<B: Backend> Bgv<B> {
         let ctx = self.backend.context();
         let n = ctx.n();
         let moduli = ctx.moduli_of(&ctx.q_basis(level)?)?;
-        let basis = crate::math::rns::RnsBasis::new(&moduli)?;
-        let mut limb_vals = vec![0u32; moduli.len()];
+        let basis = RnsBasis::new(&moduli)?;
         let mut values = Vec::with_capacity(n);
-        for j in 0..n {
-            for (i, v) in limb_vals.iter_mut().enumerate() {
-                *v = residues.get(i * n + j).copied().unwrap_or(0);
-            }
-            values.push(basis.reconstruct_centered(&limb_vals)?);
-        }
+        for_each_coefficient(&residues, moduli.len(), n, |column| {
+            values.push(basis.reconstruct_centered(column)?);
+            Ok(())
+        })?;
         let max_bits = values.iter().map(|v| v.magnitude().bits()).max().unwrap_or(0);
         // Scale down so every value converts to f64 without overflow.
         let shift = max_bits.saturating_sub(900);
-        let scaled: Vec<f64> =
-            values.iter().map(|v| num_traits::ToPrimitive::to_f64(&(v >> shift)).unwrap_or(0.0)).collect();
-        let inf = values.iter().map(|v| log2_big(v.magnitude())).fold(0.0, f64::max);
+        let scaled: Vec<f64> = values
+            .iter()
+            .map(|v| (v >> shift).to_f64().ok_or(Error::SizeOverflow { what: "noise value as f64" }))
+            .collect::<Result<_>>()?;
+        let inf =
+            values.iter().map(|v| log2_big(v.magnitude())).try_fold(0.0, |m, l| Ok::<_, Error>(f64::max(m, l?)))?;
         Ok(NoiseMeasurement {
             infinity_log2: inf,
             canonical_log2: noise::canonical_norm_log2(&scaled) + shift as f64,

@@ -19,6 +19,7 @@
 //! The estimates drive modulus switching (drop primes while the noise is above the rounding
 //! floor) and give each parameter set its documented depth ([`max_depth`]).
 
+use crate::error::{Error, Result};
 use crate::params::Parameters;
 
 /// Tail factor of the canonical-embedding bounds.
@@ -171,10 +172,9 @@ impl NoiseModel {
         self.log_q.iter().take(level + 1).sum()
     }
 
-    /// log2 of `q_level`.
-    #[must_use]
-    pub fn log_prime(&self, level: usize) -> f64 {
-        self.log_q.get(level).copied().unwrap_or(0.0)
+    /// log2 of `q_level`; [`Error::LevelOutOfRange`] beyond the chain.
+    pub fn log_prime(&self, level: usize) -> Result<f64> {
+        self.log_q.get(level).copied().ok_or(Error::LevelOutOfRange { level, max: self.log_q.len().saturating_sub(1) })
     }
 
     /// How many primes to drop from `level` before a multiplication: the most that keep the
@@ -192,8 +192,9 @@ impl NoiseModel {
         let floor = self.mod_switch_floor(degree.max(1));
         let mut k = 0;
         let mut dropped = 0.0;
-        while k < level {
-            let next = dropped + self.log_prime(level - k);
+        // q_level, q_level-1, ..., q_1: the primes that can be dropped, last first.
+        for log_q in self.log_q.iter().take(level + 1).skip(1).rev() {
+            let next = dropped + log_q;
             if noise - next < floor {
                 break;
             }

@@ -15,38 +15,30 @@ use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::math::sampling::Purpose;
 use crate::poly::{Eval, Representation, RnsPoly};
-use crate::rlwe::wire::{read_seed, write_seed};
+use crate::rlwe::wire::{check_header, read_seed, write_seed};
+use crate::rlwe::CiphertextCore;
 use crate::serial::{
-    read_object, read_residues, write_object, write_residues, write_residues_packed, Header, ObjectType, Reader, Writer,
+    read_object, read_residues, write_object, write_residues, write_residues_packed, ObjectType, Reader, Writer,
 };
 
 /// Largest noise estimate accepted on load (bits).
 const MAX_NOISE_LOG2: f64 = 8192.0;
 
 impl<B: Backend> Bgv<B> {
-    fn check_header(&self, h: &Header) -> Result<()> {
-        let params = self.params();
-        if h.param_id != params.id() {
-            return Err(Error::ParameterMismatch { expected: params.id(), found: h.param_id });
-        }
-        if h.scheme != params.scheme() {
-            return Err(Error::SchemeMismatch { expected: params.scheme().name(), found: h.scheme.name() });
-        }
-        Ok(())
-    }
-
     /// Serialises a ciphertext; a fresh symmetric one is written as `c_0` and the seed of `c_1`.
     pub fn ciphertext_to_bytes(&self, ct: &Ciphertext<B>) -> Result<Vec<u8>> {
-        self.ciphertext_to_bytes_with(ct, false)
+        self.ciphertext_to_bytes_with(ct, false, true)
     }
 
     /// As [`Bgv::ciphertext_to_bytes`], with the residues bit-packed to `bits(q_i)` bits each
     /// (packing mode 1): about `30/32` of the plain size for 30-bit primes. Loading accepts both.
     pub fn ciphertext_to_bytes_packed(&self, ct: &Ciphertext<B>) -> Result<Vec<u8>> {
-        self.ciphertext_to_bytes_with(ct, true)
+        self.ciphertext_to_bytes_with(ct, true, true)
     }
 
-    fn ciphertext_to_bytes_with(&self, ct: &Ciphertext<B>, packed: bool) -> Result<Vec<u8>> {
+    /// The ciphertext's bytes, residues bit-packed if `packed`, `c_1` as its seed if the
+    /// ciphertext is seeded and `seeded` allows it.
+    fn ciphertext_to_bytes_with(&self, ct: &Ciphertext<B>, packed: bool, seeded: bool) -> Result<Vec<u8>> {
         let ctx = self.backend().context();
         let moduli = ctx.moduli_of(&ctx.q_basis(ct.level())?)?;
         let n = ctx.n();
@@ -65,14 +57,14 @@ impl<B: Backend> Bgv<B> {
         w.put_u32(ct.correction);
         w.put_f64(ct.noise_log2);
         w.put_u8(Eval::TAG);
-        let object = match (ct.seed, ct.polys.as_slice()) {
+        let object = match (ct.core.seed().filter(|_| seeded), ct.core.polys()) {
             (Some(seed), [c0, _]) => {
-                write_seed(&mut w, &seed);
+                write_seed(&mut w, seed);
                 put(&mut w, &c0.to_host(self.backend())?)?;
                 ObjectType::SeededCiphertext
             }
             _ => {
-                for p in &ct.polys {
+                for p in ct.core.polys() {
                     put(&mut w, &p.to_host(self.backend())?)?;
                 }
                 ObjectType::Ciphertext
@@ -83,14 +75,7 @@ impl<B: Backend> Bgv<B> {
 
     /// Serialises a ciphertext with every polynomial stored (never seeded).
     pub fn ciphertext_to_bytes_unseeded(&self, ct: &Ciphertext<B>) -> Result<Vec<u8>> {
-        let plain = Ciphertext {
-            polys: ct.polys.iter().map(|p| p.duplicate(self.backend())).collect::<Result<_>>()?,
-            correction: ct.correction,
-            noise_log2: ct.noise_log2,
-            seed: None,
-            param_id: ct.param_id,
-        };
-        self.ciphertext_to_bytes(&plain)
+        self.ciphertext_to_bytes_with(ct, false, false)
     }
 
     /// Loads a ciphertext (plain or seeded), validating everything before allocating.
@@ -100,7 +85,7 @@ impl<B: Backend> Bgv<B> {
             _ => ObjectType::Ciphertext,
         };
         let (h, payload) = read_object(bytes, object)?;
-        self.check_header(&h)?;
+        check_header(self.backend(), &h)?;
         let mut r = Reader::new(payload);
         let level = r.get_u32()? as usize;
         if level > self.max_level() {
@@ -141,6 +126,7 @@ impl<B: Backend> Bgv<B> {
             let s = read_seed(&mut r)?;
             let c0 = read_residues(&mut r, &moduli, n)?;
             polys.push(RnsPoly::<B, Eval>::from_host(self.backend(), &c0, basis.clone())?);
+            // `c_1` is the seed's stream: the core may keep the seed.
             polys.push(RnsPoly::<B, Eval>::uniform(self.backend(), &s, Purpose::CiphertextA, 0, basis)?);
             seed = Some(s);
         } else {
@@ -150,7 +136,7 @@ impl<B: Backend> Bgv<B> {
             }
         }
         r.finish()?;
-        Ok(Ciphertext { polys, correction, noise_log2, seed, param_id: self.params().id() })
+        Ok(Ciphertext { core: CiphertextCore::from_parts(polys, seed, self.params().id())?, correction, noise_log2 })
     }
 
     /// Serialises a plaintext.
@@ -167,7 +153,7 @@ impl<B: Backend> Bgv<B> {
     /// Loads a plaintext.
     pub fn plaintext_from_bytes(&self, bytes: &[u8]) -> Result<Plaintext> {
         let (h, payload) = read_object(bytes, ObjectType::Plaintext)?;
-        self.check_header(&h)?;
+        check_header(self.backend(), &h)?;
         let mut r = Reader::new(payload);
         let n = r.get_u32()? as usize;
         if n != self.params().n() {

@@ -44,12 +44,12 @@ use rand::RngCore;
 
 use crate::backend::{Backend, CpuBackend};
 use crate::error::{Error, Result};
-use crate::math::rns::RnsBasis;
+use crate::math::rns::{for_each_coefficient, RnsBasis};
 use crate::math::sampling::{Sampler, Seed};
 use crate::params::{Parameters, Scheme};
 use crate::poly::{Coeff, Eval, RnsPoly};
 use crate::ring::RingContext;
-use crate::rlwe::{self, EvaluationKeys, GaloisKey, NoiseScale, PublicKey, RelinKey, SecretKey};
+use crate::rlwe::{self, CiphertextCore, EvaluationKeys, GaloisKey, NoiseScale, PublicKey, RelinKey, SecretKey};
 
 /// How many primes one rescale drops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,27 +131,27 @@ impl Plaintext {
     }
 }
 
-/// A CKKS ciphertext: `(c_0, c_1[, c_2])` in the Eval domain over `q_0..q_level`.
+/// A CKKS ciphertext: `(c_0, c_1[, c_2])` in the Eval domain over `q_0..q_level`, with its
+/// exact scale and slot count.
 #[derive(Debug)]
 pub struct Ciphertext<B: Backend> {
-    polys: Vec<RnsPoly<B, Eval>>,
+    /// Polynomials, seed of an untouched `c_1` and parameter id.
+    core: CiphertextCore<B>,
     scale: f64,
     slots: usize,
-    seed: Option<Seed>,
-    param_id: u64,
 }
 
 impl<B: Backend> Ciphertext<B> {
     /// Current level.
     #[must_use]
     pub fn level(&self) -> usize {
-        self.polys.first().map_or(0, |p| p.limb_count().saturating_sub(1))
+        self.core.level()
     }
 
     /// Degree (number of polynomials minus one).
     #[must_use]
     pub fn degree(&self) -> usize {
-        self.polys.len().saturating_sub(1)
+        self.core.degree()
     }
 
     /// The exact scale.
@@ -169,17 +169,18 @@ impl<B: Backend> Ciphertext<B> {
     /// Whether `c_1` is still the seed of a fresh symmetric encryption.
     #[must_use]
     pub fn is_seeded(&self) -> bool {
-        self.seed.is_some()
+        self.core.seed().is_some()
     }
 
     /// The polynomials.
     #[must_use]
     pub fn polys(&self) -> &[RnsPoly<B, Eval>] {
-        &self.polys
+        self.core.polys()
     }
 
-    fn with(&self, polys: Vec<RnsPoly<B, Eval>>, scale: f64) -> Self {
-        Self { polys, scale, slots: self.slots, seed: None, param_id: self.param_id }
+    /// A ciphertext with this one's slot count around `core`, at `scale`.
+    fn with(&self, core: CiphertextCore<B>, scale: f64) -> Self {
+        Self { core, scale, slots: self.slots }
     }
 }
 
@@ -299,11 +300,7 @@ impl<B: Backend> Ckks<B> {
     }
 
     fn check_ct(&self, ct: &Ciphertext<B>) -> Result<()> {
-        let id = self.params().id();
-        if ct.param_id != id {
-            return Err(Error::ParameterMismatch { expected: id, found: ct.param_id });
-        }
-        Ok(())
+        ct.core.check_params(self.backend())
     }
 
     // ---- encoding ---------------------------------------------------------------------------
@@ -409,24 +406,23 @@ impl<B: Backend> Ckks<B> {
     /// Symmetric encryption (seeded `c_1`) at the plaintext's level.
     pub fn encrypt_symmetric(&self, sk: &SecretKey<B>, pt: &Plaintext) -> Result<Ciphertext<B>> {
         let msg = self.lift(pt, pt.level)?;
-        let ((b, a), seed) = rlwe::encrypt_symmetric(self.backend(), sk, &msg, NoiseScale(1))?;
-        Ok(Ciphertext { polys: vec![b, a], scale: pt.scale, slots: pt.slots, seed: Some(seed), param_id: pt.param_id })
+        let core = CiphertextCore::encrypt_symmetric(self.backend(), sk, &msg, NoiseScale(1))?;
+        Ok(Ciphertext { core, scale: pt.scale, slots: pt.slots })
     }
 
     /// Public-key encryption at the plaintext's level, randomness from the operating system.
     pub fn encrypt_public(&self, pk: &PublicKey<B>, pt: &Plaintext) -> Result<Ciphertext<B>> {
         let msg = self.lift(pt, pt.level)?;
-        let (c0, c1) = rlwe::encrypt_public(self.backend(), pk, &msg, NoiseScale(1), &mut Sampler::fresh()?)?;
-        Ok(Ciphertext { polys: vec![c0, c1], scale: pt.scale, slots: pt.slots, seed: None, param_id: pt.param_id })
+        let core = CiphertextCore::encrypt_public(self.backend(), pk, &msg, NoiseScale(1), &mut Sampler::fresh()?)?;
+        Ok(Ciphertext { core, scale: pt.scale, slots: pt.slots })
     }
 
     /// `c_0 + c_1 s (+ c_2 s^2)` as centred integers (as `f64`), reconstructed from the fewest
     /// primes whose product exceeds the scale by [`DECODE_HEADROOM_BITS`] (at least the base
     /// primes): exact while `|m| < 2^DECODE_HEADROOM_BITS`.
     fn raw_decrypt(&self, sk: &SecretKey<B>, ct: &Ciphertext<B>) -> Result<Vec<f64>> {
-        self.check_ct(ct)?;
         let be = self.backend();
-        let v = rlwe::decrypt_polys(be, sk, &ct.polys)?.into_coeff(be)?.to_host(be)?;
+        let v = ct.core.decrypt_to_host(be, sk)?;
         let ctx = be.context();
         let n = ctx.n();
         let need = ct.scale.log2() + DECODE_HEADROOM_BITS;
@@ -435,15 +431,12 @@ impl<B: Backend> Ckks<B> {
             .unwrap_or(ct.level() + 1)
             .min(ct.level() + 1);
         let basis = RnsBasis::new(&ctx.moduli_of(&ctx.q_basis(keep - 1)?)?)?;
-        let mut limb = vec![0u32; keep];
         let mut out = Vec::with_capacity(n);
-        for j in 0..n {
-            for (i, x) in limb.iter_mut().enumerate() {
-                *x = v.get(i * n + j).copied().unwrap_or(0);
-            }
-            let c: BigInt = basis.reconstruct_centered(&limb)?;
-            out.push(c.to_f64().unwrap_or(0.0));
-        }
+        for_each_coefficient(&v, keep, n, |column| {
+            let c: BigInt = basis.reconstruct_centered(column)?;
+            out.push(c.to_f64().ok_or(Error::SizeOverflow { what: "decrypted coefficient as f64" })?);
+            Ok(())
+        })?;
         Ok(out)
     }
 
@@ -491,17 +484,8 @@ impl<B: Backend> Ckks<B> {
     ) -> Result<Ciphertext<B>> {
         self.check_ct(b)?;
         self.same_level_and_scale(a, b.level(), b.scale)?;
-        let len = a.polys.len().max(b.polys.len());
-        let mut polys = Vec::with_capacity(len);
-        for i in 0..len {
-            polys.push(match (a.polys.get(i), b.polys.get(i)) {
-                (Some(x), Some(y)) => op(x, y)?,
-                (Some(x), None) => x.duplicate(self.backend())?,
-                (None, Some(y)) => op(&RnsPoly::zero(self.backend(), y.basis().clone())?, y)?,
-                (None, None) => continue,
-            });
-        }
-        Ok(a.with(polys, a.scale))
+        let polys = rlwe::zip_padded(self.backend(), a.core.polys(), b.core.polys(), op)?;
+        Ok(a.with(a.core.with_polys(polys)?, a.scale))
     }
 
     /// `a + b`.
@@ -517,7 +501,7 @@ impl<B: Backend> Ckks<B> {
     /// `-a`.
     pub fn neg(&self, a: &Ciphertext<B>) -> Result<Ciphertext<B>> {
         self.check_ct(a)?;
-        Ok(a.with(a.polys.iter().map(|p| p.neg(self.backend())).collect::<Result<_>>()?, a.scale))
+        Ok(a.with(a.core.map(|p| p.neg(self.backend()))?, a.scale))
     }
 
     /// `ct + pt` (PADD): the plaintext must have the ciphertext's scale; it is lifted to the
@@ -525,12 +509,7 @@ impl<B: Backend> Ckks<B> {
     pub fn add_plain(&self, ct: &Ciphertext<B>, pt: &Plaintext) -> Result<Ciphertext<B>> {
         self.same_level_and_scale(ct, ct.level(), pt.scale)?;
         let m = self.lift(pt, ct.level())?;
-        let mut polys = ct.polys.iter().map(|p| p.duplicate(self.backend())).collect::<Result<Vec<_>>>()?;
-        let first = polys.first_mut().ok_or(Error::CiphertextDegree { degree: 0, expected: 1 })?;
-        *first = first.add(self.backend(), &m)?;
-        let mut out = ct.with(polys, ct.scale);
-        out.seed = ct.seed;
-        Ok(out)
+        Ok(ct.with(ct.core.map_c0(self.backend(), |c0| c0.add(self.backend(), &m))?, ct.scale))
     }
 
     /// `ct + c` for a constant `c` in every slot.
@@ -544,7 +523,7 @@ impl<B: Backend> Ckks<B> {
         self.check_ct(ct)?;
         let scale = self.checked_scale(ct.scale * pt.scale, ct.level())?;
         let m = self.lift(pt, ct.level())?;
-        Ok(ct.with(ct.polys.iter().map(|p| p.mul(self.backend(), &m)).collect::<Result<_>>()?, scale))
+        Ok(ct.with(ct.core.map(|p| p.mul(self.backend(), &m))?, scale))
     }
 
     /// `ct * c` for a constant `c` in every slot, encoded at the scale of the next rescale so
@@ -573,15 +552,7 @@ impl<B: Backend> Ckks<B> {
             return Err(Error::LevelMismatch { left: a.level(), right: b.level() });
         }
         let scale = self.checked_scale(a.scale * b.scale, a.level())?;
-        let be = self.backend();
-        let ([a0, a1], [b0, b1]) = (a.polys.as_slice(), b.polys.as_slice()) else {
-            return Err(Error::CiphertextDegree { degree: a.degree().max(b.degree()), expected: 1 });
-        };
-        let c0 = a0.mul(be, b0)?;
-        let mut c1 = a0.mul(be, b1)?;
-        c1.mul_add_assign(be, a1, b0)?;
-        let c2 = a1.mul(be, b1)?;
-        Ok(a.with(vec![c0, c1, c2], scale))
+        Ok(a.with(a.core.tensor(self.backend(), &b.core)?, scale))
     }
 
     /// Relinearises a degree-2 ciphertext.
@@ -590,8 +561,7 @@ impl<B: Backend> Ckks<B> {
         if ct.degree() != 2 {
             return Err(Error::CiphertextDegree { degree: ct.degree(), expected: 2 });
         }
-        let (c0, c1) = rlwe::relinearize(self.backend(), &ct.polys, keys, None)?;
-        Ok(ct.with(vec![c0, c1], ct.scale))
+        Ok(ct.with(ct.core.relinearize(self.backend(), keys, None)?, ct.scale))
     }
 
     /// HMULT: tensor product and relinearisation (no rescale).
@@ -617,15 +587,14 @@ impl<B: Backend> Ckks<B> {
         self.check_ct(ct)?;
         let divisor = self.next_rescale_divisor(ct.level())?;
         let be = self.backend();
-        let mut polys = Vec::with_capacity(ct.polys.len());
-        for p in &ct.polys {
+        let core = ct.core.map(|p| {
             let mut c = p.duplicate(be)?.into_coeff(be)?;
             for _ in 0..self.policy.primes_per_level() {
                 c = c.scale_down(be, 1, None)?;
             }
-            polys.push(c.into_eval(be)?);
-        }
-        Ok(ct.with(polys, ct.scale / divisor))
+            c.into_eval(be)
+        })?;
+        Ok(ct.with(core, ct.scale / divisor))
     }
 
     /// Brings `ct` to scale `target` one level down: multiplies by 1 encoded at the scale that
@@ -650,12 +619,8 @@ impl<B: Backend> Ckks<B> {
         if level > ct.level() {
             return Err(Error::LevelOutOfRange { level, max: ct.level() });
         }
-        let polys = ct
-            .polys
-            .iter()
-            .map(|p| p.duplicate(self.backend())?.keep_limbs(self.backend(), level + 1))
-            .collect::<Result<_>>()?;
-        Ok(ct.with(polys, ct.scale))
+        let core = ct.core.map(|p| p.duplicate(self.backend())?.keep_limbs(self.backend(), level + 1))?;
+        Ok(ct.with(core, ct.scale))
     }
 
     /// Rotates the slots left by `steps` (negative: right).
@@ -663,18 +628,17 @@ impl<B: Backend> Ckks<B> {
         self.check_ct(ct)?;
         let g = self.rotation_element(steps);
         if g == 1 {
-            return Ok(ct.with(ct.polys.iter().map(|p| p.duplicate(self.backend())).collect::<Result<_>>()?, ct.scale));
+            return Ok(ct.with(ct.core.map(|p| p.duplicate(self.backend()))?, ct.scale));
         }
-        let (c0, c1) = rlwe::apply_galois(self.backend(), &ct.polys, g, keys, &format!("rotation by {steps}"), None)?;
-        Ok(ct.with(vec![c0, c1], ct.scale))
+        let core = ct.core.apply_galois(self.backend(), g, keys, &format!("rotation by {steps}"), None)?;
+        Ok(ct.with(core, ct.scale))
     }
 
     /// Conjugates every slot.
     pub fn conjugate(&self, ct: &Ciphertext<B>, keys: &EvaluationKeys<B>) -> Result<Ciphertext<B>> {
         self.check_ct(ct)?;
-        let (c0, c1) =
-            rlwe::apply_galois(self.backend(), &ct.polys, self.conjugation_element(), keys, "conjugation", None)?;
-        Ok(ct.with(vec![c0, c1], ct.scale))
+        let core = ct.core.apply_galois(self.backend(), self.conjugation_element(), keys, "conjugation", None)?;
+        Ok(ct.with(core, ct.scale))
     }
 }
 

@@ -161,9 +161,14 @@ impl DigitExtractor {
     }
 }
 
-/// Digit `i` of `x` in `layout` (0 outside its range).
-fn digit(layout: &Digits, x: i64, i: usize) -> i64 {
-    layout.decompose(x).ok().and_then(|d| d.get(i).copied()).unwrap_or(0)
+/// Digit `i` of `x` in `layout`: errors as [`Digits::decompose`] for an `x` outside the layout's
+/// range, [`Error::InvalidField`] for an `i` beyond its digits.
+fn digit(layout: &Digits, x: i64, i: usize) -> Result<i64> {
+    layout
+        .decompose(x)?
+        .get(i)
+        .copied()
+        .ok_or(Error::InvalidField { field: "digit index", reason: "beyond the layout's digits" })
 }
 
 /// The extractor's digits of `x` (every slot), in the format [`super::wordwise`] consumes, and

@@ -70,17 +70,18 @@ impl Lut {
     /// [`Error::BoundTooLarge`] if `domain >= (t-1)/2` (then `2 domain + 1` could exceed `t`, or
     /// the domain would hold every residue and bounds would mean nothing).
     pub fn compile(t: u32, domain: u64, f: impl Fn(i64) -> i64) -> Result<Self> {
-        Self::compile_with(t, domain, f, Some(Objective::Hmults))
+        Self::compile_with(t, domain, |x| Ok(f(x)), Some(Objective::Hmults))
     }
 
     /// [`Lut::compile`] without the planner's search: the plan is [`Strategy::Direct`] with the
     /// closed-form best `k` ([`poly_eval::best_dense`]), its cost simulated exactly. For tables
-    /// that are only evaluated inside a [`LutSet`], which plans the whole set.
-    pub(crate) fn compile_for_set(t: u32, domain: u64, f: impl Fn(i64) -> i64) -> Result<Self> {
+    /// that are only evaluated inside a [`LutSet`], which plans the whole set. The function may
+    /// fail; its first error is returned.
+    pub(crate) fn compile_for_set(t: u32, domain: u64, f: impl Fn(i64) -> Result<i64>) -> Result<Self> {
         Self::compile_with(t, domain, f, None)
     }
 
-    fn compile_with(t: u32, domain: u64, f: impl Fn(i64) -> i64, objective: Option<Objective>) -> Result<Self> {
+    fn compile_with(t: u32, domain: u64, f: impl Fn(i64) -> Result<i64>, objective: Option<Objective>) -> Result<Self> {
         let tm = Modulus::new(u64::from(t))?;
         if !is_prime(u64::from(t)) {
             return Err(Error::InvalidPlaintextModulus {
@@ -91,7 +92,7 @@ impl Lut {
         let domain = checked_bound(t, Some(domain))?;
         // domain < (t-1)/2 < 2^29: everything below fits i64 and usize.
         let b = domain as i64;
-        let values: Vec<u32> = (-b..=b).map(|x| tm.reduce_i64(f(x))).collect();
+        let values: Vec<u32> = (-b..=b).map(|x| f(x).map(|y| tm.reduce_i64(y))).collect::<Result<_>>()?;
         let output_bound = values.iter().map(|&v| tm.center(v).unsigned_abs()).max().unwrap_or(0);
         let coeffs = interpolate(tm, domain, &values)?;
         Self::from_coefficients(tm, domain, coeffs, output_bound, objective)
@@ -289,10 +290,11 @@ fn interpolate(t: Modulus, domain: u64, values: &[u32]) -> Result<Vec<u32>> {
         let c = t.reduce_i64(domain as i64 - k as i64);
         let cs = t.shoup(c);
         scratch.clear();
-        // new_0 = c p_0 + a, new_i = p_(i-1) + c p_i, new_len = p_(len-1).
-        scratch.push(t.add(t.mul_shoup(*p.first().unwrap_or(&0), c, cs), a));
-        scratch.extend(p.iter().zip(p.iter().skip(1)).map(|(&lo, &hi)| t.add(lo, t.mul_shoup(hi, c, cs))));
-        scratch.push(*p.last().unwrap_or(&0));
+        // new_i = p_(i-1) + c p_i for i = 0..=len, with p_(-1) = a and p_len = 0: new_0 = a + c p_0,
+        // new_len = p_(len-1).
+        let lower = std::iter::once(a).chain(p.iter().copied());
+        let upper = p.iter().copied().chain(std::iter::once(0));
+        scratch.extend(lower.zip(upper).map(|(lo, hi)| t.add(lo, t.mul_shoup(hi, c, cs))));
         std::mem::swap(&mut p, &mut scratch);
     }
     Ok(p)
@@ -364,7 +366,7 @@ impl<B: Backend> Bounded<B> {
     /// `k * self` for an integer `k`, bound `|k| b`.
     pub fn mul_int(&self, bgv: &Bgv<B>, k: i64) -> Result<Self> {
         let bound = checked_bound(bgv.plaintext_modulus(), self.bound.checked_mul(k.unsigned_abs()))?;
-        Ok(Self { ct: poly_eval::mul_int(bgv, &self.ct, k)?, bound })
+        Ok(Self { ct: bgv.mul_int(&self.ct, k)?, bound })
     }
 
     /// `self + pt` for a batch-encoded plaintext, bound `b + max |pt|` with `max |pt|` read from
@@ -391,7 +393,7 @@ impl<B: Backend> Bounded<B> {
         let mut acc: Option<Ciphertext<B>> = None;
         for (w, x) in terms {
             let low = bgv.mod_switch_to_level(&x.ct, level)?;
-            let scaled = poly_eval::mul_int(bgv, &low, *w)?;
+            let scaled = bgv.mul_int(&low, *w)?;
             acc = Some(match acc {
                 None => scaled,
                 Some(a) => bgv.add(&a, &scaled)?,
@@ -475,7 +477,7 @@ fn evaluate_on<B: Backend>(
             }
             Val::Const(c) => {
                 // A constant table: 0 * x + c.
-                let zero = poly_eval::mul_int(bgv, &x.ct, 0)?;
+                let zero = bgv.mul_int(&x.ct, 0)?;
                 let pt = ops.constant(c)?;
                 bgv.add_plain(&zero, pt)?
             }

@@ -80,6 +80,7 @@ use crate::bgv::{Bgv, Ciphertext, EvaluationKeys, Plaintext};
 use crate::error::{Error, Result};
 use crate::math::zq::Modulus;
 use crate::poly::{Eval, RnsPoly};
+use crate::rlwe::CiphertextCore;
 
 /// How a polynomial is evaluated (see the [module documentation](self)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -141,22 +142,24 @@ pub fn ceil_log2(n: usize) -> usize {
 /// ([`super::lut::Lut::cost`] counts them exactly).
 #[must_use]
 pub fn dense_cost(degree: usize, k: usize) -> Option<EvalStats> {
-    if k < 2 {
-        return None;
-    }
+    (k >= 2).then(|| direct_cost(degree, k))
+}
+
+/// [`dense_cost`] for `k >= 2` (every caller's range starts at 2).
+fn direct_cost(degree: usize, k: usize) -> EvalStats {
     if degree <= 1 {
-        return Some(EvalStats::default());
+        return EvalStats::default();
     }
     let n = degree + 1;
     let blocks = n.div_ceil(k);
     if blocks == 1 {
-        return Some(EvalStats { hmults: degree - 1, depth: ceil_log2(degree), relins: degree - 1 });
+        return EvalStats { hmults: degree - 1, depth: ceil_log2(degree), relins: degree - 1 };
     }
     let m = ceil_log2(blocks);
     let const_top = n % k == 1;
     let hmults = (k - 1) + (m - 1) + (blocks - 1) - usize::from(const_top);
     let top_scalar = const_top && blocks - 1 == 1 << (m - 1);
-    Some(EvalStats { hmults, depth: ceil_log2(k) + m - usize::from(top_scalar), relins: hmults })
+    EvalStats { hmults, depth: ceil_log2(k) + m - usize::from(top_scalar), relins: hmults }
 }
 
 /// The best `k` for a dense polynomial of `degree` under `objective` (closed form, `k >= 2`):
@@ -164,12 +167,11 @@ pub fn dense_cost(degree: usize, k: usize) -> Option<EvalStats> {
 #[must_use]
 pub fn best_dense(degree: usize, objective: Objective) -> (usize, EvalStats) {
     let n = degree + 1;
-    let mut best = (2, dense_cost(degree, 2).unwrap_or_default());
+    let mut best = (2, direct_cost(degree, 2));
     for k in 3..=n.max(2) {
-        if let Some(c) = dense_cost(degree, k) {
-            if key(objective, c) < key(objective, best.1) {
-                best = (k, c);
-            }
+        let c = direct_cost(degree, k);
+        if key(objective, c) < key(objective, best.1) {
+            best = (k, c);
         }
     }
     best
@@ -255,9 +257,12 @@ fn levels(len: usize, k: usize) -> usize {
     m
 }
 
-fn trim(c: &[u32]) -> &[u32] {
-    let end = c.iter().rposition(|&v| v != 0).map_or(0, |i| i + 1);
-    c.get(..end).unwrap_or(&[])
+/// `c` without its trailing zero coefficients.
+fn trim(mut c: &[u32]) -> &[u32] {
+    while let [rest @ .., 0] = c {
+        c = rest;
+    }
+    c
 }
 
 fn powers<O: Ops>(ops: &mut O, base: O::V, k: usize, max_len: usize) -> Result<Powers<O::V>> {
@@ -349,6 +354,7 @@ fn rec<O: Ops>(
 
 /// `c_0 + c_1 x` for a table whose even and odd parts have at most one coefficient.
 fn linear<O: Ops>(ops: &mut O, t: Modulus, x: &O::V, even: &[u32], odd: &[u32]) -> Result<Val<O::V>> {
+    // An empty part is the zero polynomial.
     let c0 = even.first().copied().unwrap_or(0);
     let odd_val = match odd.first() {
         Some(&c1) if c1 != 0 => Val::Enc(ops.lin(&[(c1, x)], 0, None)?),
@@ -667,25 +673,6 @@ impl<'a, B: Backend> BgvOps<'a, B> {
     fn inv(&self, a: u32) -> Result<u32> {
         self.t.inv(a).ok_or(Error::InvalidCorrectionFactor { factor: u64::from(a), t: u64::from(self.t.value()) })
     }
-
-    fn check_noise(&self, noise: f64, level: usize) -> Result<()> {
-        let model = self.bgv.noise_model();
-        if !model.decryptable(noise, level) {
-            return Err(Error::NoiseBudgetExhausted { noise_log2: noise, modulus_log2: model.log_q_at(level) });
-        }
-        Ok(())
-    }
-}
-
-/// `k * ct` for an integer `k` (every polynomial times `k`; the noise grows by `|k|`).
-pub(crate) fn mul_int<B: Backend>(bgv: &Bgv<B>, ct: &Ciphertext<B>, k: i64) -> Result<Ciphertext<B>> {
-    let polys = ct.polys.iter().map(|p| p.mul_int(bgv.backend(), k)).collect::<Result<Vec<_>>>()?;
-    let noise = bgv.noise_model().mul_plain(ct.noise_log2, (k.unsigned_abs() as f64).max(1.0).log2());
-    let model = bgv.noise_model();
-    if !model.decryptable(noise, ct.level()) {
-        return Err(Error::NoiseBudgetExhausted { noise_log2: noise, modulus_log2: model.log_q_at(ct.level()) });
-    }
-    Ok(Ciphertext { polys, correction: ct.correction, noise_log2: noise, seed: None, param_id: ct.param_id })
 }
 
 /// The component-wise sum of two polynomial vectors of possibly different lengths (a degree-1
@@ -746,8 +733,8 @@ impl<B: Backend> Ops for BgvOps<'_, B> {
             if form == level { target } else { self.t.mul(target, self.inv(self.switch_factor(form, level)?)?) };
         let bgv = self.bgv;
         let t = self.t;
-        let mut acc: Option<(Vec<RnsPoly<B, Eval>>, f64)> = None;
-        let mut param_id = 0;
+        // The running sum: its polynomials, noise and the terms' parameter id.
+        let mut acc = None;
         for &(c, node) in terms {
             let ct = self.at_level(node, form)?;
             let inv = t
@@ -756,16 +743,20 @@ impl<B: Backend> Ops for BgvOps<'_, B> {
             // c * x^i with factor f_i -> c * T / f_i times it carries factor T.
             let k = t.center(t.mul(t.mul(c, form_target), inv));
             let noise = ct.noise_log2 + (k.unsigned_abs() as f64).max(1.0).log2();
-            param_id = ct.param_id;
-            let scaled = ct.polys.iter().map(|p| p.mul_int(bgv.backend(), k)).collect::<Result<Vec<_>>>()?;
+            let param_id = ct.param_id();
+            let scaled = ct.core.polys().iter().map(|p| p.mul_int(bgv.backend(), k)).collect::<Result<Vec<_>>>()?;
             acc = Some(match acc {
-                None => (scaled, noise),
-                Some((sum, n)) => (add_components(bgv.backend(), sum, scaled)?, log2_add(n, noise)),
+                None => (scaled, noise, param_id),
+                Some((sum, n, _)) => (add_components(bgv.backend(), sum, scaled)?, log2_add(n, noise), param_id),
             });
         }
-        let (polys, noise) = acc.ok_or(internal("empty combination"))?;
-        self.check_noise(noise, form)?;
-        let formed = Ciphertext { polys, correction: form_target, noise_log2: noise, seed: None, param_id };
+        let (polys, noise, param_id) = acc.ok_or(internal("empty combination"))?;
+        self.bgv.check_noise(noise, form)?;
+        let formed = Ciphertext {
+            core: CiphertextCore::from_parts(polys, None, param_id)?,
+            correction: form_target,
+            noise_log2: noise,
+        };
         let mut ct = if form == level { formed } else { bgv.mod_switch_to_level(&formed, level)? };
         if constant != 0 {
             let pt = self.constant(constant)?;

@@ -63,7 +63,7 @@ impl<B: Backend> EncryptedDigits<B> {
     pub fn constant(bgv: &Bgv<B>, like: &Ciphertext<B>, layout: Digits, value: i64) -> Result<Self> {
         let t = Modulus::new(u64::from(bgv.plaintext_modulus()))?;
         let slots = bgv.encoder().slots();
-        let zero = super::poly_eval::mul_int(bgv, like, 0)?;
+        let zero = bgv.mul_int(like, 0)?;
         let digits = layout
             .decompose(value)?
             .into_iter()
@@ -320,7 +320,7 @@ pub fn recompose<B: Backend>(bgv: &Bgv<B>, x: &EncryptedDigits<B>) -> Result<Cip
     let mut weight = 1i64;
     for d in &x.digits {
         let d = bgv.mod_switch_to_level(d, level)?;
-        let term = super::poly_eval::mul_int(bgv, &d, weight)?;
+        let term = bgv.mul_int(&d, weight)?;
         acc = Some(match acc {
             None => term,
             Some(a) => bgv.add(&a, &term)?,

@@ -16,7 +16,7 @@ use crate::bgv::{Bgv, Ciphertext, EvaluationKeys, Plaintext};
 use crate::error::{Error, Result};
 use crate::poly::{Eval, RnsPoly};
 use crate::ring::Basis;
-use crate::rlwe::{self, SecretKey};
+use crate::rlwe::{self, CiphertextCore, SecretKey};
 
 /// Most buffers a lazy half may reference before it is materialised. It bounds the bindings of
 /// the kernel that eventually generates it: an HMULT's last kernel reads two `b` halves, two
@@ -76,14 +76,6 @@ impl<'a, B: Backend> Bxt<'a, B> {
         self.bgv.plaintext_modulus()
     }
 
-    fn check_noise(&self, noise: f64, level: usize) -> Result<()> {
-        let model = self.bgv.noise_model();
-        if !model.decryptable(noise, level) {
-            return Err(Error::NoiseBudgetExhausted { noise_log2: noise, modulus_log2: model.log_q_at(level) });
-        }
-        Ok(())
-    }
-
     fn basis(&self, level: usize) -> Result<Basis> {
         self.be().context().q_basis(level)
     }
@@ -140,9 +132,10 @@ impl<'a, B: Backend> Bxt<'a, B> {
             noise_log2: ct.noise_estimate(),
             param_id: ct.param_id(),
         };
-        let seed = ct.seed;
-        let Ok([b, a]) = <[RnsPoly<B, Eval>; 2]>::try_from(ct.polys) else {
-            return Err(Error::CiphertextDegree { degree: 2, expected: 1 });
+        let seed = ct.core.seed().copied();
+        let degree = ct.degree();
+        let Ok([b, a]) = <[RnsPoly<B, Eval>; 2]>::try_from(ct.core.into_polys()) else {
+            return Err(Error::CiphertextDegree { degree, expected: 1 });
         };
         let basis = b.basis().clone();
         let seeded = seed.filter(|_| self.variant.seeds());
@@ -188,15 +181,14 @@ impl<'a, B: Backend> Bxt<'a, B> {
                     Half::Seeded(s) => Some(*s),
                     _ => None,
                 };
+                let polys = vec![
+                    RnsPoly::from_buffer(self.be(), bb, basis.clone())?,
+                    RnsPoly::from_buffer(self.be(), ab, basis)?,
+                ];
                 Ok(Ciphertext {
-                    polys: vec![
-                        RnsPoly::from_buffer(self.be(), bb, basis.clone())?,
-                        RnsPoly::from_buffer(self.be(), ab, basis)?,
-                    ],
+                    core: CiphertextCore::from_parts(polys, seed, meta.param_id)?,
                     correction: meta.correction,
                     noise_log2: meta.noise_log2,
-                    seed,
-                    param_id: meta.param_id,
                 })
             }
         }
@@ -319,7 +311,7 @@ impl<'a, B: Backend> Bxt<'a, B> {
             });
         }
         let noise = log2_add(xm.noise_log2, ym.noise_log2);
-        self.check_noise(noise, xm.level)?;
+        self.bgv.check_noise(noise, xm.level)?;
         let meta = Meta { noise_log2: noise, ..xm };
         let basis = self.basis(xm.level)?;
         let format = self.variant.format();
@@ -345,7 +337,7 @@ impl<'a, B: Backend> Bxt<'a, B> {
         }
         let (b, a, meta) = self.halves(ct)?;
         let noise = log2_add(meta.noise_log2, self.bgv.plain_norm_log2(pt, meta.correction));
-        self.check_noise(noise, meta.level)?;
+        self.bgv.check_noise(noise, meta.level)?;
         let basis = self.basis(meta.level)?;
         let m = self.bgv.lift(pt, meta.correction, meta.level)?;
         let format = self.variant.format();
@@ -381,19 +373,7 @@ impl<'a, B: Backend> Bxt<'a, B> {
     fn baseline_scale(&self, ct: &Ciphertext<B>, w: Weight<'_>) -> Result<Ciphertext<B>> {
         match w {
             Weight::Plain(pt) => self.bgv.mul_plain(ct, pt),
-            Weight::Int(k) => {
-                let polys = ct.polys().iter().map(|p| p.mul_int(self.be(), k)).collect::<Result<Vec<_>>>()?;
-                let noise =
-                    self.bgv.noise_model().mul_plain(ct.noise_estimate(), (k.unsigned_abs() as f64).max(1.0).log2());
-                self.check_noise(noise, ct.level())?;
-                Ok(Ciphertext {
-                    polys,
-                    correction: ct.correction_factor(),
-                    noise_log2: noise,
-                    seed: None,
-                    param_id: ct.param_id(),
-                })
-            }
+            Weight::Int(k) => self.bgv.mul_int(ct, k),
         }
     }
 
@@ -403,7 +383,7 @@ impl<'a, B: Backend> Bxt<'a, B> {
         }
         let (b, a, meta) = self.halves(ct)?;
         let (factor, noise) = self.weight_factor(w, meta.level, meta.noise_log2)?;
-        self.check_noise(noise, meta.level)?;
+        self.bgv.check_noise(noise, meta.level)?;
         let meta = Meta { noise_log2: noise, ..meta };
         let basis = self.basis(meta.level)?;
         let format = self.variant.format();
@@ -454,7 +434,7 @@ impl<'a, B: Backend> Bxt<'a, B> {
         for (w, c) in terms {
             let (_, _, m) = self.halves(c)?;
             let (f, n) = self.weight_factor(*w, m.level, m.noise_log2)?;
-            self.check_noise(n, m.level)?;
+            self.bgv.check_noise(n, m.level)?;
             noise = Some(noise.map_or(n, |acc| log2_add(acc, n)));
             factors.push(f);
         }
@@ -466,7 +446,7 @@ impl<'a, B: Backend> Bxt<'a, B> {
             }
             None => None,
         };
-        self.check_noise(noise, meta0.level)?;
+        self.bgv.check_noise(noise, meta0.level)?;
         let format = self.variant.format();
         let mut lazy = Vec::new();
         for ((_, c), f) in terms.iter().zip(&factors) {
@@ -541,7 +521,7 @@ impl<'a, B: Backend> Bxt<'a, B> {
         }
         let level = xm.level;
         let noise = model.mul(xm.noise_log2, ym.noise_log2);
-        self.check_noise(noise, level)?;
+        self.bgv.check_noise(noise, level)?;
         let out_noise = log2_add(noise, model.key_switch(level));
         let t = u64::from(self.t());
         let correction = u32::try_from(u64::from(xm.correction) * u64::from(ym.correction) % t)
@@ -590,7 +570,7 @@ impl<'a, B: Backend> Bxt<'a, B> {
             let e1 = Expr::add(pb.poly(&c1, Traffic::Ciphertext), pb.poly(&d1, Traffic::Ciphertext));
             Self::two(self.run(pb, vec![(e0, format), (e1, format)])?)?
         };
-        self.check_noise(out_noise, level)?;
+        self.bgv.check_noise(out_noise, level)?;
         let meta = Meta { level, correction, noise_log2: out_noise, param_id: xm.param_id };
         Ok(BxtCiphertext {
             repr: Repr::Halves { b: self.wrap(b, &basis, format)?, a: self.wrap(a, &basis, format)?, meta },
@@ -624,7 +604,7 @@ impl<'a, B: Backend> Bxt<'a, B> {
         }
         let (b, a, meta) = self.halves(ct)?;
         let noise = log2_add(meta.noise_log2, self.bgv.noise_model().key_switch(meta.level));
-        self.check_noise(noise, meta.level)?;
+        self.bgv.check_noise(noise, meta.level)?;
         let basis = self.basis(meta.level)?;
         let format = self.variant.format();
         let mut pb = self.builder(&basis)?;

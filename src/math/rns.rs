@@ -83,6 +83,37 @@ fn check_len(what: &'static str, expected: usize, found: usize) -> Result<()> {
     }
 }
 
+/// The first `limbs` limbs, of `n` words each, of a limb-major block of residues;
+/// [`Error::DimensionMismatch`] if it holds fewer (or `n` is 0).
+pub(crate) fn limbs_of(residues: &[u32], limbs: usize, n: usize) -> Result<std::slice::ChunksExact<'_, u32>> {
+    let words = flat_len(limbs, n, "limb-major residues")?;
+    match residues.get(..words) {
+        Some(block) if n > 0 => Ok(block.chunks_exact(n)),
+        _ => Err(Error::DimensionMismatch { what: "limb-major residues", expected: words, found: residues.len() }),
+    }
+}
+
+/// Calls `f` with the residues of every coefficient `j < n` (one per limb, in limb order) of
+/// the first `limbs` limbs of a limb-major block; errors as [`limbs_of`].
+pub(crate) fn for_each_coefficient(
+    residues: &[u32],
+    limbs: usize,
+    n: usize,
+    mut f: impl FnMut(&[u32]) -> Result<()>,
+) -> Result<()> {
+    let rows: Vec<&[u32]> = limbs_of(residues, limbs, n)?.collect();
+    let mut column = vec![0u32; limbs];
+    for j in 0..n {
+        for (x, row) in column.iter_mut().zip(&rows) {
+            #[expect(clippy::indexing_slicing, reason = "every row is a chunk of exactly n words, and j < n")]
+            let value = row[j];
+            *x = value;
+        }
+        f(&column)?;
+    }
+    Ok(())
+}
+
 /// `prod_{j != skip} m_j mod p` (all factors taken mod `p`); output in `[0, p)`.
 fn product_mod(moduli: &[Modulus], skip: Option<usize>, p: &Modulus) -> u32 {
     let mut acc = 1 % p.value();

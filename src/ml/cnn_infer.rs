@@ -138,7 +138,7 @@ impl Activation {
                 let layout = ReluPath::layout()?;
                 let digits = DigitExtractor::top_digits(t, bound, layout, kept)?;
                 let mut tables = digits.tables().tables().to_vec();
-                tables.push(Lut::compile_for_set(t, bound, |z| rq.apply_signed(z))?);
+                tables.push(Lut::compile_for_set(t, bound, |z| Ok(rq.apply_signed(z)))?);
                 Ok(Self::Digits { set: LutSet::new(tables)?, layout, kept })
             }
         }
@@ -225,15 +225,16 @@ pub struct CnnCircuit {
 
 /// Rotates a slot vector left by `steps` within each row of `half` slots (what
 /// [`Bgv::rotate_columns`] does to the slots).
-fn rotate(v: &[u64], steps: i64, half: usize) -> Vec<u64> {
-    let mut out = vec![0u64; v.len()];
-    let s = steps.rem_euclid(half as i64) as usize;
-    for (row_out, row_in) in out.chunks_mut(half).zip(v.chunks(half)) {
-        for (j, o) in row_out.iter_mut().enumerate() {
-            *o = row_in.get((j + s) % half).copied().unwrap_or(0);
-        }
+fn rotate(v: &[u64], steps: i64, half: usize) -> Result<Vec<u64>> {
+    if half == 0 || !v.len().is_multiple_of(half) {
+        return Err(Error::DimensionMismatch { what: "slots per row", expected: half, found: v.len() });
     }
-    out
+    let mut out = v.to_vec();
+    let s = steps.rem_euclid(half as i64) as usize;
+    for row in out.chunks_exact_mut(half) {
+        row.rotate_left(s);
+    }
+    Ok(out)
 }
 
 impl CnnCircuit {
@@ -277,24 +278,30 @@ impl CnnCircuit {
         let act1 = Activation::new(relu, t, bounds.conv, model.act1)?;
         let act2 = Activation::new(relu, t, bounds.fc1, model.act2)?;
         let enc = |v: &[u64]| bgv.encoder().encode(v);
-        let per_block = |f: &dyn Fn(usize) -> i64| -> Vec<u64> {
-            (0..slots).map(|s| u64::from(tm.reduce_i64(f(s % BLOCK)))).collect()
+        // One block of `values` (zeros after them, up to the block size) in every block of slots.
+        let per_block = |values: &[i64]| -> Vec<u64> {
+            let block = values.iter().copied().chain(std::iter::repeat(0)).take(BLOCK);
+            block.cycle().take(slots).map(|v| u64::from(tm.reduce_i64(v))).collect()
         };
         let features = model.features();
         let h = model.hidden;
         // FC100: inputs channel c, position p; weight W[n][c * 169 + p].
+        let weight = |w: &[i64], what: &'static str, i: usize| {
+            w.get(i).copied().ok_or(Error::DimensionMismatch { what, expected: i + 1, found: w.len() })
+        };
         let fc1_w =
-            |c: usize, n: usize, p: usize| model.fc1_w.get(n * features + c * POSITIONS + p).copied().unwrap_or(0);
-        let fc2_w = |_: usize, m: usize, n: usize| model.fc2_w.get(m * h + n).copied().unwrap_or(0);
+            |c: usize, n: usize, p: usize| weight(&model.fc1_w, "fc1 weights", n * features + c * POSITIONS + p);
+        let fc2_w = |_: usize, m: usize, n: usize| weight(&model.fc2_w, "fc2 weights", m * h + n);
         let baby = baby_steps(h + POSITIONS - 1);
         let shape1 = Shape { slots, baby, inputs: model.channels, rows: h, cols: POSITIONS };
         let fc1 = Self::diagonals(&enc, tm, shape1, &fc1_w)?;
         let fc2 = Self::diagonals(&enc, tm, Shape { inputs: 1, rows: CLASSES, cols: h, ..shape1 }, &fc2_w)?;
         let mut steps: BTreeSet<i64> = (1..baby as i64).collect();
         steps.extend(fc1.iter().chain(&fc2).map(|(g, _)| *g).filter(|&g| g != 0));
-        let fc1_bias = enc(&per_block(&|n| model.fc1_b.get(n).copied().unwrap_or(0)))?;
-        let fc2_bias = enc(&per_block(&|m| model.fc2_b.get(m).copied().unwrap_or(0)))?;
-        let conv_bias = model.conv_b.iter().map(|&b| enc(&per_block(&|_| b))).collect::<Result<Vec<_>>>()?;
+        let fc1_bias = enc(&per_block(&model.fc1_b))?;
+        let fc2_bias = enc(&per_block(&model.fc2_b))?;
+        let conv_bias =
+            model.conv_b.iter().map(|&b| enc(&vec![u64::from(tm.reduce_i64(b)); slots])).collect::<Result<Vec<_>>>()?;
         let one = enc(&vec![1; slots])?;
         Ok(Self {
             model: model.clone(),
@@ -320,7 +327,7 @@ impl CnnCircuit {
         enc: &dyn Fn(&[u64]) -> Result<Plaintext>,
         tm: Modulus,
         shape: Shape,
-        weight: &dyn Fn(usize, usize, usize) -> i64,
+        weight: &dyn Fn(usize, usize, usize) -> Result<i64>,
     ) -> Result<Diagonals> {
         let Shape { slots, baby, inputs, rows, cols } = shape;
         let half = slots / 2;
@@ -341,13 +348,13 @@ impl CnnCircuit {
                         let n = s % BLOCK;
                         let col = n as i64 + d;
                         if n < rows && (0..cols as i64).contains(&col) {
-                            let w = weight(input, n, col as usize);
+                            let w = weight(input, n, col as usize)?;
                             any |= w != 0;
                             *slot = u64::from(tm.reduce_i64(w));
                         }
                     }
                     if any {
-                        terms.push((input, j, enc(&rotate(&v, -g * k, half))?));
+                        terms.push((input, j, enc(&rotate(&v, -g * k, half)?)?));
                     }
                 }
             }
@@ -506,12 +513,9 @@ impl CnnCircuit {
         let bounds = self.bounds;
         let clock = Instant::now();
         let mut conv = Vec::with_capacity(m.channels);
-        for (c, bias) in self.conv_bias.iter().enumerate() {
-            let terms: Vec<(Weight<'_>, &BxtCiphertext<B>)> = inputs
-                .iter()
-                .enumerate()
-                .map(|(k, ct)| (Weight::Int(m.conv_w.get(c * TAPS + k).copied().unwrap_or(0)), ct))
-                .collect();
+        for (weights, bias) in m.conv_w.chunks_exact(TAPS).zip(&self.conv_bias) {
+            let terms: Vec<(Weight<'_>, &BxtCiphertext<B>)> =
+                weights.iter().zip(inputs).map(|(&w, ct)| (Weight::Int(w), ct)).collect();
             let z = bxt.weighted_sum(&terms, Some(bias))?;
             conv.push(Bounded::fresh(bgv, bxt.materialize(&z)?, bounds.conv)?);
         }
@@ -695,8 +699,17 @@ pub fn run_cnn<B: Backend>(
     let mut start = 0;
     while start < total {
         let end = (start + per).min(total);
-        let imgs: Vec<&super::mnist::Image> = data.images().get(start..end).unwrap_or(&[]).iter().collect();
-        let labels = data.labels().get(start..end).unwrap_or(&[]);
+        let imgs: Vec<&super::mnist::Image> = data
+            .images()
+            .get(start..end)
+            .ok_or(Error::DimensionMismatch { what: "images", expected: end, found: data.images().len() })?
+            .iter()
+            .collect();
+        let labels = data.labels().get(start..end).ok_or(Error::DimensionMismatch {
+            what: "labels",
+            expected: end,
+            found: data.labels().len(),
+        })?;
         let clock = Instant::now();
         let cts = circuit
             .client_inputs(&imgs, slots)?
@@ -722,7 +735,11 @@ pub fn run_cnn<B: Backend>(
         let got = bgv.encoder().decode_signed(&bgv.decrypt(&sk, &scores)?)?;
         decrypt_ms += clock.elapsed().as_secs_f64() * 1e3;
         for (i, (img, &label)) in imgs.iter().zip(labels).enumerate() {
-            let enc: Vec<i64> = got.get(i * BLOCK..i * BLOCK + CLASSES).unwrap_or(&[]).to_vec();
+            let scores = i * BLOCK..i * BLOCK + CLASSES;
+            let enc: Vec<i64> = got
+                .get(scores.clone())
+                .ok_or(Error::DimensionMismatch { what: "decoded slots", expected: scores.end, found: got.len() })?
+                .to_vec();
             let emulated = circuit.expected_scores(img);
             mismatches += usize::from(enc != emulated);
             let pred = argmax(&enc);
@@ -767,8 +784,8 @@ mod tests {
     #[test]
     fn plaintext_rotation_is_per_row_and_cyclic() {
         let v: Vec<u64> = (0..8).collect();
-        assert_eq!(rotate(&v, 1, 4), vec![1, 2, 3, 0, 5, 6, 7, 4]);
-        assert_eq!(rotate(&v, -1, 4), vec![3, 0, 1, 2, 7, 4, 5, 6]);
+        assert_eq!(rotate(&v, 1, 4).unwrap(), vec![1, 2, 3, 0, 5, 6, 7, 4]);
+        assert_eq!(rotate(&v, -1, 4).unwrap(), vec![3, 0, 1, 2, 7, 4, 5, 6]);
     }
 
     #[test]

@@ -107,12 +107,25 @@ pub fn run_lr<B: Backend>(
     let mut start_index = 0;
     while start_index < total {
         let end = (start_index + slots).min(total);
-        let batch: Vec<(&[u8], bool)> = (start_index..end).filter_map(|i| data.sample(i)).collect();
+        let batch: Vec<(&[u8], bool)> = (start_index..end)
+            .map(|i| {
+                data.sample(i).ok_or(Error::DimensionMismatch { what: "samples", expected: end, found: data.len() })
+            })
+            .collect::<Result<_>>()?;
         // Client: one ciphertext per pixel, images across slots.
         let clock = Instant::now();
         let mut cts: Vec<BxtCiphertext<Ledger<B>>> = Vec::with_capacity(data.dim());
         for p in 0..data.dim() {
-            let column: Vec<u64> = batch.iter().map(|(q, _)| q.get(p).copied().map_or(0, u64::from)).collect();
+            let column: Vec<u64> = batch
+                .iter()
+                .map(|(q, _)| {
+                    q.get(p).copied().map(u64::from).ok_or(Error::DimensionMismatch {
+                        what: "sample pixels",
+                        expected: data.dim(),
+                        found: q.len(),
+                    })
+                })
+                .collect::<Result<_>>()?;
             cts.push(bxt.encrypt(&sk, &bgv.encoder().encode(&column)?)?);
         }
         encrypt_ms += clock.elapsed().as_secs_f64() * 1e3;

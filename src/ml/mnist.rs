@@ -349,7 +349,9 @@ pub fn read_idx_images(bytes: &[u8]) -> Result<Vec<Image>> {
         return Err(Error::IdxDimensions { rows, cols, expected_rows: ROWS as u32, expected_cols: COLS as u32 });
     }
     let count = idx_count(bytes, count, IMAGES_HEADER, PIXELS)?;
-    let body = bytes.get(IMAGES_HEADER..).unwrap_or_default();
+    let body = bytes
+        .get(IMAGES_HEADER..)
+        .ok_or(Error::Truncated { offset: bytes.len(), needed: IMAGES_HEADER.saturating_sub(bytes.len()) })?;
     let mut images = Vec::with_capacity(count);
     for chunk in body.chunks_exact(PIXELS) {
         images.push(Image::try_from(chunk).map_err(|_| Error::SizeOverflow { what: "IDX image" })?);
@@ -365,7 +367,10 @@ pub fn read_idx_images(bytes: &[u8]) -> Result<Vec<Image>> {
 pub fn read_idx_labels(bytes: &[u8]) -> Result<Vec<u8>> {
     let count = idx_header(bytes, LABELS_MAGIC, LABELS_HEADER)?;
     idx_count(bytes, count, LABELS_HEADER, 1)?;
-    let labels = bytes.get(LABELS_HEADER..).unwrap_or_default().to_vec();
+    let labels = bytes
+        .get(LABELS_HEADER..)
+        .ok_or(Error::Truncated { offset: bytes.len(), needed: LABELS_HEADER.saturating_sub(bytes.len()) })?
+        .to_vec();
     if let Some(index) = labels.iter().position(|&l| l > 9) {
         return Err(Error::ValueOutOfRange { index, min: 0, max: 9 });
     }

@@ -276,11 +276,8 @@ impl Parameters {
         let p = lit.p.iter().map(|&x| check_prime(x)).collect::<Result<Vec<_>>>()?;
         let mut all: Vec<u64> = lit.q.iter().chain(&lit.p).copied().collect();
         all.sort_unstable();
-        if let Some(w) = all.windows(2).find(|w| w.first() == w.get(1)) {
-            return Err(Error::InvalidModulus {
-                modulus: w.first().copied().unwrap_or(0),
-                reason: "repeated in q and p",
-            });
+        if let Some(&[repeated, _]) = all.windows(2).find(|w| w.first() == w.get(1)) {
+            return Err(Error::InvalidModulus { modulus: repeated, reason: "repeated in q and p" });
         }
 
         // Digits.
@@ -397,10 +394,9 @@ impl Parameters {
 
         let mut w = Writer::new();
         lit.encode(&mut w);
-        let digest = Sha256::digest(w.as_bytes());
-        let mut id_bytes = [0u8; 8];
-        id_bytes.copy_from_slice(digest.get(..8).unwrap_or(&[0; 8]));
-        let id = u64::from_le_bytes(id_bytes);
+        let digest: [u8; 32] = Sha256::digest(w.as_bytes()).into();
+        let [b0, b1, b2, b3, b4, b5, b6, b7, ..] = digest;
+        let id = u64::from_le_bytes([b0, b1, b2, b3, b4, b5, b6, b7]);
 
         Ok(Self {
             inner: Arc::new(Inner {

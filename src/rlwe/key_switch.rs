@@ -61,11 +61,11 @@ pub fn key_switch<B: Backend>(
         let poly = RnsPoly::<B, crate::poly::Coeff>::from_buffer(backend, joined, ext_basis.clone())?;
         digits.push(poly.into_eval(backend)?);
     }
-    if digits.len() > ksk.digits.len() {
-        return Err(Error::KeyDimensions { reason: "key has fewer digits than the parameters" });
-    }
+    let used = ksk
+        .digits
+        .get(..digits.len())
+        .ok_or(Error::KeyDimensions { reason: "key has fewer digits than the parameters" })?;
     let digit_bufs: Vec<&B::Buffer> = digits.iter().map(RnsPoly::buffer).collect();
-    let used = ksk.digits.get(..digits.len()).unwrap_or_default();
     let stored: Option<Vec<(&B::Buffer, &B::Buffer)>> =
         used.iter().map(|d| d.a.as_ref().map(|a| (d.b.buffer(), a.buffer()))).collect();
     let (acc0, acc1) = match stored {

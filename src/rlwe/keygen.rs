@@ -84,8 +84,16 @@ pub fn gen_key_switch_key<B: Backend>(
         let a = RnsPoly::<B, Eval>::uniform(backend, &seed, Purpose::KeySwitchA, index, basis.clone())?;
         let e = error_poly(backend, sk, scale, basis.clone())?;
         // g_j * P per limb: P mod q_i on the digit's primes, 0 elsewhere (and on P).
-        let gadget: Vec<u32> =
-            basis.iter().map(|&i| if range.contains(&i) { p_mod_q.get(i).copied().unwrap_or(0) } else { 0 }).collect();
+        let gadget = basis
+            .iter()
+            .map(|&i| {
+                if range.contains(&i) {
+                    p_mod_q.get(i).copied().ok_or(Error::KeyDimensions { reason: "digit prime outside the chain" })
+                } else {
+                    Ok(0)
+                }
+            })
+            .collect::<Result<Vec<u32>>>()?;
         let b = e.sub(backend, &a.mul(backend, &sk.eval)?)?.add(backend, &s_from.mul_scalar(backend, &gadget)?)?;
         digits.push(KeyDigit { b, a: Some(a), index });
     }

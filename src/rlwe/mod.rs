@@ -16,13 +16,20 @@
 //! Keys are held *expanded* (both halves of every digit in backend buffers) or *seeded* (only
 //! the `b_j`; the uniform `a_j` are regenerated from the key's seed inside the fused inner
 //! product): see [`KeySwitchKey`].
+//!
+//! The ciphertexts of both schemes are built on one core, `CiphertextCore` (crate-internal): the
+//! polynomials `c_0, c_1[, c_2]` over one basis, the seed of a still untouched `c_1` and the
+//! parameter id, with the operations that need nothing else (encryption, tensor product,
+//! relinearisation, automorphisms, decryption to the noisy message).
 
+mod ciphertext;
 mod encryption;
 mod eval_keys;
 mod key_switch;
 mod keygen;
 pub mod wire;
 
+pub(crate) use ciphertext::{zip_padded, CiphertextCore};
 pub use encryption::{decrypt_polys, encrypt_public, encrypt_symmetric};
 pub use eval_keys::{
     apply_galois, galois_element, gen_evaluation_keys, gen_galois_key, gen_relin_key, relinearize, EvaluationKeys,

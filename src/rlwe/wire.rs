@@ -54,7 +54,9 @@ pub(crate) fn write_seed(w: &mut Writer, seed: &Seed) {
     w.put_bytes(seed);
 }
 
-fn check_header<B: Backend>(backend: &B, h: &Header) -> Result<()> {
+/// [`Error::ParameterMismatch`] or [`Error::SchemeMismatch`] unless the header names the
+/// backend's parameters.
+pub(crate) fn check_header<B: Backend>(backend: &B, h: &Header) -> Result<()> {
     let params = backend.context().params();
     if h.param_id != params.id() {
         return Err(Error::ParameterMismatch { expected: params.id(), found: h.param_id });

@@ -83,7 +83,8 @@ impl std::fmt::Debug for GpuDevice {
 
 impl GpuDevice {
     /// Opens the first adapter (Vulkan, Metal or DX12; `WGPU_BACKEND` narrows the choice), with
-    /// the adapter's own storage-binding and buffer-size limits instead of WebGPU's defaults.
+    /// the adapter's own storage-binding, buffer-size, workgroup-memory and workgroup-size
+    /// limits instead of WebGPU's defaults.
     pub fn new() -> Result<Self> {
         let mut desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
         if std::env::var_os("WGPU_BACKEND").is_none() {
@@ -97,7 +98,11 @@ impl GpuDevice {
         .map_err(|e| Error::NoAdapter { reason: e.to_string() })?;
         let info = adapter.get_info();
         let supported = adapter.limits();
+        // The NTT sizes its workgroup-memory tiles from the compute limits (backend/gpu/ntt.rs).
         let limits = wgpu::Limits {
+            max_compute_workgroup_storage_size: supported.max_compute_workgroup_storage_size,
+            max_compute_invocations_per_workgroup: supported.max_compute_invocations_per_workgroup,
+            max_compute_workgroup_size_x: supported.max_compute_workgroup_size_x,
             max_storage_buffer_binding_size: supported.max_storage_buffer_binding_size,
             max_buffer_size: supported.max_buffer_size,
             max_storage_buffers_per_shader_stage: supported

@@ -1,9 +1,7 @@
 //! Host side of the WGSL kernels: tables, parameters and dispatches. One function per kernel
 //! family, named like its shader.
 
-use super::sources::{
-    AUTOMORPHISM, ELEMENTWISE, KEY_SWITCH_INNER_PRODUCT, NTT_FWD_STAGE, NTT_FWD_TILE, NTT_INV_STAGE, NTT_INV_TILE,
-};
+use super::sources::{AUTOMORPHISM, ELEMENTWISE, KEY_SWITCH_INNER_PRODUCT};
 use super::{GpuBackend, GpuBuffer};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
@@ -122,49 +120,3 @@ pub(super) fn key_switch_inner_product(
     }
     Ok((out0, out1))
 }
-
-/// In-place negacyclic NTT of every limb (`ntt.wgsl`): the stages whose blocks are larger than
-/// a tile run one dispatch each over the whole buffer, the others in one workgroup-memory pass
-/// (forward: global stages first, then the tile pass; inverse: the reverse).
-pub(super) fn ntt(be: &GpuBackend, buf: &mut GpuBuffer, basis: &[usize], inverse: bool) -> Result<()> {
-    let n = be.n();
-    let log_n = be.log_n();
-    if basis.is_empty() {
-        return Ok(());
-    }
-    let limbs = be.table("ntt primes", basis, || basis.iter().map(|&i| Ok(be.ctx.modulus(i)?.value())).collect())?;
-    let tw = be.table(if inverse { "ntt inverse twiddles" } else { "ntt forward twiddles" }, basis, || {
-        let mut tw = Vec::with_capacity(basis.len() * 2 * n);
-        for &idx in basis {
-            let t = be.ctx.ntt_table(idx)?;
-            let (w, ws) = if inverse { t.inverse_twiddles() } else { t.forward_twiddles() };
-            tw.extend_from_slice(w);
-            tw.extend_from_slice(ws);
-        }
-        Ok(tw)
-    })?;
-    let buffers = [&*limbs, &*tw, &buf.buf];
-    let log_tile = log_n.min(NTT_LOG_TILE);
-    let pairs = be.total(buf.words / 2)?;
-    let tiles = be.total(buf.words >> log_tile)?;
-    let tile_threads = u64::from(tiles) * super::device::WORKGROUP_SIZE;
-    // Half-block sizes log2 t of the global stages, in the order they run.
-    let global = log_tile..log_n;
-    if inverse {
-        be.dev.dispatch(&NTT_INV_TILE, &[log_n, tiles, log_tile], &buffers, tile_threads)?;
-        for log_t in global {
-            let params = [log_n, pairs, log_t];
-            be.dev.dispatch(&NTT_INV_STAGE, &params, &buffers, u64::from(pairs))?;
-        }
-    } else {
-        for log_t in global.rev() {
-            let params = [log_n, pairs, log_t];
-            be.dev.dispatch(&NTT_FWD_STAGE, &params, &buffers, u64::from(pairs))?;
-        }
-        be.dev.dispatch(&NTT_FWD_TILE, &[log_n, tiles, log_tile], &buffers, tile_threads)?;
-    }
-    Ok(())
-}
-
-/// `log2` of the values one workgroup transforms in workgroup memory (`tile` in `ntt.wgsl`).
-const NTT_LOG_TILE: u32 = 11;

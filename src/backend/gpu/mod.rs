@@ -8,11 +8,13 @@
 mod device;
 mod fused;
 mod kernels;
+mod ntt;
 mod rns_kernels;
 pub mod sources;
 
 pub use device::{AdapterSummary, GpuDevice, MAX_STORAGE_BUFFERS};
 pub use fused::kernel_sources as fused_kernel_sources;
+pub use ntt::NttPlan;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -192,12 +194,12 @@ impl Backend for GpuBackend {
 
     fn ntt_forward(&self, buf: &mut GpuBuffer, basis: &[usize]) -> Result<()> {
         self.check("ntt_forward input", buf, basis.len())?;
-        kernels::ntt(self, buf, basis, false)
+        ntt::ntt(self, buf, basis, false)
     }
 
     fn ntt_inverse(&self, buf: &mut GpuBuffer, basis: &[usize]) -> Result<()> {
         self.check("ntt_inverse input", buf, basis.len())?;
-        kernels::ntt(self, buf, basis, true)
+        ntt::ntt(self, buf, basis, true)
     }
 
     fn add(&self, a: &GpuBuffer, b: &GpuBuffer, basis: &[usize]) -> Result<GpuBuffer> {

@@ -71,14 +71,30 @@ kernels! {
     AUTOMORPHISM = "automorphism", "main", ["automorphism.wgsl"];
     /// `(sum_j d_j b_j, sum_j d_j a_j)` of hybrid key switching.
     KEY_SWITCH_INNER_PRODUCT = "key_switch_inner_product", "main", ["key_switch_inner_product.wgsl"];
-    /// One global stage of the forward NTT.
-    NTT_FWD_STAGE = "ntt_fwd_stage", "fwd_stage", ["ntt.wgsl"];
-    /// The workgroup-memory stages of the forward NTT.
-    NTT_FWD_TILE = "ntt_fwd_tile", "fwd_tile", ["ntt.wgsl"];
-    /// One global stage of the inverse NTT.
-    NTT_INV_STAGE = "ntt_inv_stage", "inv_stage", ["ntt.wgsl"];
-    /// The workgroup-memory stages of the inverse NTT.
-    NTT_INV_TILE = "ntt_inv_tile", "inv_tile", ["ntt.wgsl"];
+    /// Forward NTT, a column pass (the first stages, strided columns), tiles of 4096 values.
+    NTT_FWD_COLUMNS_4096 = "ntt_fwd_columns_4096", "fwd_columns", ["ntt/tile_4096.wgsl", "ntt.wgsl"];
+    /// Forward NTT, the row pass (the last stages, contiguous tiles), tiles of 4096 values.
+    NTT_FWD_ROWS_4096 = "ntt_fwd_rows_4096", "fwd_rows", ["ntt/tile_4096.wgsl", "ntt.wgsl"];
+    /// Inverse NTT, the row pass (the first stages, contiguous tiles), tiles of 4096 values.
+    NTT_INV_ROWS_4096 = "ntt_inv_rows_4096", "inv_rows", ["ntt/tile_4096.wgsl", "ntt.wgsl"];
+    /// Inverse NTT, a column pass (the last stages, strided columns), tiles of 4096 values.
+    NTT_INV_COLUMNS_4096 = "ntt_inv_columns_4096", "inv_columns", ["ntt/tile_4096.wgsl", "ntt.wgsl"];
+    /// Forward NTT, a column pass (the first stages, strided columns), tiles of 2048 values.
+    NTT_FWD_COLUMNS_2048 = "ntt_fwd_columns_2048", "fwd_columns", ["ntt/tile_2048.wgsl", "ntt.wgsl"];
+    /// Forward NTT, the row pass (the last stages, contiguous tiles), tiles of 2048 values.
+    NTT_FWD_ROWS_2048 = "ntt_fwd_rows_2048", "fwd_rows", ["ntt/tile_2048.wgsl", "ntt.wgsl"];
+    /// Inverse NTT, the row pass (the first stages, contiguous tiles), tiles of 2048 values.
+    NTT_INV_ROWS_2048 = "ntt_inv_rows_2048", "inv_rows", ["ntt/tile_2048.wgsl", "ntt.wgsl"];
+    /// Inverse NTT, a column pass (the last stages, strided columns), tiles of 2048 values.
+    NTT_INV_COLUMNS_2048 = "ntt_inv_columns_2048", "inv_columns", ["ntt/tile_2048.wgsl", "ntt.wgsl"];
+    /// Forward NTT, a column pass (the first stages, strided columns), tiles of 1024 values.
+    NTT_FWD_COLUMNS_1024 = "ntt_fwd_columns_1024", "fwd_columns", ["ntt/tile_1024.wgsl", "ntt.wgsl"];
+    /// Forward NTT, the row pass (the last stages, contiguous tiles), tiles of 1024 values.
+    NTT_FWD_ROWS_1024 = "ntt_fwd_rows_1024", "fwd_rows", ["ntt/tile_1024.wgsl", "ntt.wgsl"];
+    /// Inverse NTT, the row pass (the first stages, contiguous tiles), tiles of 1024 values.
+    NTT_INV_ROWS_1024 = "ntt_inv_rows_1024", "inv_rows", ["ntt/tile_1024.wgsl", "ntt.wgsl"];
+    /// Inverse NTT, a column pass (the last stages, strided columns), tiles of 1024 values.
+    NTT_INV_COLUMNS_1024 = "ntt_inv_columns_1024", "inv_columns", ["ntt/tile_1024.wgsl", "ntt.wgsl"];
     /// ChaCha20 expansion to uniform residues (after the shared ChaCha20 block it calls).
     UNIFORM = "uniform", "main", ["shared/chacha.wgsl", "uniform.wgsl"];
     /// Fast basis conversion.
