@@ -110,4 +110,31 @@ mod tests {
         assert_eq!(SimdLevel::parse(" AVX2 "), Some(SimdLevel::Avx2));
         assert_eq!(SimdLevel::parse("sse"), None);
     }
+
+    /// `pulp`'s detection never claims a level whose features `std` does not see; the level
+    /// found is printed (`--nocapture`) so a test log shows which SIMD paths the level tests ran.
+    #[test]
+    fn detection_agrees_with_std() {
+        let best = SimdLevel::detect();
+        eprintln!("SIMD levels on this CPU: {:?}", SimdLevel::available());
+        #[cfg(target_arch = "x86_64")]
+        {
+            if best >= SimdLevel::Avx2 {
+                assert!(is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"));
+            }
+            if best >= SimdLevel::Avx512 {
+                for f in [
+                    is_x86_feature_detected!("avx512f"),
+                    is_x86_feature_detected!("avx512bw"),
+                    is_x86_feature_detected!("avx512cd"),
+                    is_x86_feature_detected!("avx512dq"),
+                    is_x86_feature_detected!("avx512vl"),
+                ] {
+                    assert!(f);
+                }
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        assert_eq!(best, SimdLevel::Scalar);
+    }
 }

@@ -229,6 +229,62 @@ fn every_level_matches_the_reference() {
     }
 }
 
+/// Edge inputs of length `n` built from `values`: each value everywhere, the first two
+/// alternating (both phases), the first value with the second at both ends, and every value
+/// cycled through the positions.
+fn edge_inputs(n: usize, values: &[u32]) -> Vec<Vec<u32>> {
+    let (a, b) = (values[0], values[1]);
+    let mut v: Vec<Vec<u32>> = values.iter().map(|&x| vec![x; n]).collect();
+    v.push((0..n).map(|j| if j % 2 == 0 { a } else { b }).collect());
+    v.push((0..n).map(|j| if j % 2 == 1 { a } else { b }).collect());
+    v.push((0..n).map(|j| if j == 0 || j + 1 == n { b } else { a }).collect());
+    v.push((0..n).map(|j| values[j % values.len()]).collect());
+    v
+}
+
+/// Every SIMD level gives the reference's words, lazy and strict, on edge residues: 0 and
+/// `q - 1` in every arrangement [`edge_inputs`] makes, with the lazy ranges' tops (`q`,
+/// `2q - 1`, and for the forward transform `3q`, `4q - 1`), at every degree.
+#[test]
+fn every_level_matches_the_reference_on_edge_residues() {
+    let levels = SimdLevel::available();
+    for (q, n) in every_degree() {
+        let t = table(q, n);
+        let q = q as u32;
+        let fwd = edge_inputs(n, &[0, q - 1, q, 2 * q - 1, 3 * q, 4 * q - 1]);
+        let inv = edge_inputs(n, &[0, q - 1, q, 2 * q - 1]);
+        for strict in [true, false] {
+            for (k, a) in fwd.iter().enumerate() {
+                let mut want = a.clone();
+                t.forward_reference(&mut want, strict).unwrap();
+                for &level in &levels {
+                    let mut got = a.clone();
+                    t.forward_with(&mut got, level, strict).unwrap();
+                    assert!(got == want, "forward, {level:?}, strict {strict}, q = {q}, N = {n}, input {k}");
+                }
+            }
+            for (k, a) in inv.iter().enumerate() {
+                let mut want = a.clone();
+                t.inverse_reference(&mut want, strict).unwrap();
+                for &level in &levels {
+                    let mut got = a.clone();
+                    t.inverse_with(&mut got, level, strict).unwrap();
+                    assert!(got == want, "inverse, {level:?}, strict {strict}, q = {q}, N = {n}, input {k}");
+                }
+            }
+        }
+        // The all-zero input stays zero; the strict transforms of `q - 1` everywhere and of
+        // `2q - 1` (the same residue) everywhere agree.
+        let mut zero = vec![0u32; n];
+        t.forward_with(&mut zero, SimdLevel::active(), true).unwrap();
+        assert!(zero.iter().all(|&x| x == 0));
+        let (mut a, mut b) = (vec![q - 1; n], vec![2 * q - 1; n]);
+        t.forward(&mut a).unwrap();
+        t.forward(&mut b).unwrap();
+        assert_eq!(a, b, "forward of q - 1 and of 2q - 1, q = {q}, N = {n}");
+    }
+}
+
 /// Coefficient `k` of the negacyclic product `a * b` (schoolbook, in u128).
 fn schoolbook_coeff(a: &[u32], b: &[u32], k: usize, q: u64) -> u32 {
     let n = a.len();

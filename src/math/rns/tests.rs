@@ -302,6 +302,95 @@ fn every_level_scales_down_like_the_reference() {
     }
 }
 
+/// Edge residue patterns, limb-major over `ms` with `n` coefficients: every word 0, every word
+/// `q - 1`, the two alternating (offset by limb, so each column mixes them), 0 with one `q - 1`
+/// at the first and last coefficient, and `q - 1` with one 0 there.
+fn edge_words(ms: &[Modulus], n: usize) -> Vec<Vec<u32>> {
+    let fill = |f: &dyn Fn(u32, usize, usize) -> u32| -> Vec<u32> {
+        ms.iter()
+            .enumerate()
+            .flat_map(|(i, m)| (0..n).map(move |j| (m.value(), i, j)))
+            .map(|(q, i, j)| f(q, i, j))
+            .collect()
+    };
+    let ends = |j: usize| j == 0 || j + 1 == n;
+    vec![
+        fill(&|_, _, _| 0),
+        fill(&|q, _, _| q - 1),
+        fill(&|q, i, j| if (i + j) % 2 == 0 { 0 } else { q - 1 }),
+        fill(&|q, i, j| if (i + j) % 2 == 1 { 0 } else { q - 1 }),
+        fill(&|q, _, j| if ends(j) { q - 1 } else { 0 }),
+        fill(&|q, _, j| if ends(j) { 0 } else { q - 1 }),
+    ]
+}
+
+/// Limb counts `(from or drop, to or keep)`: one limb, a few, around a reduction chunk
+/// ([`ROWS_PER_REDUCTION`] and [`MAX_PRODUCTS`]), and past two chunks; and coefficient counts
+/// below, at and past a vector of either width, and past one tile.
+const EDGE_LIMBS: [(usize, usize); 10] =
+    [(1, 1), (1, 4), (2, 1), (3, 7), (8, 2), (14, 3), (15, 1), (16, 5), (17, 2), (33, 3)];
+const EDGE_N: [usize; 6] = [1, 7, 8, 16, 33, 1100];
+
+/// Base conversion on every SIMD level gives the scalar reference's words on edge residues
+/// (0 and `q - 1` in every arrangement [`edge_words`] makes), at several limb counts.
+#[test]
+fn every_level_converts_edge_residues_like_the_reference() {
+    let all = moduli(&primes(50, &[]));
+    for (l, m) in EDGE_LIMBS {
+        let (from, to) = (&all[..l], &all[l..l + m]);
+        let conv = BaseConverter::new(from, to).unwrap();
+        for n in EDGE_N {
+            for (k, input) in edge_words(from, n).into_iter().enumerate() {
+                let mut want = vec![0u32; m * n];
+                conv.convert_reference(&input, n, &mut want).unwrap();
+                if k == 0 {
+                    assert!(want.iter().all(|&w| w == 0), "zero converts to zero");
+                }
+                for level in SimdLevel::available() {
+                    let mut got = vec![u32::MAX; m * n];
+                    conv.convert_with(&input, n, &mut got, level).unwrap();
+                    assert!(got == want, "{level:?}, {l} -> {m} limbs, n = {n}, pattern {k}");
+                }
+            }
+        }
+    }
+}
+
+/// Scale-down (in place and out of place, CKKS and BGV) on every SIMD level gives the scalar
+/// reference's words on edge residues in both the kept and the dropped limbs, at several limb
+/// counts.
+#[test]
+fn every_level_scales_down_edge_residues_like_the_reference() {
+    let all = moduli(&primes(50, &[]));
+    for (l, m) in EDGE_LIMBS {
+        let (drop, keep) = (&all[..l], &all[l..l + m]);
+        for t in [None, Some(65537)] {
+            let sd = ScaleDown::new(keep, drop, t).unwrap();
+            for n in EDGE_N {
+                let drops = edge_words(drop, n);
+                let keeps = edge_words(keep, n);
+                for (a, x_drop) in drops.iter().enumerate() {
+                    for (b, x_keep) in keeps.iter().enumerate() {
+                        let mut want = x_keep.clone();
+                        sd.apply_in_place_reference(&mut want, x_drop, n).unwrap();
+                        if a == 0 && b == 0 {
+                            assert!(want.iter().all(|&w| w == 0), "zero scales to zero");
+                        }
+                        for level in SimdLevel::available() {
+                            let mut got = x_keep.clone();
+                            sd.apply_in_place_with(&mut got, x_drop, n, level).unwrap();
+                            assert!(got == want, "{level:?}, keep {m}, drop {l}, n = {n}, t {t:?}, patterns {a}/{b}");
+                            let mut got = vec![u32::MAX; m * n];
+                            sd.apply_with(x_keep, x_drop, n, &mut got, level).unwrap();
+                            assert!(got == want, "apply, {level:?}, keep {m}, drop {l}, n = {n}, patterns {a}/{b}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn lazy_sums_fit_and_reduce_exactly() {
     // 16 products of two words below 2^30 fit in a u64, 17 need not.
