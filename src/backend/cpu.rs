@@ -11,6 +11,7 @@ use super::key_switching::{convert_positions, DigitSource};
 use super::{Backend, ConvertPart, InnerProductInput, InnerProductSums};
 use crate::error::{Error, Result};
 use crate::math::elementwise;
+use crate::math::ntt::NttTable;
 use crate::math::rounding::{Rounding, WideReducer, LAZY_TERMS};
 use crate::math::sampling::{uniform_limb, Purpose, Seed};
 use crate::math::zq::Modulus;
@@ -63,6 +64,24 @@ impl CpuBackend {
             .zip(moduli.par_iter())
             .for_each(|((o, (x, y)), m)| f(m, o, x, y));
         Ok(out)
+    }
+
+    /// Applies `f(table, limb)` to every limb of `buf` with the NTT table of its prime: in
+    /// parallel across limbs, or on this thread when there is one limb or one rayon thread
+    /// (handing a single transform to the pool costs more than a short transform).
+    fn ntt_limbs(
+        &self,
+        buf: &mut [u32],
+        basis: &[usize],
+        f: impl Fn(&NttTable, &mut [u32]) -> Result<()> + Sync,
+    ) -> Result<()> {
+        let n = self.ctx.n();
+        let one = |(limb, &i): (&mut [u32], &usize)| f(self.ctx.ntt_table(i)?, limb);
+        if basis.len() <= 1 || rayon::current_num_threads() <= 1 {
+            buf.chunks_exact_mut(n).zip(basis).try_for_each(one)
+        } else {
+            buf.par_chunks_exact_mut(n).zip(basis.par_iter()).try_for_each(one)
+        }
     }
 
     /// Applies `f(modulus, a, b)` element by element, limb by limb in parallel.
@@ -144,14 +163,12 @@ impl Backend for CpuBackend {
 
     fn ntt_forward(&self, buf: &mut Vec<u32>, basis: &[usize]) -> Result<()> {
         self.check("ntt_forward input", buf, basis.len())?;
-        let tables = basis.iter().map(|&i| self.ctx.ntt_table(i)).collect::<Result<Vec<_>>>()?;
-        buf.par_chunks_exact_mut(self.ctx.n()).zip(tables.par_iter()).try_for_each(|(limb, t)| t.forward(limb))
+        self.ntt_limbs(buf, basis, |t, limb| t.forward(limb))
     }
 
     fn ntt_inverse(&self, buf: &mut Vec<u32>, basis: &[usize]) -> Result<()> {
         self.check("ntt_inverse input", buf, basis.len())?;
-        let tables = basis.iter().map(|&i| self.ctx.ntt_table(i)).collect::<Result<Vec<_>>>()?;
-        buf.par_chunks_exact_mut(self.ctx.n()).zip(tables.par_iter()).try_for_each(|(limb, t)| t.inverse(limb))
+        self.ntt_limbs(buf, basis, |t, limb| t.inverse(limb))
     }
 
     fn add(&self, a: &Vec<u32>, b: &Vec<u32>, basis: &[usize]) -> Result<Vec<u32>> {

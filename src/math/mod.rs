@@ -6,4 +6,5 @@ pub mod primes;
 pub mod rns;
 pub mod rounding;
 pub mod sampling;
+pub mod simd;
 pub mod zq;
