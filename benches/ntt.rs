@@ -1,6 +1,8 @@
 //! NTT benchmarks: wgfhe's negacyclic NTT against `tfhe-ntt`'s `prime32` plan, same N and
 //! prime (the largest 30-bit prime = 1 mod 2N).
 //!
+//! Our rows run at every SIMD level the CPU has (`scalar`, `avx2`, `avx512`), strict and lazy.
+//!
 //! Note: `tfhe-ntt`'s inverse leaves out the `N^{-1}` factor (it has a separate `normalize`),
 //! while ours folds it into the last stage, so our inverse does slightly more work.
 
@@ -12,6 +14,7 @@ use std::hint::black_box;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use wgfhe::math::ntt::NttTable;
 use wgfhe::math::primes::ntt_primes;
+use wgfhe::math::simd::SimdLevel;
 use wgfhe::math::zq::Modulus;
 
 const LOG_NS: std::ops::RangeInclusive<u32> = 12..=16;
@@ -44,18 +47,16 @@ fn bench_forward(c: &mut Criterion) {
         let data = input(n, q);
         let mut buf = data.clone();
         group.throughput(Throughput::Elements(n as u64));
-        group.bench_with_input(BenchmarkId::new(n.to_string(), 1), &n, |b, _| {
-            b.iter(|| {
-                buf.copy_from_slice(&data);
-                table.forward(black_box(&mut buf)).unwrap();
-            });
-        });
-        group.bench_with_input(BenchmarkId::new("lazy", n), &n, |b, _| {
-            b.iter(|| {
-                buf.copy_from_slice(&data);
-                table.forward_lazy(black_box(&mut buf)).unwrap();
-            });
-        });
+        for level in SimdLevel::available() {
+            for (name, strict) in [("strict", true), ("lazy", false)] {
+                group.bench_with_input(BenchmarkId::new(format!("{}_{name}", level.name()), n), &n, |b, _| {
+                    b.iter(|| {
+                        buf.copy_from_slice(&data);
+                        table.forward_with(black_box(&mut buf), level, strict).unwrap();
+                    });
+                });
+            }
+        }
         group.bench_with_input(BenchmarkId::new("tfhe_ntt_prime32_forward", n), &n, |b, _| {
             b.iter(|| {
                 buf.copy_from_slice(&data);
@@ -73,18 +74,16 @@ fn bench_inverse(c: &mut Criterion) {
         let data = input(n, q);
         let mut buf = data.clone();
         group.throughput(Throughput::Elements(n as u64));
-        group.bench_with_input(BenchmarkId::new(n.to_string(), 1), &n, |b, _| {
-            b.iter(|| {
-                buf.copy_from_slice(&data);
-                table.inverse(black_box(&mut buf)).unwrap();
-            });
-        });
-        group.bench_with_input(BenchmarkId::new("lazy", n), &n, |b, _| {
-            b.iter(|| {
-                buf.copy_from_slice(&data);
-                table.inverse_lazy(black_box(&mut buf)).unwrap();
-            });
-        });
+        for level in SimdLevel::available() {
+            for (name, strict) in [("strict", true), ("lazy", false)] {
+                group.bench_with_input(BenchmarkId::new(format!("{}_{name}", level.name()), n), &n, |b, _| {
+                    b.iter(|| {
+                        buf.copy_from_slice(&data);
+                        table.inverse_with(black_box(&mut buf), level, strict).unwrap();
+                    });
+                });
+            }
+        }
         group.bench_with_input(BenchmarkId::new("tfhe_ntt_prime32_inverse", n), &n, |b, _| {
             b.iter(|| {
                 buf.copy_from_slice(&data);

@@ -155,6 +155,15 @@ pub enum Error {
         /// Plaintext modulus.
         t: u64,
     },
+    /// A BGV plaintext prepared with one correction factor is added to a ciphertext of another
+    /// (prepare it with the ciphertext's factor).
+    #[error("plaintext prepared with correction factor {plaintext} for a ciphertext of factor {ciphertext}")]
+    CorrectionMismatch {
+        /// The ciphertext's correction factor.
+        ciphertext: u64,
+        /// The factor the plaintext was prepared with.
+        plaintext: u64,
+    },
     /// Polynomial representations (Coeff/Eval) do not fit the operation.
     #[error("representation mismatch: expected {expected}")]
     RepresentationMismatch {

@@ -92,13 +92,47 @@ fn ledger_config() -> stages::Config {
         relu_domain: 3,
         relu_channels: 1,
         reps: 1,
+        threads: vec![1, 2],
     }
 }
 
 fn check_ledger<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>) {
     let r = stages::run(make, "test".into(), &ledger_config()).unwrap();
-    let names: Vec<&str> = r.jobs.iter().map(|j| j.job).collect();
-    assert_eq!(names, ["hmult_relin", "rotation", "lr_batch", "cnn_relu"]);
+    // Every job at 1 and then 2 threads.
+    let names: Vec<(&str, usize)> = r.jobs.iter().map(|j| (j.job, j.threads)).collect();
+    assert_eq!(
+        names,
+        [
+            ("hmult_relin", 1),
+            ("hmult_relin", 2),
+            ("rotation", 1),
+            ("rotation", 2),
+            ("lr_batch", 1),
+            ("lr_batch", 2),
+            ("cnn_relu", 1),
+            ("cnn_relu", 2)
+        ]
+    );
+    // The scaling table: each job's total and every stage, 1 against 2 threads, from the jobs'
+    // own medians.
+    assert_eq!(r.scaling.len(), 4 * (1 + stages::STAGES.len()));
+    for x in &r.scaling {
+        assert_eq!(x.threads, (1, 2));
+        let at = |threads: usize| r.jobs.iter().find(|j| j.job == x.job && j.threads == threads).unwrap();
+        let ms = |j: &stages::Job| {
+            if x.stage == "total" {
+                j.total_ms
+            } else {
+                j.stages.iter().find(|s| s.stage == x.stage).unwrap().ms
+            }
+        };
+        assert_eq!((x.ms_fewest, x.ms_most), (ms(at(1)), ms(at(2))));
+        if let Some(v) = x.speedup {
+            assert!((v - x.ms_fewest / x.ms_most).abs() < 1e-12);
+        }
+    }
+    let total = r.scaling.iter().find(|x| x.stage == "total").unwrap();
+    assert!(total.speedup.is_some(), "every job takes time");
     for j in &r.jobs {
         assert_eq!(j.stages.len(), stages::STAGES.len());
         let stage = |name: &str| j.stages.iter().find(|s| s.stage == name).unwrap();
@@ -153,11 +187,37 @@ fn anchors_suite_without_openfhe_says_so() {
         sets: vec![params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 3, p_primes: 1, dnum: 3 }, 65537)
             .unwrap()],
         reps: 2,
-        openfhe_threads: 1,
+        threads: vec![1, 2],
         openfhe_python: Some(missing),
     };
     let r = anchors::run(&cpu, "test".into(), &config).unwrap();
-    assert_eq!(r.rows.len(), 2 * 2 + 4);
+    // Two NTT rows per N and five scheme rows, each at 1 and 2 threads.
+    assert_eq!(r.rows.len(), 2 * (2 * 2 + 5));
+    for threads in [1, 2] {
+        let anchors: Vec<&str> = r.rows.iter().filter(|row| row.threads == threads).map(|row| row.anchor).collect();
+        assert_eq!(
+            anchors,
+            [
+                "ntt_forward",
+                "ntt_inverse",
+                "ntt_forward",
+                "ntt_inverse",
+                "hmult_relin",
+                "rotation",
+                "pmult",
+                "padd",
+                "hadd"
+            ]
+        );
+    }
+    assert_eq!(r.scaling.len(), 2 * 2 + 5);
+    for x in &r.scaling {
+        let ms = |t: usize| {
+            r.rows.iter().find(|row| row.anchor == x.anchor && row.n == x.n && row.threads == t).unwrap().ours_ms
+        };
+        assert!((x.ours_speedup - ms(1) / ms(2)).abs() < 1e-12, "{x:?}");
+        assert_eq!(x.reference_speedup.is_some(), x.anchor.starts_with("ntt"));
+    }
     for row in &r.rows {
         if row.anchor.starts_with("ntt") {
             assert_eq!(row.status, anchors::Status::Measured);
@@ -172,8 +232,11 @@ fn anchors_suite_without_openfhe_says_so() {
     }
     let json: serde_json::Value = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
     assert_eq!(json["rows"][0]["status"], "measured");
-    assert_eq!(json["rows"][4]["status"], "unavailable");
-    assert!(json["rows"][4]["reason"].as_str().unwrap().contains("not installed"));
+    assert_eq!(json["rows"][8]["anchor"], "hmult_relin");
+    assert_eq!(json["rows"][8]["status"], "unavailable");
+    assert!(json["rows"][8]["reason"].as_str().unwrap().contains("not installed"));
+    assert_eq!(json["rows"][1]["threads"], 2);
+    assert_eq!(json["scaling"][0]["threads"], serde_json::json!([1, 2]));
     check_header(&json, &r.header, 2);
     assert!(r.table().contains("unavailable"));
 }

@@ -14,7 +14,7 @@ use backends::{cpu, cpu_and_gpu, Make, Transcript};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use wgfhe::backend::Backend;
-use wgfhe::bgv::{max_depth, Bgv, Ciphertext, EvaluationKeys};
+use wgfhe::bgv::{max_depth, Bgv, Ciphertext, EvaluationKeys, PlaintextCache};
 use wgfhe::math::sampling::Sampler;
 use wgfhe::params::{self, Parameters};
 use wgfhe::rlwe::SecretKey;
@@ -32,6 +32,7 @@ cpu_and_gpu!(
     structured_plaintexts_never_decrypt_wrong,
     mixed_correction_factors_and_degrees,
     mul_plain_as_aligns_correction_factors,
+    prepared_plaintexts_give_the_unprepared_words,
 );
 
 struct Fixture<'l, B: Backend> {
@@ -514,6 +515,138 @@ fn mul_plain_as_aligns_correction_factors<B: Backend>(make: Make<'_, B>, log: &T
 
     // A factor that is not invertible mod t (0) is a typed error.
     assert!(matches!(f.bgv.mul_plain_as(&c, &pt, 0), Err(Error::InvalidCorrectionFactor { .. })));
+}
+
+/// The words of a ciphertext (downloaded), for comparing two computations of it.
+fn words<B: Backend>(f: &Fixture<'_, B>, ct: &Ciphertext<B>) -> Vec<Vec<u32>> {
+    ct.polys().iter().map(|p| p.to_host(f.bgv.backend()).unwrap()).collect()
+}
+
+/// `a * b^-1 mod t` by Fermat (t prime), computed here independently of the library.
+fn div_mod(a: u64, b: u64, t: u64) -> u64 {
+    let (mut base, mut e, mut inv) = (b % t, t - 2, 1u64);
+    while e > 0 {
+        if e & 1 == 1 {
+            inv = inv * base % t;
+        }
+        base = base * base % t;
+        e >>= 1;
+    }
+    a * inv % t
+}
+
+/// A prepared plaintext gives exactly the unprepared operation's ciphertext (words, correction
+/// factor, noise estimate) and the plaintext arithmetic's slots: PMULT (factor 1 and the factor
+/// of `mul_plain_as`), PADD and PSUB with the ciphertext's factor, on fresh ciphertexts at every
+/// level, a switched-down product (another correction factor) and a degree-2 ciphertext.
+/// Mismatches are typed errors.
+fn prepared_plaintexts_give_the_unprepared_words<B: Backend>(make: Make<'_, B>, log: &Transcript) {
+    let p =
+        params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 6, p_primes: 2, dnum: 3 }, 65537).unwrap();
+    let mut f = fixture(make, &p, 41, log);
+    let t = u64::from(f.bgv.plaintext_modulus());
+    let top = f.bgv.max_level();
+    let (x, w) = (random_values(&mut f), random_values(&mut f));
+    let pw = f.bgv.encoder().encode(&w).unwrap();
+    let xw = zip_with(&x, &w, t, |u, v| u * v);
+    let x_plus_w = zip_with(&x, &w, t, |u, v| u + v);
+    let x_minus_w = zip_with(&x, &w, t, |u, v| u + t - v);
+    // Fresh ciphertexts at every level, then a product switched down: its correction factor
+    // differs from the fresh ones' at its level.
+    let mut cases: Vec<Ciphertext<B>> = (0..=top).map(|l| encrypt_at(&f, &x, l)).collect();
+    let ones = vec![1u64; x.len()];
+    let prod = f.bgv.mul_relin(&encrypt_at(&f, &x, top - 1), &encrypt_at(&f, &ones, top - 1), &f.keys).unwrap();
+    let switched = f.bgv.mod_switch(&prod, 1).unwrap();
+    assert_ne!(switched.correction_factor(), f.bgv.level_correction(switched.level()).unwrap());
+    cases.push(switched);
+    for ct in &cases {
+        let level = ct.level();
+        let corr = ct.correction_factor();
+        // PMULT, factor 1.
+        let prepared = f.bgv.prepare_plain(&pw, level).unwrap();
+        assert_eq!((prepared.level(), prepared.factor()), (level, 1));
+        match (f.bgv.mul_plain(ct, &pw), f.bgv.mul_plain_prepared(ct, &prepared)) {
+            (Ok(a), Ok(b)) => {
+                assert_eq!(words(&f, &a), words(&f, &b), "PMULT words at level {level}");
+                assert_eq!(a.correction_factor(), b.correction_factor());
+                assert_eq!(a.noise_estimate().to_bits(), b.noise_estimate().to_bits());
+                assert_eq!(decrypt(&f, &b), xw, "prepared PMULT at {level}");
+            }
+            (Err(Error::NoiseBudgetExhausted { .. }), Err(Error::NoiseBudgetExhausted { .. })) => {
+                assert_eq!(level, 0);
+            }
+            (a, b) => panic!("PMULT at level {level}: {:?} vs {:?}", a.err(), b.err()),
+        }
+        // PMULT with a correction factor: mul_plain_as(ct, pt, target) is the prepared product
+        // with factor target / corr.
+        if level > 0 {
+            let target = (u64::from(corr) * 3 + 1) % t;
+            let factor = div_mod(target, u64::from(corr), t) as u32;
+            let scaled = f.bgv.prepare_plain_with_factor(&pw, level, factor).unwrap();
+            let a = f.bgv.mul_plain_as(ct, &pw, target as u32).unwrap();
+            let b = f.bgv.mul_plain_prepared(ct, &scaled).unwrap();
+            assert_eq!(words(&f, &a), words(&f, &b), "PMULT-as words at level {level}");
+            assert_eq!(u64::from(b.correction_factor()), target);
+            assert_eq!(a.noise_estimate().to_bits(), b.noise_estimate().to_bits());
+            assert_eq!(decrypt(&f, &b), xw, "prepared PMULT-as at {level}");
+        }
+        // PADD and PSUB need the ciphertext's factor.
+        let additive = f.bgv.prepare_plain_with_factor(&pw, level, corr).unwrap();
+        let sum = f.bgv.add_plain_prepared(ct, &additive).unwrap();
+        let unprepared = f.bgv.add_plain(ct, &pw).unwrap();
+        assert_eq!(words(&f, &sum), words(&f, &unprepared), "PADD words at level {level}");
+        assert_eq!(sum.noise_estimate().to_bits(), unprepared.noise_estimate().to_bits());
+        assert_eq!(sum.is_seeded(), unprepared.is_seeded());
+        assert_eq!(decrypt(&f, &sum), x_plus_w, "prepared PADD at {level}");
+        let diff = f.bgv.sub_plain_prepared(ct, &additive).unwrap();
+        assert_eq!(words(&f, &diff), words(&f, &f.bgv.sub_plain(ct, &pw).unwrap()), "PSUB words at level {level}");
+        assert_eq!(decrypt(&f, &diff), x_minus_w, "prepared PSUB at {level}");
+        // The factor-1 form is refused for PADD unless the factor is 1.
+        if corr != 1 {
+            assert!(matches!(
+                f.bgv.add_plain_prepared(ct, &prepared),
+                Err(Error::CorrectionMismatch { ciphertext, plaintext: 1 }) if ciphertext == u64::from(corr)
+            ));
+        }
+    }
+    // A degree-2 ciphertext: every polynomial is multiplied.
+    let (ca, cb) = (encrypt_at(&f, &x, top), encrypt_at(&f, &w, top));
+    let deg2 = f.bgv.mul(&ca, &cb).unwrap();
+    let prepared = f.bgv.prepare_plain(&pw, top).unwrap();
+    let b = f.bgv.mul_plain_prepared(&deg2, &prepared).unwrap();
+    assert_eq!(b.degree(), 2);
+    assert_eq!(words(&f, &b), words(&f, &f.bgv.mul_plain(&deg2, &pw).unwrap()));
+    assert_eq!(decrypt(&f, &b), zip_with(&xw, &w, t, |u, v| u * v));
+    // Typed errors: another level, another parameter set, a factor not invertible mod t, a level
+    // above the chain.
+    let low = f.bgv.prepare_plain(&pw, top - 1).unwrap();
+    assert!(matches!(
+        f.bgv.mul_plain_prepared(&ca, &low),
+        Err(Error::LevelMismatch { left, right }) if left == top && right == top - 1
+    ));
+    assert!(matches!(f.bgv.sub_plain_prepared(&ca, &low), Err(Error::LevelMismatch { .. })));
+    assert!(matches!(f.bgv.prepare_plain_with_factor(&pw, top, 0), Err(Error::InvalidCorrectionFactor { .. })));
+    assert!(matches!(f.bgv.prepare_plain_with_factor(&pw, top, 65537), Err(Error::InvalidCorrectionFactor { .. })));
+    assert!(matches!(f.bgv.prepare_plain(&pw, top + 1), Err(Error::LevelOutOfRange { .. })));
+    let other_p =
+        params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 6, p_primes: 2, dnum: 3 }, 786_433).unwrap();
+    let other = Bgv::new(make(&other_p)).unwrap();
+    let foreign = other.encoder().encode(&[1, 2]).unwrap();
+    assert!(matches!(f.bgv.prepare_plain(&foreign, top), Err(Error::ParameterMismatch { .. })));
+    let foreign_prepared = other.prepare_plain(&foreign, top).unwrap();
+    assert!(matches!(f.bgv.mul_plain_prepared(&ca, &foreign_prepared), Err(Error::ParameterMismatch { .. })));
+    assert!(matches!(f.bgv.add_plain_prepared(&ca, &foreign_prepared), Err(Error::ParameterMismatch { .. })));
+    // The cache: prepared once per key, replaced at another level, bounded by its budget.
+    let words_per_limb = 4 * p.n() as u64;
+    let mut cache = PlaintextCache::new(words_per_limb * (top as u64 + 1) + 1);
+    assert!(cache.prepared(&f.bgv, 0, &pw, top, 1).unwrap().is_some());
+    assert!(cache.prepared(&f.bgv, 1, &pw, top, 1).unwrap().is_none(), "over the budget");
+    assert_eq!((cache.len(), cache.resident_bytes()), (1, words_per_limb * (top as u64 + 1)));
+    let again = cache.prepared(&f.bgv, 0, &pw, 0, 1).unwrap().unwrap();
+    assert_eq!(again.level(), 0);
+    assert_eq!(cache.resident_bytes(), words_per_limb);
+    assert!(cache.prepared(&f.bgv, 1, &pw, 0, 1).unwrap().is_some());
+    assert_eq!(cache.len(), 2);
 }
 
 // ---- the CPU/GPU comparison itself ------------------------------------------------------------

@@ -28,6 +28,7 @@ cpu_and_gpu!(
     sparse_packing_and_public_key,
     flooded_decryption_costs_precision,
     misuse_gives_typed_errors,
+    prepared_plaintexts_give_the_unprepared_words,
 );
 
 struct Fixture<'l, B: Backend> {
@@ -308,4 +309,55 @@ fn misuse_gives_typed_errors<B: Backend>(make: Make<'_, B>, log: &Transcript) {
     let bgv =
         params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 3, p_primes: 1, dnum: 3 }, 65537).unwrap();
     assert!(matches!(Ckks::new(make(&bgv), ScalePolicy::Single), Err(Error::SchemeMismatch { .. })));
+}
+
+/// A prepared plaintext gives exactly the unprepared PMULT's and PADD's ciphertext (words and
+/// scale) and the f64 computation's values, at several levels; mismatches are typed errors.
+fn prepared_plaintexts_give_the_unprepared_words<B: Backend>(make: Make<'_, B>, log: &Transcript) {
+    let p = params::insecure_test_ckks(params::TestRing { log_n: 10, q_primes: 6, p_primes: 2, dnum: 3 }, 30).unwrap();
+    let mut f = fixture(make, &p, ScalePolicy::Single, 12, log);
+    let slots = f.ckks.encoder().max_slots();
+    let scale = f.ckks.default_scale();
+    let top = f.ckks.max_level();
+    let words = |f: &Fixture<'_, B>, ct: &Ciphertext<B>| -> Vec<Vec<u32>> {
+        ct.polys().iter().map(|p| p.to_host(f.ckks.backend()).unwrap()).collect()
+    };
+    for level in [top, 3, 2] {
+        let (a, b) = (random_values(&mut f, slots), random_values(&mut f, slots));
+        let ca = f.ckks.encrypt_symmetric(&f.sk, &f.ckks.encode(&a, scale, slots, level).unwrap()).unwrap();
+        // A plaintext encoded for the top level, prepared (and used unprepared) at `level`.
+        let pb = f.ckks.encode(&b, scale, slots, top).unwrap();
+        let prepared = f.ckks.prepare_plain(&pb, level).unwrap();
+        assert_eq!(prepared.level(), level);
+        let (u, v) = (f.ckks.mul_plain(&ca, &pb).unwrap(), f.ckks.mul_plain_prepared(&ca, &prepared).unwrap());
+        assert_eq!(words(&f, &u), words(&f, &v), "PMULT words at level {level}");
+        assert_eq!(u.scale().to_bits(), v.scale().to_bits());
+        let prod: Vec<Complex64> = a.iter().zip(&b).map(|(x, y)| x * y).collect();
+        check(&f, &f.ckks.rescale(&v).unwrap(), &prod, "prepared mul_plain + rescale");
+        let (u, v) = (f.ckks.add_plain(&ca, &pb).unwrap(), f.ckks.add_plain_prepared(&ca, &prepared).unwrap());
+        assert_eq!(words(&f, &u), words(&f, &v), "PADD words at level {level}");
+        assert_eq!(v.is_seeded(), u.is_seeded());
+        let sum: Vec<Complex64> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
+        check(&f, &v, &sum, "prepared add_plain");
+        // Another level, another scale: typed errors.
+        let elsewhere = f.ckks.prepare_plain(&pb, level - 1).unwrap();
+        assert!(matches!(f.ckks.mul_plain_prepared(&ca, &elsewhere), Err(Error::LevelMismatch { .. })));
+        assert!(matches!(f.ckks.add_plain_prepared(&ca, &elsewhere), Err(Error::LevelMismatch { .. })));
+        let square = f.ckks.mul(&ca, &ca).unwrap();
+        assert!(matches!(f.ckks.add_plain_prepared(&square, &prepared), Err(Error::ScaleMismatch { .. })));
+    }
+    assert!(matches!(
+        f.ckks.prepare_plain(&f.ckks.encode_real(&[1.0]).unwrap(), top + 1),
+        Err(Error::LevelOutOfRange { .. })
+    ));
+    let other_p =
+        params::insecure_test_ckks(params::TestRing { log_n: 10, q_primes: 5, p_primes: 2, dnum: 3 }, 30).unwrap();
+    let other = Ckks::new(make(&other_p), ScalePolicy::Single).unwrap();
+    let foreign = other.encode_real(&[1.0]).unwrap();
+    assert!(matches!(f.ckks.prepare_plain(&foreign, 1), Err(Error::ParameterMismatch { .. })));
+    let ca = f.ckks.encrypt_symmetric(&f.sk, &f.ckks.encode_real(&[0.5]).unwrap()).unwrap();
+    // Prepared by the other instance at the same level: refused by its parameter id.
+    let ca = f.ckks.drop_to_level(&ca, other.max_level()).unwrap();
+    let foreign_prepared = other.prepare_plain(&foreign, other.max_level()).unwrap();
+    assert!(matches!(f.ckks.mul_plain_prepared(&ca, &foreign_prepared), Err(Error::ParameterMismatch { .. })));
 }

@@ -13,10 +13,10 @@ mod common;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use wgfhe::backend::{Backend, CpuBackend, GpuBackend};
-use wgfhe::bgv::Bgv;
+use wgfhe::bgv::{Bgv, PlaintextCache};
 use wgfhe::compress::{Bxt, Variant};
 use wgfhe::ml::cnn::{QuantCnn, Requant, CLASSES, POSITIONS, TAPS};
-use wgfhe::ml::cnn_infer::{run_cnn, CnnCircuit, CnnOptions, CnnStats, ReluPath, BLOCK};
+use wgfhe::ml::cnn_infer::{run_cnn, CnnCircuit, CnnOptions, CnnStats, ReluPath, BLOCK, PREPARED_BUDGET};
 use wgfhe::ml::mnist::{Split, PIXELS};
 use wgfhe::params::{self, Parameters};
 use wgfhe::ring::RingContext;
@@ -173,6 +173,70 @@ fn fixed_run<B: Backend>(backend: B, model: &QuantCnn, data: &Split, relu: ReluP
     let scores = circuit.evaluate(&bxt, &keys, &cts, &mut CnnStats::default()).unwrap();
     let dec = bgv.encoder().decode_signed(&bgv.decrypt(&sk, &scores).unwrap()).unwrap();
     (bgv.ciphertext_to_bytes_unseeded(&scores).unwrap(), dec[..CLASSES].to_vec())
+}
+
+/// Per batch the scores ciphertexts' bytes `[unprepared, full cache, small cache]`, and the
+/// two caches' sizes after each batch.
+type PreparedRuns = (Vec<[Vec<u8>; 3]>, Vec<(usize, usize)>);
+
+/// Two batches, each evaluated without prepared plaintexts, through a cache that holds all of
+/// them (filled by the first batch, reused by the second) and through one whose budget holds a
+/// few: the scores ciphertexts' bytes, per batch `[unprepared, full cache, small cache]`, and the
+/// two caches' sizes after the first and the second batch.
+fn prepared_runs<B: Backend>(backend: B, model: &QuantCnn, data: &Split) -> PreparedRuns {
+    let bgv = Bgv::new(backend).unwrap();
+    let circuit = CnnCircuit::new(&bgv, model).unwrap();
+    let sk = bgv.gen_secret_key_from_seed(&[23; 32]).unwrap();
+    let bxt = Bxt::new(&bgv, Variant::Cso);
+    let keys = bgv.gen_evaluation_keys(&sk, circuit.rotation_steps(), false).unwrap();
+    let mut full = PlaintextCache::new(PREPARED_BUDGET);
+    // Room for a few plaintexts over every limb: the rest are lifted at each use.
+    let mut small = PlaintextCache::new(3 * 4 * (bgv.max_level() as u64 + 1) * bgv.params().n() as u64);
+    let (mut out, mut sizes) = (Vec::new(), Vec::new());
+    for batch in data.images().chunks(circuit.images_per_batch()) {
+        let imgs: Vec<&[u8; PIXELS]> = batch.iter().collect();
+        let cts: Vec<_> = circuit
+            .client_inputs(&imgs, bgv.encoder().slots())
+            .unwrap()
+            .iter()
+            .map(|v| bxt.encrypt(&sk, &bgv.encoder().encode(v).unwrap()).unwrap())
+            .collect();
+        let bytes = |cache: Option<&mut PlaintextCache<B>>| {
+            let mut stats = CnnStats::default();
+            let scores = match cache {
+                Some(c) => circuit.evaluate_with(&bxt, &keys, &cts, c, &mut stats).unwrap(),
+                None => circuit.evaluate(&bxt, &keys, &cts, &mut stats).unwrap(),
+            };
+            let dec = bgv.encoder().decode_signed(&bgv.decrypt(&sk, &scores).unwrap()).unwrap();
+            for (i, img) in batch.iter().enumerate() {
+                assert_eq!(dec[i * BLOCK..i * BLOCK + CLASSES], model.scores(img)[..], "image {i}");
+            }
+            bgv.ciphertext_to_bytes_unseeded(&scores).unwrap()
+        };
+        out.push([bytes(None), bytes(Some(&mut full)), bytes(Some(&mut small))]);
+        sizes.push((full.len(), small.len()));
+    }
+    (out, sizes)
+}
+
+#[test]
+fn prepared_plaintexts_give_the_same_scores_ciphertexts() {
+    let model = small_model();
+    let data = images(8);
+    let ctx = RingContext::new(&params()).unwrap();
+    let (cpu, sizes) = prepared_runs(CpuBackend::new(ctx), &model, &data);
+    assert_eq!(cpu.len(), 2);
+    for (b, [plain, full, small]) in cpu.iter().enumerate() {
+        assert!(full == plain, "batch {b}: the fully prepared run differs from the unprepared one");
+        assert!(small == plain, "batch {b}: the partly prepared run differs from the unprepared one");
+    }
+    // The first batch prepared every diagonal, bias and constant it met; the second reused
+    // them (nothing new, nothing replaced); the small budget held only some.
+    let (full_1, small_1) = sizes[0];
+    assert!(full_1 > 3, "{sizes:?}");
+    assert_eq!(sizes[1].0, full_1, "{sizes:?}");
+    assert!(small_1 > 0 && small_1 < full_1, "{sizes:?}");
+    // (Prepared and unprepared operations give the same words on the GPU too: tests/bgv.rs.)
 }
 
 #[test]

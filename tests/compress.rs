@@ -110,8 +110,32 @@ fn run_ops<B: Backend>(s: &Setup<B>, variant: Variant) -> Vec<Outcome> {
         assert_ne!(big.forms().1, "lazy", "a lazy half over five plaintexts should have been materialised");
     }
     push("fused_sum_plain5", &big);
+    // Prepared plaintexts: the unprepared operations' words (checked in `check_variants`).
+    let top = s.bgv.max_level();
+    let corr = xs[0].correction_factor();
+    let w_add = s.bgv.prepare_plain_with_factor(&s.weight, top, corr).unwrap();
+    let w_mul = s.bgv.prepare_plain(&s.weight, top).unwrap();
+    let bias_pp = s.bgv.prepare_plain_with_factor(&bias, top, corr).unwrap();
+    push("padd_prepared", &bxt.add_plain_prepared(&xs[0], &w_add).unwrap());
+    push("pmult_prepared", &bxt.mul_plain_prepared(&xs[0], &w_mul).unwrap());
+    push("fused_sum_prepared", &bxt.weighted_sum_prepared(&terms, Some(&bias_pp)).unwrap());
+    push("padd_of_lazy_prepared", &bxt.add_plain_prepared(&pmult, &bias_pp).unwrap());
+    // A bias prepared for another correction factor or level is refused, typed.
+    let other = s.bgv.prepare_plain_with_factor(&bias, top, corr % 7 + 2).unwrap();
+    assert!(matches!(bxt.weighted_sum_prepared(&terms, Some(&other)), Err(Error::CorrectionMismatch { .. })));
+    assert!(matches!(bxt.add_plain_prepared(&xs[0], &other), Err(Error::CorrectionMismatch { .. })));
+    let low = s.bgv.prepare_plain(&s.weight, top - 1).unwrap();
+    assert!(matches!(bxt.mul_plain_prepared(&xs[0], &low), Err(Error::LevelMismatch { .. })));
     out
 }
+
+/// Each prepared operation of `run_ops` and the unprepared one it stands for.
+const PREPARED: [(&str, &str); 4] = [
+    ("padd_prepared", "padd"),
+    ("pmult_prepared", "pmult"),
+    ("fused_sum_prepared", "fused_sum"),
+    ("padd_of_lazy_prepared", "padd_of_lazy"),
+];
 
 fn expected(s: &Setup<impl Backend>) -> Vec<(&'static str, Vec<u64>)> {
     let t = u64::from(s.bgv.plaintext_modulus());
@@ -158,6 +182,10 @@ fn expected(s: &Setup<impl Backend>) -> Vec<(&'static str, Vec<u64>)> {
             }
             acc
         }),
+        ("padd_prepared", zip(&v[0], w, &|a, b| a + b)),
+        ("pmult_prepared", pmult.clone()),
+        ("fused_sum_prepared", fsum.clone()),
+        ("padd_of_lazy_prepared", zip(&pmult, &v[2], &|a, b| a + b)),
     ]
 }
 
@@ -170,8 +198,16 @@ fn check_variants<B: Backend>(make: &dyn Fn() -> B) -> Vec<Outcome> {
         assert_eq!(o.op, *op);
         assert_eq!(&o.slots, slots, "baseline {op} decrypts wrong");
     }
+    assert_eq!(base.len(), want.len());
+    let words = |outs: &[Outcome], op: &str| outs.iter().find(|o| o.op == op).unwrap().words.clone();
+    for (prepared, plain) in PREPARED {
+        assert!(words(&base, prepared) == words(&base, plain), "baseline {prepared} differs from {plain}");
+    }
     for variant in Variant::ALL.into_iter().skip(1) {
         let (outs, _) = run_variant(make, variant);
+        for (prepared, plain) in PREPARED {
+            assert!(words(&outs, prepared) == words(&outs, plain), "{variant} {prepared} differs from {plain}");
+        }
         assert_eq!(outs.len(), base.len());
         for (o, b) in outs.iter().zip(&base) {
             assert_eq!(o.op, b.op);

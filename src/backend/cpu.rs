@@ -10,6 +10,8 @@ use rayon::prelude::*;
 use super::key_switching::{convert_positions, DigitSource};
 use super::{Backend, ConvertPart, InnerProductInput, InnerProductSums};
 use crate::error::{Error, Result};
+use crate::math::elementwise;
+use crate::math::ntt::NttTable;
 use crate::math::rounding::{Rounding, WideReducer, LAZY_TERMS};
 use crate::math::sampling::{uniform_limb, Purpose, Seed};
 use crate::math::zq::Modulus;
@@ -43,7 +45,46 @@ impl CpuBackend {
         self.ctx.moduli_of(basis)
     }
 
-    /// Applies `f(modulus, a_limb, b_limb, out_limb)` limb by limb in parallel.
+    /// Applies `f(modulus, out_limb, a_limb, b_limb)` limb by limb in parallel: a limb-level
+    /// kernel of [`crate::math::elementwise`].
+    fn zip2_limbs(
+        &self,
+        a: &[u32],
+        b: &[u32],
+        basis: &[usize],
+        f: impl Fn(&Modulus, &mut [u32], &[u32], &[u32]) + Sync,
+    ) -> Result<Vec<u32>> {
+        self.check("operand a", a, basis.len())?;
+        self.check("operand b", b, basis.len())?;
+        let moduli = self.moduli(basis)?;
+        let n = self.ctx.n();
+        let mut out = vec![0u32; a.len()];
+        out.par_chunks_exact_mut(n)
+            .zip(a.par_chunks_exact(n).zip(b.par_chunks_exact(n)))
+            .zip(moduli.par_iter())
+            .for_each(|((o, (x, y)), m)| f(m, o, x, y));
+        Ok(out)
+    }
+
+    /// Applies `f(table, limb)` to every limb of `buf` with the NTT table of its prime: in
+    /// parallel across limbs, or on this thread when there is one limb or one rayon thread
+    /// (handing a single transform to the pool costs more than a short transform).
+    fn ntt_limbs(
+        &self,
+        buf: &mut [u32],
+        basis: &[usize],
+        f: impl Fn(&NttTable, &mut [u32]) -> Result<()> + Sync,
+    ) -> Result<()> {
+        let n = self.ctx.n();
+        let one = |(limb, &i): (&mut [u32], &usize)| f(self.ctx.ntt_table(i)?, limb);
+        if basis.len() <= 1 || rayon::current_num_threads() <= 1 {
+            buf.chunks_exact_mut(n).zip(basis).try_for_each(one)
+        } else {
+            buf.par_chunks_exact_mut(n).zip(basis.par_iter()).try_for_each(one)
+        }
+    }
+
+    /// Applies `f(modulus, a, b)` element by element, limb by limb in parallel.
     fn zip2(
         &self,
         a: &[u32],
@@ -122,22 +163,20 @@ impl Backend for CpuBackend {
 
     fn ntt_forward(&self, buf: &mut Vec<u32>, basis: &[usize]) -> Result<()> {
         self.check("ntt_forward input", buf, basis.len())?;
-        let tables = basis.iter().map(|&i| self.ctx.ntt_table(i)).collect::<Result<Vec<_>>>()?;
-        buf.par_chunks_exact_mut(self.ctx.n()).zip(tables.par_iter()).try_for_each(|(limb, t)| t.forward(limb))
+        self.ntt_limbs(buf, basis, |t, limb| t.forward(limb))
     }
 
     fn ntt_inverse(&self, buf: &mut Vec<u32>, basis: &[usize]) -> Result<()> {
         self.check("ntt_inverse input", buf, basis.len())?;
-        let tables = basis.iter().map(|&i| self.ctx.ntt_table(i)).collect::<Result<Vec<_>>>()?;
-        buf.par_chunks_exact_mut(self.ctx.n()).zip(tables.par_iter()).try_for_each(|(limb, t)| t.inverse(limb))
+        self.ntt_limbs(buf, basis, |t, limb| t.inverse(limb))
     }
 
     fn add(&self, a: &Vec<u32>, b: &Vec<u32>, basis: &[usize]) -> Result<Vec<u32>> {
-        self.zip2(a, b, basis, |m, x, y| m.add(x, y))
+        self.zip2_limbs(a, b, basis, elementwise::add)
     }
 
     fn sub(&self, a: &Vec<u32>, b: &Vec<u32>, basis: &[usize]) -> Result<Vec<u32>> {
-        self.zip2(a, b, basis, |m, x, y| m.sub(x, y))
+        self.zip2_limbs(a, b, basis, elementwise::sub)
     }
 
     fn neg(&self, a: &Vec<u32>, basis: &[usize]) -> Result<Vec<u32>> {
@@ -145,7 +184,7 @@ impl Backend for CpuBackend {
     }
 
     fn mul(&self, a: &Vec<u32>, b: &Vec<u32>, basis: &[usize]) -> Result<Vec<u32>> {
-        self.zip2(a, b, basis, |m, x, y| m.mul(x, y))
+        self.zip2_limbs(a, b, basis, elementwise::mul)
     }
 
     fn mul_add(&self, acc: &mut Vec<u32>, a: &Vec<u32>, b: &Vec<u32>, basis: &[usize]) -> Result<()> {
@@ -157,11 +196,7 @@ impl Backend for CpuBackend {
         acc.par_chunks_exact_mut(n)
             .zip(a.par_chunks_exact(n).zip(b.par_chunks_exact(n)))
             .zip(moduli.par_iter())
-            .for_each(|((o, (x, y)), m)| {
-                for ((o, &x), &y) in o.iter_mut().zip(x).zip(y) {
-                    *o = m.add(*o, m.mul(x, y));
-                }
-            });
+            .for_each(|((o, (x, y)), m)| elementwise::mul_add(m, o, x, y));
         Ok(())
     }
 

@@ -4,8 +4,8 @@
 //!   `prime32` plan (`fwd` / `inv` followed by `normalize`, since ours folds `N^-1` in) at the
 //!   same `N` and the same 30-bit prime `= 1 mod 2N`, single-threaded on the
 //!   tfhe-ntt side.
-//! * HMULT with relinearisation, rotation by one, PMULT and HADD of fresh top-level ciphertexts
-//!   against OpenFHE's BGV through its Python wheel (`benches/anchors/openfhe_bgv.py`, a
+//! * HMULT with relinearisation, rotation by one, PMULT, PADD and HADD of fresh top-level
+//!   ciphertexts against OpenFHE's BGV through its Python wheel (`benches/anchors/openfhe_bgv.py`, a
 //!   line-oriented server started once per parameter set; set it up with
 //!   `benches/anchors/setup.sh`), at the same `N`, `t` and `dnum` and the closest `log2 Q` with
 //!   OpenFHE's own tower sizes (64-bit words holding ~45-60-bit towers, against our 30-bit primes
@@ -15,7 +15,16 @@
 //! Method: inputs and keys outside the timed region, one warm-up each, then `reps` rounds in
 //! which each operation runs on our side and then on the reference's (interleaved A/B);
 //! medians, and `ratio = ours / theirs` (below 1: we are faster). OpenFHE times itself with
-//! `perf_counter` around the call, so the pipe is not in its time.
+//! `perf_counter` around the call, so the pipe is not in its time. The timed region holds the
+//! operation alone on both sides: PMULT and PADD take a plaintext encoded before the rounds
+//! (ours prepared with [`Bgv::prepare_plain`] at the ciphertexts' level, OpenFHE's made once
+//! by `MakePackedPlaintext`, which leaves it in the evaluation domain), HADD two ciphertexts;
+//! only the result's release falls outside it.
+//!
+//! Threads: every row is measured once per entry of [`Config::threads`], our side in a rayon
+//! pool of that many threads built here (not the process's global pool) and OpenFHE in a
+//! server started with as many OpenMP threads. [`Report::scaling`] gives each row's speedup
+//! from the fewest to the most threads.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -45,10 +54,12 @@ pub enum Status {
 /// One row.
 #[derive(Debug, Clone, Serialize)]
 pub struct Row {
-    /// `ntt_forward`, `ntt_inverse`, `hmult_relin`, `rotation`, `pmult` or `hadd`.
+    /// `ntt_forward`, `ntt_inverse`, `hmult_relin`, `rotation`, `pmult`, `padd` or `hadd`.
     pub anchor: &'static str,
     /// Ring degree.
     pub n: usize,
+    /// Threads of both sides (our rayon pool, OpenFHE's OpenMP threads; tfhe-ntt runs on one).
+    pub threads: usize,
     /// Our parameters (set name, or the prime for the NTT).
     pub ours: String,
     /// Our median.
@@ -72,8 +83,27 @@ pub struct Report {
     /// Our side's backend, device, threads, and the timed rounds.
     #[serde(flatten)]
     pub header: ReportHeader,
-    /// The rows.
+    /// The rows, for each thread count in turn.
     pub rows: Vec<Row>,
+    /// Each row's speedup from the fewest to the most threads (empty with one thread count).
+    pub scaling: Vec<Scaling>,
+}
+
+/// How one row scales with threads: `ms(fewest) / ms(most)` on each side.
+#[derive(Debug, Clone, Serialize)]
+pub struct Scaling {
+    /// The row's anchor.
+    pub anchor: &'static str,
+    /// Ring degree.
+    pub n: usize,
+    /// Our parameters (as in the rows).
+    pub ours: String,
+    /// The thread counts compared, fewest then most.
+    pub threads: (usize, usize),
+    /// Our speedup (2 threads: 2.0 is perfect, 1.0 means the second core goes unused).
+    pub ours_speedup: f64,
+    /// The reference's speedup (`null` when it was not measured at both counts).
+    pub reference_speedup: Option<f64>,
 }
 
 /// What to run.
@@ -85,8 +115,9 @@ pub struct Config {
     pub sets: Vec<Parameters>,
     /// Timed rounds.
     pub reps: usize,
-    /// OpenFHE's threads (`OMP_NUM_THREADS`).
-    pub openfhe_threads: usize,
+    /// Thread counts: every row is measured with each, our side in a rayon pool of that size,
+    /// OpenFHE with as many OpenMP threads (`OMP_NUM_THREADS`). Empty: one thread.
+    pub threads: Vec<usize>,
     /// The Python interpreter with OpenFHE's wheel; `None`: the one `benches/anchors/setup.sh`
     /// installs (`benches/anchors/.venv/bin/python`, from the working directory or the crate's).
     /// `wgfhe bench` takes it from `WGFHE_OPENFHE_PYTHON`.
@@ -97,8 +128,13 @@ fn ratio(a: f64, b: Option<f64>) -> Option<f64> {
     b.filter(|&b| b > 0.0).map(|b| a / b)
 }
 
-/// The NTT rows at `log_n`, with backends made by `make`.
-fn ntt_rows<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>, log_n: u32, reps: usize) -> Result<Vec<Row>> {
+/// The NTT rows at `log_n`, with backends made by `make`, ours timed in each pool.
+fn ntt_rows<B: Backend>(
+    make: &dyn Fn(&Parameters) -> Result<B>,
+    log_n: u32,
+    reps: usize,
+    pools: &super::Pools,
+) -> Result<Vec<Row>> {
     let n = 1usize << log_n;
     let params = super::kernels::ring_params(log_n, 1)?;
     // The ring's first chain prime: a 30-bit prime = 1 mod 2N, used by both sides.
@@ -121,47 +157,54 @@ fn ntt_rows<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>, log_n: u32, rep
     let mut rows = Vec::new();
     for anchor in ["ntt_forward", "ntt_inverse"] {
         let fwd = anchor == "ntt_forward";
-        let mut ours_t = Vec::with_capacity(reps);
-        let mut theirs_t = Vec::with_capacity(reps);
-        for round in 0..=reps {
-            let start = Instant::now();
-            if fwd {
-                be.ntt_forward(&mut buf, &basis)?;
-            } else {
-                be.ntt_inverse(&mut buf, &basis)?;
+        for (threads, pool) in pools {
+            let mut ours_t = Vec::with_capacity(reps);
+            let mut theirs_t = Vec::with_capacity(reps);
+            for round in 0..=reps {
+                let a = pool.install(|| -> Result<f64> {
+                    let start = Instant::now();
+                    if fwd {
+                        be.ntt_forward(&mut buf, &basis)?;
+                    } else {
+                        be.ntt_inverse(&mut buf, &basis)?;
+                    }
+                    be.synchronize()?;
+                    Ok(start.elapsed().as_secs_f64() * 1e3)
+                })?;
+                let start = Instant::now();
+                if fwd {
+                    plan.fwd(std::hint::black_box(&mut theirs));
+                } else {
+                    plan.inv(std::hint::black_box(&mut theirs));
+                    plan.normalize(std::hint::black_box(&mut theirs));
+                }
+                let b = start.elapsed().as_secs_f64() * 1e3;
+                if round > 0 {
+                    ours_t.push(a);
+                    theirs_t.push(b);
+                }
             }
-            be.synchronize()?;
-            let a = start.elapsed().as_secs_f64() * 1e3;
-            let start = Instant::now();
-            if fwd {
-                plan.fwd(std::hint::black_box(&mut theirs));
-            } else {
-                plan.inv(std::hint::black_box(&mut theirs));
-                plan.normalize(std::hint::black_box(&mut theirs));
-            }
-            let b = start.elapsed().as_secs_f64() * 1e3;
-            if round > 0 {
-                ours_t.push(a);
-                theirs_t.push(b);
-            }
+            let (ours, _) = median_p95(&mut ours_t);
+            let (theirs_ms, _) = median_p95(&mut theirs_t);
+            rows.push(Row {
+                anchor,
+                n,
+                threads: *threads,
+                ours: format!("q = {q}"),
+                ours_ms: ours,
+                reference: "tfhe-ntt prime32".into(),
+                reference_ms: Some(theirs_ms),
+                ratio: ratio(ours, Some(theirs_ms)),
+                status: Status::Measured,
+                note: if fwd {
+                    "same N and prime; both natural order in, bit-reversed out; tfhe-ntt on one thread".into()
+                } else {
+                    "same N and prime; tfhe-ntt inv + normalize (ours folds N^-1 into the last stage); tfhe-ntt on one \
+                     thread"
+                        .into()
+                },
+            });
         }
-        let (ours, _) = median_p95(&mut ours_t);
-        let (theirs_ms, _) = median_p95(&mut theirs_t);
-        rows.push(Row {
-            anchor,
-            n,
-            ours: format!("q = {q}"),
-            ours_ms: ours,
-            reference: "tfhe-ntt prime32".into(),
-            reference_ms: Some(theirs_ms),
-            ratio: ratio(ours, Some(theirs_ms)),
-            status: Status::Measured,
-            note: if fwd {
-                "same N and prime; both natural order in, bit-reversed out".into()
-            } else {
-                "same N and prime; tfhe-ntt inv + normalize (ours folds N^-1 into the last stage)".into()
-            },
-        });
     }
     Ok(rows)
 }
@@ -249,70 +292,12 @@ impl Drop for OpenFhe {
 }
 
 /// The scheme operations: `(anchor, OpenFHE op)`.
-const OPS: [(&str, &str); 4] = [("hmult_relin", "hmult"), ("rotation", "rotate"), ("pmult", "pmult"), ("hadd", "hadd")];
+const OPS: [(&str, &str); 5] =
+    [("hmult_relin", "hmult"), ("rotation", "rotate"), ("pmult", "pmult"), ("padd", "padd"), ("hadd", "hadd")];
 
-fn scheme_rows<B: Backend>(
-    make: &dyn Fn(&Parameters) -> Result<B>,
-    p: &Parameters,
-    reps: usize,
-    threads: usize,
-    python: Option<&Path>,
-) -> Result<Vec<Row>> {
-    let bgv = Bgv::new(make(p)?)?;
-    let sk = bgv.gen_secret_key()?;
-    let keys = bgv.gen_evaluation_keys(&sk, &[1], false)?;
-    let t = u64::from(bgv.plaintext_modulus());
-    let slots = bgv.encoder().slots().max(1);
-    let enc = |f: &dyn Fn(u64) -> u64| bgv.encoder().encode(&(0..slots as u64).map(|i| f(i) % t).collect::<Vec<_>>());
-    let x = bgv.encrypt_symmetric(&sk, &enc(&|i| i * 7 + 3)?)?;
-    let y = bgv.encrypt_symmetric(&sk, &enc(&|i| i * i + 1)?)?;
-    let w = enc(&|i| i % 5 + 1)?;
-    let ours = |op: &str| -> Result<f64> {
-        let start = Instant::now();
-        let out = match op {
-            "hmult_relin" => bgv.mul_relin(&x, &y, &keys)?,
-            "rotation" => bgv.rotate_columns(&x, 1, &keys)?,
-            "pmult" => bgv.mul_plain(&x, &w)?,
-            _ => bgv.add(&x, &y)?,
-        };
-        bgv.backend().synchronize()?;
-        let ms = start.elapsed().as_secs_f64() * 1e3;
-        drop(out);
-        Ok(ms)
-    };
-    let mut server = OpenFhe::start(p, threads, python);
-    let mut ours_t = vec![Vec::with_capacity(reps); OPS.len()];
-    let mut theirs_t = vec![Vec::with_capacity(reps); OPS.len()];
-    let mut failure: Option<String> = None;
-    for round in 0..=reps {
-        for (i, (anchor, op)) in OPS.iter().enumerate() {
-            let a = ours(anchor)?;
-            let b = match server.as_mut() {
-                Ok(s) if failure.is_none() => match s.time(op) {
-                    Ok(ms) => Some(ms),
-                    Err(e) => {
-                        failure = Some(format!("OpenFHE server failed: {e}"));
-                        None
-                    }
-                },
-                _ => None,
-            };
-            if round > 0 {
-                if let Some(v) = ours_t.get_mut(i) {
-                    v.push(a);
-                }
-                if let (Some(v), Some(b)) = (theirs_t.get_mut(i), b) {
-                    v.push(b);
-                }
-            }
-        }
-    }
-    let status = match (&server, failure) {
-        (Ok(_), None) => Status::Measured,
-        (Ok(_), Some(e)) => Status::Unavailable(e),
-        (Err(e), _) => Status::Unavailable(e.clone()),
-    };
-    let note = match &server {
+/// The note of a scheme row: both sides' parameters.
+fn scheme_note(p: &Parameters, server: &std::result::Result<OpenFhe, String>) -> String {
+    match server {
         Ok(s) => format!(
             "ours: {} limbs of 30-bit primes in u32 words, log Q {:.1}, dnum {}, t {}; OpenFHE ({}, {}-bit words): {} towers of {} bits, log Q {}, dnum {}, depth {}, {}",
             p.q().len(),
@@ -329,25 +314,118 @@ fn scheme_rows<B: Backend>(
             s.info.get("security").and_then(serde_json::Value::as_str).unwrap_or("?"),
         ),
         Err(_) => format!("ours: {} limbs of 30-bit primes, log Q {:.1}, dnum {}", p.q().len(), p.log_q(), p.dnum()),
-    };
-    let mut rows = Vec::new();
-    for (i, (anchor, _)) in OPS.iter().enumerate() {
-        let (ours_ms, _) = ours_t.get_mut(i).map_or((0.0, 0.0), |v| median_p95(v));
-        let theirs_ms = match (&status, theirs_t.get_mut(i)) {
-            (Status::Measured, Some(v)) if !v.is_empty() => Some(median_p95(v).0),
-            _ => None,
+    }
+}
+
+/// One thread count's side of the scheme rows: its pool, its OpenFHE server, the timings.
+struct Side<'p> {
+    threads: usize,
+    pool: &'p rayon::ThreadPool,
+    server: std::result::Result<OpenFhe, String>,
+    failure: Option<String>,
+    ours_t: Vec<Vec<f64>>,
+    theirs_t: Vec<Vec<f64>>,
+}
+
+fn scheme_rows<B: Backend>(
+    make: &dyn Fn(&Parameters) -> Result<B>,
+    p: &Parameters,
+    reps: usize,
+    pools: &super::Pools,
+    python: Option<&Path>,
+) -> Result<Vec<Row>> {
+    let bgv = Bgv::new(make(p)?)?;
+    let sk = bgv.gen_secret_key()?;
+    let keys = bgv.gen_evaluation_keys(&sk, &[1], false)?;
+    let t = u64::from(bgv.plaintext_modulus());
+    let slots = bgv.encoder().slots().max(1);
+    let enc = |f: &dyn Fn(u64) -> u64| bgv.encoder().encode(&(0..slots as u64).map(|i| f(i) % t).collect::<Vec<_>>());
+    let x = bgv.encrypt_symmetric(&sk, &enc(&|i| i * 7 + 3)?)?;
+    let y = bgv.encrypt_symmetric(&sk, &enc(&|i| i * i + 1)?)?;
+    // The plaintext encoded once, as OpenFHE's is: PMULT's with factor 1, PADD's with the
+    // ciphertexts' correction factor.
+    let w = enc(&|i| i % 5 + 1)?;
+    let w_mul = bgv.prepare_plain(&w, x.level())?;
+    let w_add = bgv.prepare_plain_with_factor(&w, x.level(), x.correction_factor())?;
+    // The operation alone between the clock reads; the result is released after them.
+    let ours = |op: &str| -> Result<f64> {
+        let start = Instant::now();
+        let out = match op {
+            "hmult_relin" => bgv.mul_relin(&x, &y, &keys)?,
+            "rotation" => bgv.rotate_columns(&x, 1, &keys)?,
+            "pmult" => bgv.mul_plain_prepared(&x, &w_mul)?,
+            "padd" => bgv.add_plain_prepared(&x, &w_add)?,
+            _ => bgv.add(&x, &y)?,
         };
-        rows.push(Row {
-            anchor,
-            n: p.n(),
-            ours: p.name().to_string(),
-            ours_ms,
-            reference: "OpenFHE BGV".into(),
-            reference_ms: theirs_ms,
-            ratio: ratio(ours_ms, theirs_ms),
-            status: status.clone(),
-            note: note.clone(),
-        });
+        bgv.backend().synchronize()?;
+        let ms = start.elapsed().as_secs_f64() * 1e3;
+        drop(out);
+        Ok(ms)
+    };
+    let mut sides: Vec<Side<'_>> = pools
+        .iter()
+        .map(|(threads, pool)| Side {
+            threads: *threads,
+            pool,
+            server: OpenFhe::start(p, *threads, python),
+            failure: None,
+            ours_t: vec![Vec::with_capacity(reps); OPS.len()],
+            theirs_t: vec![Vec::with_capacity(reps); OPS.len()],
+        })
+        .collect();
+    // Interleaved: each round runs every operation at every thread count, ours then theirs.
+    for round in 0..=reps {
+        for (i, (anchor, op)) in OPS.iter().enumerate() {
+            for side in &mut sides {
+                let a = side.pool.install(|| ours(anchor))?;
+                let b = match side.server.as_mut() {
+                    Ok(s) if side.failure.is_none() => match s.time(op) {
+                        Ok(ms) => Some(ms),
+                        Err(e) => {
+                            side.failure = Some(format!("OpenFHE server failed: {e}"));
+                            None
+                        }
+                    },
+                    _ => None,
+                };
+                if round > 0 {
+                    if let Some(v) = side.ours_t.get_mut(i) {
+                        v.push(a);
+                    }
+                    if let (Some(v), Some(b)) = (side.theirs_t.get_mut(i), b) {
+                        v.push(b);
+                    }
+                }
+            }
+        }
+    }
+    let mut rows = Vec::new();
+    for side in &mut sides {
+        let status = match (&side.server, side.failure.take()) {
+            (Ok(_), None) => Status::Measured,
+            (Ok(_), Some(e)) => Status::Unavailable(e),
+            (Err(e), _) => Status::Unavailable(e.clone()),
+        };
+        let note = scheme_note(p, &side.server);
+        for (i, (anchor, _)) in OPS.iter().enumerate() {
+            let (ours_ms, _) = side.ours_t.get_mut(i).map_or((0.0, 0.0), |v| median_p95(v));
+            let theirs_ms = match (&status, side.theirs_t.get_mut(i)) {
+                (Status::Measured, Some(v)) if !v.is_empty() => Some(median_p95(v).0),
+                _ => None,
+            };
+            rows.push(Row {
+                anchor,
+                n: p.n(),
+                threads: side.threads,
+                ours: p.name().to_string(),
+                ours_ms,
+                reference: "OpenFHE BGV".into(),
+                reference_ms: theirs_ms,
+                ratio: ratio(ours_ms, theirs_ms),
+                status: status.clone(),
+                note: note.clone(),
+            });
+        }
     }
     Ok(rows)
 }
@@ -355,19 +433,49 @@ fn scheme_rows<B: Backend>(
 /// Runs the anchors with backends made by `make`, labelled `device`.
 pub fn run<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>, device: String, config: &Config) -> Result<Report> {
     let reps = config.reps.max(1);
+    let counts = super::thread_counts(&config.threads);
+    let pools = super::pools(&counts)?;
     let mut rows = Vec::new();
     let mut backend = String::new();
     for &log_n in &config.ntt_log_ns {
-        rows.extend(ntt_rows(make, log_n, reps)?);
+        rows.extend(ntt_rows(make, log_n, reps, &pools)?);
     }
     for p in &config.sets {
         backend = make(p)?.name().to_string();
-        rows.extend(scheme_rows(make, p, reps, config.openfhe_threads, config.openfhe_python.as_deref())?);
+        rows.extend(scheme_rows(make, p, reps, &pools, config.openfhe_python.as_deref())?);
     }
     if backend.is_empty() {
         backend = make(&super::kernels::ring_params(10, 1)?)?.name().to_string();
     }
-    Ok(Report { header: ReportHeader::new(&backend, device, reps), rows })
+    let scaling = scaling(&rows, &counts);
+    Ok(Report { header: ReportHeader::new(&backend, device, reps), rows, scaling })
+}
+
+/// Each row's speedup between the first and the last thread count.
+fn scaling(rows: &[Row], counts: &[usize]) -> Vec<Scaling> {
+    let (Some(&few), Some(&most)) = (counts.first(), counts.last()) else { return Vec::new() };
+    if few == most {
+        return Vec::new();
+    }
+    rows.iter()
+        .filter(|r| r.threads == few)
+        .filter_map(|r| {
+            let m =
+                rows.iter().find(|m| m.threads == most && m.anchor == r.anchor && m.n == r.n && m.ours == r.ours)?;
+            let reference_speedup = match (r.reference_ms, m.reference_ms) {
+                (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+                _ => None,
+            };
+            Some(Scaling {
+                anchor: r.anchor,
+                n: r.n,
+                ours: r.ours.clone(),
+                threads: (few, most),
+                ours_speedup: if m.ours_ms > 0.0 { r.ours_ms / m.ours_ms } else { 0.0 },
+                reference_speedup,
+            })
+        })
+        .collect()
 }
 
 impl Report {
@@ -378,20 +486,21 @@ impl Report {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "anchors: ours on {} ({}), {} threads, median of {} interleaved A/B rounds; ratio = ours / theirs",
-            self.header.backend, self.header.device, self.header.threads, self.header.reps
+            "anchors: ours on {} ({}), median of {} interleaved A/B rounds; ratio = ours / theirs",
+            self.header.backend, self.header.device, self.header.reps
         );
         let _ = writeln!(
             s,
-            "{:<12} {:>6} {:<18} {:>10} {:<17} {:>10} {:>7}  status",
-            "anchor", "N", "ours", "ours ms", "reference", "theirs ms", "ratio"
+            "{:<12} {:>6} {:>3} {:<18} {:>10} {:<17} {:>10} {:>7}  status",
+            "anchor", "N", "thr", "ours", "ours ms", "reference", "theirs ms", "ratio"
         );
         for r in &self.rows {
             let _ = writeln!(
                 s,
-                "{:<12} {:>6} {:<18} {:>10.3} {:<17} {:>10} {:>7}  {}",
+                "{:<12} {:>6} {:>3} {:<18} {:>10.3} {:<17} {:>10} {:>7}  {}",
                 r.anchor,
                 r.n,
+                r.threads,
                 r.ours,
                 r.ours_ms,
                 r.reference,
@@ -411,6 +520,22 @@ impl Report {
         }
         for n in notes {
             let _ = writeln!(s, "  note: {n}");
+        }
+        if let Some(first) = self.scaling.first() {
+            let (few, most) = first.threads;
+            let _ = writeln!(s, "speedup from {few} to {most} threads (ms at {few} / ms at {most}):");
+            let _ = writeln!(s, "{:<12} {:>6} {:<18} {:>8} {:>8}", "anchor", "N", "ours", "ours", "theirs");
+            for x in &self.scaling {
+                let _ = writeln!(
+                    s,
+                    "{:<12} {:>6} {:<18} {:>8.2} {:>8}",
+                    x.anchor,
+                    x.n,
+                    x.ours,
+                    x.ours_speedup,
+                    x.reference_speedup.map_or("-".into(), |v| format!("{v:.2}"))
+                );
+            }
         }
         s
     }

@@ -11,6 +11,36 @@ pub mod stages;
 
 use serde::Serialize;
 
+/// Rayon pools of the suites that measure at several thread counts: `(threads, pool)`.
+pub(crate) type Pools = [(usize, rayon::ThreadPool)];
+
+/// Rayon pools of the given sizes, built for the suite.
+pub(crate) fn pools(counts: &[usize]) -> crate::Result<Vec<(usize, rayon::ThreadPool)>> {
+    counts
+        .iter()
+        .map(|&threads| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads.max(1)).build().map_err(|e| {
+                crate::Error::Backend { backend: "cpu", reason: format!("rayon pool of {threads} threads: {e}") }
+            })?;
+            Ok((threads.max(1), pool))
+        })
+        .collect()
+}
+
+/// The thread counts of a configuration (one thread if none given), deduplicated in order.
+pub(crate) fn thread_counts(threads: &[usize]) -> Vec<usize> {
+    let mut out: Vec<usize> = Vec::new();
+    for t in threads.iter().map(|&t| t.max(1)) {
+        if !out.contains(&t) {
+            out.push(t);
+        }
+    }
+    if out.is_empty() {
+        out.push(1);
+    }
+    out
+}
+
 /// The fields every suite's report starts with (flattened into its JSON object).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ReportHeader {

@@ -187,7 +187,8 @@ pub fn bxt_variants(report: &bxt::Report, dir: &Path) -> Result<Vec<PathBuf>> {
 /// `ledger_<backend>.svg`: one stacked bar per job, each stage's share of the job's time.
 pub fn stage_ledger(report: &stages::Report, dir: &Path) -> Result<PathBuf> {
     let path = dir.join(format!("ledger_{}.svg", report.header.backend));
-    let jobs: Vec<String> = report.jobs.iter().map(|j| format!("{} (N=2^{})", j.job, j.n.trailing_zeros())).collect();
+    let jobs: Vec<String> =
+        report.jobs.iter().map(|j| format!("{} (N=2^{}, {}t)", j.job, j.n.trailing_zeros(), j.threads)).collect();
     let root = SVGBackend::new(&path, SIZE).into_drawing_area();
     root.fill(&WHITE).map_err(fail)?;
     let mut chart = ChartBuilder::on(&root)

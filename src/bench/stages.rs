@@ -16,6 +16,12 @@
 //! dispatch times, and its share is that over the median wall time of the whole job. `host`
 //! is the rest of the wall time (scheme logic, encoding, allocation, queue submission).
 //! Timing every dispatch serialises the queue, so the totals are those of a synchronous device.
+//!
+//! Threads: every job runs once per entry of [`Config::threads`] in a rayon pool of that many
+//! threads built by the suite (the runs of the different counts interleaved), and
+//! [`Report::scaling`] gives each stage's speedup from the fewest to the most threads: which
+//! stages put a second core to work (the CPU backend parallelises across limbs) and which
+//! leave it idle (`host`, single-limb work, transfers).
 
 use std::time::Instant;
 
@@ -88,6 +94,8 @@ pub struct Config {
     pub relu_channels: usize,
     /// Timed runs per job.
     pub reps: usize,
+    /// Thread counts: each job runs in a rayon pool of each size. Empty: one thread.
+    pub threads: Vec<usize>,
 }
 
 /// One stage of one job.
@@ -116,6 +124,8 @@ pub struct Job {
     pub n: usize,
     /// Ciphertext limbs of the inputs.
     pub limbs: usize,
+    /// Threads of the rayon pool the job ran in.
+    pub threads: usize,
     /// What the job is, in words (sizes, variant, synthetic inputs).
     pub detail: String,
     /// Median wall time of the job on the timed ledger.
@@ -132,8 +142,29 @@ pub struct Report {
     /// Backend, device, threads and timed runs per job.
     #[serde(flatten)]
     pub header: ReportHeader,
-    /// The jobs.
+    /// The jobs, each at every thread count in turn.
     pub jobs: Vec<Job>,
+    /// Each job's and stage's speedup from the fewest to the most threads (empty with one
+    /// thread count).
+    pub scaling: Vec<StageScaling>,
+}
+
+/// How one stage of one job scales with threads.
+#[derive(Debug, Clone, Serialize)]
+pub struct StageScaling {
+    /// The job.
+    pub job: &'static str,
+    /// The stage ([`STAGES`]), or `total` for the job's wall time.
+    pub stage: &'static str,
+    /// The thread counts compared, fewest then most.
+    pub threads: (usize, usize),
+    /// The stage's median time at the fewest threads.
+    pub ms_fewest: f64,
+    /// The stage's median time at the most threads.
+    pub ms_most: f64,
+    /// `ms_fewest / ms_most` (`null` for a stage without time): 1.0 means the extra threads
+    /// went unused.
+    pub speedup: Option<f64>,
 }
 
 /// Per-run stage sums: `(ms, dispatches, bytes)` per stage in [`STAGES`] order.
@@ -159,39 +190,65 @@ fn sums(records: &[Record], transfers: crate::backend::ledger::Transfers, wall_m
     s
 }
 
-/// Times `job` on the timed ledger `ledger`: one warm-up, then `reps` runs.
-fn time_job<B: Backend, T>(
+/// What [`time_job`] measured at one thread count: threads, median and p95 wall time, stages.
+type Timed = (usize, f64, f64, Vec<Stage>);
+
+/// Times `job` on the timed ledger `ledger` in each pool: one warm-up per pool, then `reps`
+/// rounds, each running the job once per pool (interleaved).
+fn time_job<B: Backend, T: Send>(
     ledger: &Ledger<B>,
     reps: usize,
-    mut job: impl FnMut() -> Result<T>,
-) -> Result<(f64, f64, Vec<Stage>)> {
-    drop(job()?);
-    ledger.synchronize()?;
+    pools: &super::Pools,
+    job: impl Fn() -> Result<T> + Sync,
+) -> Result<Vec<Timed>> {
+    let run = |pool: &rayon::ThreadPool| -> Result<f64> {
+        let (out, wall) = pool.install(|| -> Result<(T, f64)> {
+            let start = Instant::now();
+            let out = job()?;
+            ledger.synchronize()?;
+            Ok((out, start.elapsed().as_secs_f64() * 1e3))
+        })?;
+        drop(out);
+        Ok(wall)
+    };
+    for (_, pool) in pools {
+        run(pool)?;
+    }
     ledger.take();
     ledger.take_transfers();
-    let mut walls = Vec::with_capacity(reps);
-    let mut runs: Vec<Sums> = Vec::with_capacity(reps);
+    let mut walls = vec![Vec::with_capacity(reps); pools.len()];
+    let mut runs: Vec<Vec<Sums>> = vec![Vec::with_capacity(reps); pools.len()];
     for _ in 0..reps.max(1) {
-        let start = Instant::now();
-        let out = job()?;
-        ledger.synchronize()?;
-        let wall = start.elapsed().as_secs_f64() * 1e3;
-        drop(out);
-        runs.push(sums(&ledger.take(), ledger.take_transfers(), wall));
-        walls.push(wall);
+        for ((_, pool), (w, r)) in pools.iter().zip(walls.iter_mut().zip(runs.iter_mut())) {
+            let wall = run(pool)?;
+            r.push(sums(&ledger.take(), ledger.take_transfers(), wall));
+            w.push(wall);
+        }
     }
-    let (total, p95) = median_p95(&mut walls);
-    let stages = STAGES
-        .iter()
-        .enumerate()
-        .map(|(i, &stage)| {
-            let mut ms: Vec<f64> = runs.iter().filter_map(|r| r.get(i).map(|x| x.0)).collect();
-            let (m, _) = median_p95(&mut ms);
-            let (dispatches, bytes) = runs.first().and_then(|r| r.get(i)).map_or((0, 0), |x| (x.1, x.2));
-            Stage { stage, ms: m, share: if total > 0.0 { m / total } else { 0.0 }, dispatches, bytes }
-        })
-        .collect();
-    Ok((total, p95, stages))
+    let mut out = Vec::with_capacity(pools.len());
+    for ((threads, _), (mut walls, runs)) in pools.iter().zip(walls.into_iter().zip(runs)) {
+        let (total, p95) = median_p95(&mut walls);
+        let stages = STAGES
+            .iter()
+            .enumerate()
+            .map(|(i, &stage)| {
+                let mut ms: Vec<f64> = runs.iter().filter_map(|r| r.get(i).map(|x| x.0)).collect();
+                let (m, _) = median_p95(&mut ms);
+                let (dispatches, bytes) = runs.first().and_then(|r| r.get(i)).map_or((0, 0), |x| (x.1, x.2));
+                Stage { stage, ms: m, share: if total > 0.0 { m / total } else { 0.0 }, dispatches, bytes }
+            })
+            .collect();
+        out.push((*threads, total, p95, stages));
+    }
+    Ok(out)
+}
+
+/// One job per thread count from [`time_job`]'s measurements, described by `template`.
+fn jobs_of(template: &Job, timed: Vec<Timed>) -> Vec<Job> {
+    timed
+        .into_iter()
+        .map(|(threads, total_ms, p95_ms, stages)| Job { threads, total_ms, p95_ms, stages, ..template.clone() })
+        .collect()
 }
 
 /// A seeded xorshift stream.
@@ -205,7 +262,11 @@ fn stream(seed: u64) -> impl FnMut() -> u64 {
     }
 }
 
-fn job_hmult_rotation<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>, c: &Config) -> Result<Vec<Job>> {
+fn job_hmult_rotation<B: Backend>(
+    make: &dyn Fn(&Parameters) -> Result<B>,
+    c: &Config,
+    pools: &super::Pools,
+) -> Result<Vec<Job>> {
     let bgv = Bgv::new(Ledger::timed(make(&c.hmult)?))?;
     let ledger = bgv.backend();
     let sk = bgv.gen_secret_key()?;
@@ -222,39 +283,40 @@ fn job_hmult_rotation<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>, c: &C
     let relin_mb = keys.relin.as_ref().map_or(0, |r| r.0.resident_bytes(ledger)) as f64 / 1e6;
     let g = bgv.column_rotation_element(1);
     let galois_mb = keys.galois.get(&g).map_or(0, |k| k.key.resident_bytes(ledger)) as f64 / 1e6;
-    let mut jobs = Vec::new();
-    let (total, p95, stages) = time_job(ledger, c.reps, || bgv.mul_relin(&x, &y, &keys))?;
-    jobs.push(Job {
-        job: "hmult_relin",
-        params: c.hmult.name().to_string(),
-        n: c.hmult.n(),
-        limbs,
-        detail: format!(
-            "two fresh ciphertexts at the top level, dnum {}, relinearisation key {relin_mb:.1} MB",
-            c.hmult.dnum()
-        ),
-        total_ms: total,
-        p95_ms: p95,
-        stages,
-    });
-    let (total, p95, stages) = time_job(ledger, c.reps, || bgv.rotate_columns(&x, 1, &keys))?;
-    jobs.push(Job {
-        job: "rotation",
-        params: c.hmult.name().to_string(),
-        n: c.hmult.n(),
-        limbs,
-        detail: format!(
-            "column rotation by 1 of a fresh ciphertext, dnum {}, Galois key {galois_mb:.1} MB",
-            c.hmult.dnum()
-        ),
-        total_ms: total,
-        p95_ms: p95,
-        stages,
-    });
+    let timed = time_job(ledger, c.reps, pools, || bgv.mul_relin(&x, &y, &keys))?;
+    let mut jobs = jobs_of(
+        &Job {
+            job: "hmult_relin",
+            params: c.hmult.name().to_string(),
+            n: c.hmult.n(),
+            limbs,
+            detail: format!(
+                "two fresh ciphertexts at the top level, dnum {}, relinearisation key {relin_mb:.1} MB",
+                c.hmult.dnum()
+            ),
+            ..Job::empty()
+        },
+        timed,
+    );
+    let timed = time_job(ledger, c.reps, pools, || bgv.rotate_columns(&x, 1, &keys))?;
+    jobs.extend(jobs_of(
+        &Job {
+            job: "rotation",
+            params: c.hmult.name().to_string(),
+            n: c.hmult.n(),
+            limbs,
+            detail: format!(
+                "column rotation by 1 of a fresh ciphertext, dnum {}, Galois key {galois_mb:.1} MB",
+                c.hmult.dnum()
+            ),
+            ..Job::empty()
+        },
+        timed,
+    ));
     Ok(jobs)
 }
 
-fn job_lr<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>, c: &Config) -> Result<Job> {
+fn job_lr<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>, c: &Config, pools: &super::Pools) -> Result<Vec<Job>> {
     let bgv = Bgv::new(Ledger::timed(make(&c.lr)?))?;
     let ledger = bgv.backend();
     let t = u64::from(bgv.plaintext_modulus());
@@ -271,7 +333,14 @@ fn job_lr<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>, c: &Config) -> Re
     let sk = bgv.gen_secret_key()?;
     let bxt = Bxt::new(&bgv, c.lr_variant);
     let tm = Modulus::new(t)?;
-    let bias = bgv.encoder().encode(&vec![u64::from(tm.reduce_i64(model.bias())); slots])?;
+    // The bias is prepared once for the inputs' level and correction factor (fresh encryptions
+    // at the top level), as the LR server does: it is reused by every batch.
+    let top = bgv.max_level();
+    let bias = bgv.prepare_plain_with_factor(
+        &bgv.encoder().encode(&vec![u64::from(tm.reduce_i64(model.bias())); slots])?,
+        top,
+        bgv.level_correction(top)?,
+    )?;
     let q_max = model.q_max().max(1) as u64;
     let cts = (0..c.lr_pixels)
         .map(|_| {
@@ -280,26 +349,27 @@ fn job_lr<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>, c: &Config) -> Re
         })
         .collect::<Result<Vec<_>>>()?;
     let terms: Vec<_> = model.weights().iter().zip(&cts).map(|(&w, ct)| (Weight::Int(w), ct)).collect();
-    let (total, p95, stages) = time_job(ledger, c.reps, || bxt.weighted_sum(&terms, Some(&bias)))?;
-    Ok(Job {
-        job: "lr_batch",
-        params: c.lr.name().to_string(),
-        n: c.lr.n(),
-        limbs: c.lr.q().len(),
-        detail: format!(
-            "sum of {} pixel ciphertexts times integer weights plus bias, {} images per batch, variant {}, \
-             synthetic model and pixels",
-            c.lr_pixels,
-            slots,
-            c.lr_variant.name()
-        ),
-        total_ms: total,
-        p95_ms: p95,
-        stages,
-    })
+    let timed = time_job(ledger, c.reps, pools, || bxt.weighted_sum_prepared(&terms, Some(&bias)))?;
+    Ok(jobs_of(
+        &Job {
+            job: "lr_batch",
+            params: c.lr.name().to_string(),
+            n: c.lr.n(),
+            limbs: c.lr.q().len(),
+            detail: format!(
+                "sum of {} pixel ciphertexts times integer weights plus a prepared bias, {} images per batch, \
+                 variant {}, synthetic model and pixels",
+                c.lr_pixels,
+                slots,
+                c.lr_variant.name()
+            ),
+            ..Job::empty()
+        },
+        timed,
+    ))
 }
 
-fn job_relu<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>, c: &Config) -> Result<Job> {
+fn job_relu<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>, c: &Config, pools: &super::Pools) -> Result<Vec<Job>> {
     let bgv = Bgv::new(Ledger::timed(make(&c.cnn)?))?;
     let ledger = bgv.backend();
     let t = bgv.plaintext_modulus();
@@ -322,31 +392,86 @@ fn job_relu<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>, c: &Config) -> 
             Bounded::fresh(&bgv, bgv.encrypt_symmetric(&sk, &bgv.encoder().encode(&v)?)?, d)
         })
         .collect::<Result<Vec<_>>>()?;
-    let (total, p95, stages) = time_job(ledger, c.reps, || {
+    let timed = time_job(ledger, c.reps, pools, || {
         inputs.iter().map(|x| eval_lut_bounded(&bgv, &keys, x, &lut).map(|(y, _)| y)).collect::<Result<Vec<_>>>()
     })?;
-    Ok(Job {
-        job: "cnn_relu",
-        params: c.cnn.name().to_string(),
-        n: c.cnn.n(),
-        limbs: c.cnn.q().len(),
-        detail: format!(
-            "ReLU-requantisation table on [-{d}, {d}] (degree {}), {} channel ciphertext(s), synthetic inputs",
-            lut.degree(),
-            c.relu_channels.max(1)
-        ),
-        total_ms: total,
-        p95_ms: p95,
-        stages,
-    })
+    Ok(jobs_of(
+        &Job {
+            job: "cnn_relu",
+            params: c.cnn.name().to_string(),
+            n: c.cnn.n(),
+            limbs: c.cnn.q().len(),
+            detail: format!(
+                "ReLU-requantisation table on [-{d}, {d}] (degree {}), {} channel ciphertext(s), synthetic inputs",
+                lut.degree(),
+                c.relu_channels.max(1)
+            ),
+            ..Job::empty()
+        },
+        timed,
+    ))
 }
 
-/// Runs the four jobs with backends made by `make`, labelled `device`.
+/// Runs the four jobs with backends made by `make`, labelled `device`, at every thread count.
 pub fn run<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>, device: String, config: &Config) -> Result<Report> {
-    let mut jobs = job_hmult_rotation(make, config)?;
-    jobs.push(job_lr(make, config)?);
-    jobs.push(job_relu(make, config)?);
-    Ok(Report { header: ReportHeader::new(make(&config.lr)?.name(), device, config.reps.max(1)), jobs })
+    let counts = super::thread_counts(&config.threads);
+    let pools = super::pools(&counts)?;
+    let mut jobs = job_hmult_rotation(make, config, &pools)?;
+    jobs.extend(job_lr(make, config, &pools)?);
+    jobs.extend(job_relu(make, config, &pools)?);
+    let scaling = scaling(&jobs, &counts);
+    Ok(Report { header: ReportHeader::new(make(&config.lr)?.name(), device, config.reps.max(1)), jobs, scaling })
+}
+
+impl Job {
+    /// A job without measurements (the template [`jobs_of`] fills).
+    fn empty() -> Self {
+        Self {
+            job: "",
+            params: String::new(),
+            n: 0,
+            limbs: 0,
+            threads: 0,
+            detail: String::new(),
+            total_ms: 0.0,
+            p95_ms: 0.0,
+            stages: Vec::new(),
+        }
+    }
+}
+
+/// Every job's total and stages at the fewest threads against the most.
+fn scaling(jobs: &[Job], counts: &[usize]) -> Vec<StageScaling> {
+    let (Some(&few), Some(&most)) = (counts.first(), counts.last()) else { return Vec::new() };
+    if few == most {
+        return Vec::new();
+    }
+    let speedup = |a: f64, b: f64| if a > 0.0 && b > 0.0 { Some(a / b) } else { None };
+    let mut out = Vec::new();
+    for j in jobs.iter().filter(|j| j.threads == few) {
+        let Some(m) = jobs.iter().find(|m| m.threads == most && m.job == j.job && m.params == j.params) else {
+            continue;
+        };
+        out.push(StageScaling {
+            job: j.job,
+            stage: "total",
+            threads: (few, most),
+            ms_fewest: j.total_ms,
+            ms_most: m.total_ms,
+            speedup: speedup(j.total_ms, m.total_ms),
+        });
+        for (a, b) in j.stages.iter().zip(&m.stages) {
+            out.push(StageScaling {
+                job: j.job,
+                stage: a.stage,
+                threads: (few, most),
+                ms_fewest: a.ms,
+                ms_most: b.ms,
+                speedup: speedup(a.ms, b.ms),
+            });
+        }
+    }
+    out
 }
 
 impl Report {
@@ -357,14 +482,14 @@ impl Report {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "stage ledger on {} ({}), {} threads, median of {} runs on a timed ledger",
-            self.header.backend, self.header.device, self.header.threads, self.header.reps
+            "stage ledger on {} ({}), median of {} runs on a timed ledger",
+            self.header.backend, self.header.device, self.header.reps
         );
         for j in &self.jobs {
             let _ = writeln!(
                 s,
-                "\n{} ({}, N = {}, {} limbs): {:.2} ms (p95 {:.2}) - {}",
-                j.job, j.params, j.n, j.limbs, j.total_ms, j.p95_ms, j.detail
+                "\n{} ({}, N = {}, {} limbs, {} thread(s)): {:.2} ms (p95 {:.2}) - {}",
+                j.job, j.params, j.n, j.limbs, j.threads, j.total_ms, j.p95_ms, j.detail
             );
             let _ = writeln!(s, "  {:<26} {:>10} {:>7} {:>6} {:>10}", "stage", "ms", "share", "disp", "MB");
             for st in &j.stages {
@@ -376,6 +501,22 @@ impl Report {
                     100.0 * st.share,
                     st.dispatches,
                     st.bytes as f64 / 1e6
+                );
+            }
+        }
+        if let Some(first) = self.scaling.first() {
+            let (few, most) = first.threads;
+            let _ = writeln!(s, "\nspeedup from {few} to {most} threads (ms at {few} / ms at {most}; 1.00: unused):");
+            let _ = writeln!(s, "  {:<12} {:<26} {:>10} {:>10} {:>8}", "job", "stage", "ms", "ms", "speedup");
+            for x in self.scaling.iter().filter(|x| x.ms_fewest > 0.0 || x.ms_most > 0.0) {
+                let _ = writeln!(
+                    s,
+                    "  {:<12} {:<26} {:>10.3} {:>10.3} {:>8}",
+                    x.job,
+                    x.stage,
+                    x.ms_fewest,
+                    x.ms_most,
+                    x.speedup.map_or("-".into(), |v| format!("{v:.2}"))
                 );
             }
         }

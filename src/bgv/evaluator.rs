@@ -158,8 +158,20 @@ impl<B: Backend> Bgv<B> {
     ) -> Result<Ciphertext<B>> {
         self.check_ct(ct)?;
         let m = self.lift(pt, ct.correction, ct.level())?;
-        let core = ct.core.map_c0(self.backend(), |c0| op(c0, &m))?;
-        let noise = log2_add(ct.noise_log2, self.plain_norm_log2(pt, ct.correction));
+        self.combine_lifted(ct, &m, self.plain_norm_log2(pt, ct.correction), op)
+    }
+
+    /// `op(c_0, m)` for the lifted plaintext `m = corr * pt` of canonical norm `2^norm_log2`
+    /// (PADD and its prepared form).
+    pub(crate) fn combine_lifted(
+        &self,
+        ct: &Ciphertext<B>,
+        m: &RnsPoly<B, Eval>,
+        norm_log2: f64,
+        op: impl Fn(&RnsPoly<B, Eval>, &RnsPoly<B, Eval>) -> Result<RnsPoly<B, Eval>>,
+    ) -> Result<Ciphertext<B>> {
+        let core = ct.core.map_c0(self.backend(), |c0| op(c0, m))?;
+        let noise = log2_add(ct.noise_log2, norm_log2);
         self.check_noise(noise, ct.level())?;
         Ok(Ciphertext { core, correction: ct.correction, noise_log2: noise })
     }
@@ -178,19 +190,40 @@ impl<B: Backend> Bgv<B> {
     /// mod t, and those of [`Bgv::mul_plain`].
     pub fn mul_plain_as(&self, ct: &Ciphertext<B>, pt: &Plaintext, correction: u32) -> Result<Ciphertext<B>> {
         self.check_ct(ct)?;
+        let factor = self.plain_factor(ct, correction)?;
+        let m = self.lift(pt, factor, ct.level())?;
+        self.mul_plain_lifted(ct, &m, self.plain_norm_log2(pt, factor), correction)
+    }
+
+    /// The factor [`Bgv::mul_plain_as`] multiplies its plaintext by: `correction /
+    /// ct.correction_factor() mod t` (1 when they are equal), the factor of the prepared
+    /// plaintext that stands for it ([`Bgv::prepare_plain_with_factor`]). Errors:
+    /// [`Error::InvalidCorrectionFactor`] if `correction` or the ciphertext's factor is not
+    /// invertible mod t.
+    pub(crate) fn plain_factor(&self, ct: &Ciphertext<B>, correction: u32) -> Result<u32> {
         let invalid =
             |factor: u32| Error::InvalidCorrectionFactor { factor: u64::from(factor), t: u64::from(self.t.value()) };
         if correction == 0 || correction >= self.t.value() || self.t.inv(correction).is_none() {
             return Err(invalid(correction));
         }
-        let factor = if correction == ct.correction {
+        Ok(if correction == ct.correction {
             1
         } else {
             self.t.mul(correction, self.t.inv(ct.correction).ok_or_else(|| invalid(ct.correction))?)
-        };
-        let m = self.lift(pt, factor, ct.level())?;
-        let core = ct.core.map(|p| p.mul(self.backend(), &m))?;
-        let noise = self.noise.mul_plain(ct.noise_log2, self.plain_norm_log2(pt, factor));
+        })
+    }
+
+    /// `ct * m` for the lifted plaintext `m` of canonical norm `2^norm_log2`, the result's
+    /// correction factor `correction` (PMULT and its prepared form).
+    pub(crate) fn mul_plain_lifted(
+        &self,
+        ct: &Ciphertext<B>,
+        m: &RnsPoly<B, Eval>,
+        norm_log2: f64,
+        correction: u32,
+    ) -> Result<Ciphertext<B>> {
+        let core = ct.core.map(|p| p.mul(self.backend(), m))?;
+        let noise = self.noise.mul_plain(ct.noise_log2, norm_log2);
         self.check_noise(noise, ct.level())?;
         Ok(Ciphertext { core, correction, noise_log2: noise })
     }

@@ -12,11 +12,13 @@
 mod encoder;
 mod evaluator;
 pub mod noise;
+mod prepared;
 mod wire;
 
 pub use crate::rlwe::EvaluationKeys;
 pub use encoder::{Encoder, Plaintext};
 pub use noise::{max_depth, NoiseModel};
+pub use prepared::{PlaintextCache, PreparedPlaintext};
 
 use std::sync::Arc;
 

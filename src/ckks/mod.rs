@@ -31,9 +31,11 @@
 
 pub mod encoder;
 pub mod precision;
+mod prepared;
 
 pub use encoder::Encoder;
 pub use precision::{precision_stats, PrecisionStats};
+pub use prepared::PreparedPlaintext;
 
 use std::sync::Arc;
 

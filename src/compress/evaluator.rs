@@ -12,7 +12,7 @@ use super::{BxtCiphertext, Factor, Half, Meta, PackedPoly, ProgramBuilder, Repr,
 use crate::backend::fused::{Expr, Format, Program, Traffic};
 use crate::backend::Backend;
 use crate::bgv::noise::log2_add;
-use crate::bgv::{Bgv, Ciphertext, EvaluationKeys, Plaintext};
+use crate::bgv::{Bgv, Ciphertext, EvaluationKeys, Plaintext, PreparedPlaintext};
 use crate::error::{Error, Result};
 use crate::poly::{Eval, RnsPoly};
 use crate::ring::Basis;
@@ -335,14 +335,51 @@ impl<'a, B: Backend> Bxt<'a, B> {
         if self.variant == Variant::Baseline {
             return self.compress(self.bgv.add_plain(self.plain(ct)?, pt)?);
         }
+        let (_, _, meta) = self.halves(ct)?;
+        let m = self.bgv.lift(pt, meta.correction, meta.level)?;
+        self.add_lifted(ct, &m, self.bgv.plain_norm_log2(pt, meta.correction))
+    }
+
+    /// `ct + pt` (PADD) with a prepared plaintext, as [`Bxt::add_plain`] (the same words):
+    /// `pp` must have been prepared at the ciphertext's level with its correction factor (see
+    /// [`Bgv::add_plain_prepared`] for the errors).
+    ///
+    /// ```
+    /// use wgfhe::bgv::Bgv;
+    /// use wgfhe::compress::{Bxt, Variant};
+    /// use wgfhe::params::{self, TestRing};
+    ///
+    /// let p = params::insecure_test_bgv(TestRing { log_n: 10, q_primes: 3, p_primes: 1, dnum: 3 }, 65537)?;
+    /// let bgv = Bgv::cpu(&p)?;
+    /// let sk = bgv.gen_secret_key_from_seed(&[6; 32])?;
+    /// let bxt = Bxt::new(&bgv, Variant::Cso);
+    /// let ct = bxt.encrypt(&sk, &bgv.encoder().encode(&[40])?)?;
+    /// let top = bgv.max_level();
+    /// let bias = bgv.prepare_plain_with_factor(&bgv.encoder().encode(&[2])?, top, bgv.level_correction(top)?)?;
+    /// let sum = bxt.add_plain_prepared(&ct, &bias)?;
+    /// assert_eq!(bgv.encoder().decode(&bxt.decrypt(&sk, &sum)?)?[0], 42);
+    /// # Ok::<(), wgfhe::Error>(())
+    /// ```
+    pub fn add_plain_prepared(&self, ct: &BxtCiphertext<B>, pp: &PreparedPlaintext<B>) -> Result<BxtCiphertext<B>> {
+        if self.variant == Variant::Baseline {
+            return self.compress(self.bgv.add_plain_prepared(self.plain(ct)?, pp)?);
+        }
+        let (_, _, meta) = self.halves(ct)?;
+        self.bgv.check_prepared_at(pp, meta.level)?;
+        Bgv::check_add_factor(pp, meta.correction)?;
+        self.add_lifted(ct, &pp.poly, pp.norm_log2)
+    }
+
+    /// `ct + m` for the lifted plaintext `m = corr * pt` of canonical norm `2^norm_log2`: one
+    /// kernel on `b`; `a` is untouched.
+    fn add_lifted(&self, ct: &BxtCiphertext<B>, m: &RnsPoly<B, Eval>, norm_log2: f64) -> Result<BxtCiphertext<B>> {
         let (b, a, meta) = self.halves(ct)?;
-        let noise = log2_add(meta.noise_log2, self.bgv.plain_norm_log2(pt, meta.correction));
+        let noise = log2_add(meta.noise_log2, norm_log2);
         self.bgv.check_noise(noise, meta.level)?;
         let basis = self.basis(meta.level)?;
-        let m = self.bgv.lift(pt, meta.correction, meta.level)?;
         let format = self.variant.format();
         let mut pb = self.builder(&basis)?;
-        let e = Expr::add(pb.half(b)?, pb.poly(&m, Traffic::Plaintext));
+        let e = Expr::add(pb.half(b)?, pb.poly(m, Traffic::Plaintext));
         let b = self.wrap(Self::one(self.run(pb, vec![(e, format)])?)?, &basis, format)?;
         Ok(BxtCiphertext { repr: Repr::Halves { b, a: a.clone(), meta: Meta { noise_log2: noise, ..meta } } })
     }
@@ -381,18 +418,60 @@ impl<'a, B: Backend> Bxt<'a, B> {
         if self.variant == Variant::Baseline {
             return self.compress(self.baseline_scale(self.plain(ct)?, w)?);
         }
-        let (b, a, meta) = self.halves(ct)?;
+        let (_, _, meta) = self.halves(ct)?;
         let (factor, noise) = self.weight_factor(w, meta.level, meta.noise_log2)?;
+        self.scale_with(ct, &factor, noise, meta.correction)
+    }
+
+    /// `ct * pt` (PMULT) with a prepared plaintext, as [`Bxt::mul_plain`] (factor 1) or the
+    /// product [`Bgv::mul_plain_prepared`] describes: the same words, no lifting at the call.
+    /// Errors: those of [`Bgv::mul_plain_prepared`].
+    ///
+    /// ```
+    /// use wgfhe::bgv::Bgv;
+    /// use wgfhe::compress::{Bxt, Variant};
+    /// use wgfhe::params::{self, TestRing};
+    ///
+    /// let p = params::insecure_test_bgv(TestRing { log_n: 10, q_primes: 3, p_primes: 1, dnum: 3 }, 65537)?;
+    /// let bgv = Bgv::cpu(&p)?;
+    /// let sk = bgv.gen_secret_key_from_seed(&[4; 32])?;
+    /// let bxt = Bxt::new(&bgv, Variant::Cs);
+    /// let w = bgv.prepare_plain(&bgv.encoder().encode(&[7])?, bgv.max_level())?;
+    /// let ct = bxt.encrypt(&sk, &bgv.encoder().encode(&[6])?)?;
+    /// assert_eq!(bgv.encoder().decode(&bxt.decrypt(&sk, &bxt.mul_plain_prepared(&ct, &w)?)?)?[0], 42);
+    /// # Ok::<(), wgfhe::Error>(())
+    /// ```
+    pub fn mul_plain_prepared(&self, ct: &BxtCiphertext<B>, pp: &PreparedPlaintext<B>) -> Result<BxtCiphertext<B>> {
+        if self.variant == Variant::Baseline {
+            return self.compress(self.bgv.mul_plain_prepared(self.plain(ct)?, pp)?);
+        }
+        let (_, _, meta) = self.halves(ct)?;
+        self.bgv.check_prepared_at(pp, meta.level)?;
+        let noise = self.bgv.noise_model().mul_plain(meta.noise_log2, pp.norm_log2);
+        let correction = u32::try_from(u64::from(meta.correction) * u64::from(pp.factor()) % u64::from(self.t()))
+            .map_err(|_| Error::SizeOverflow { what: "correction factor" })?;
+        self.scale_with(ct, &Factor::Plain(Arc::clone(&pp.poly)), noise, correction)
+    }
+
+    /// `factor * ct` with the result's noise estimate and correction factor given.
+    fn scale_with(
+        &self,
+        ct: &BxtCiphertext<B>,
+        factor: &Factor<B>,
+        noise: f64,
+        correction: u32,
+    ) -> Result<BxtCiphertext<B>> {
+        let (b, a, meta) = self.halves(ct)?;
         self.bgv.check_noise(noise, meta.level)?;
-        let meta = Meta { noise_log2: noise, ..meta };
+        let meta = Meta { noise_log2: noise, correction, ..meta };
         let basis = self.basis(meta.level)?;
         let format = self.variant.format();
         let mut pb = self.builder(&basis)?;
-        let ew = factor_expr(&mut pb, &factor);
+        let ew = factor_expr(&mut pb, factor);
         let eb = Expr::mul(ew.clone(), pb.half(b)?);
         let (b, a) = if self.variant.fuses() {
             let b = self.wrap(Self::one(self.run(pb, vec![(eb, format)])?)?, &basis, format)?;
-            (b, self.bound_lazy(Half::Lazy(scaled_terms(a, &factor)), &basis)?)
+            (b, self.bound_lazy(Half::Lazy(scaled_terms(a, factor)), &basis)?)
         } else {
             let ea = Expr::mul(ew, pb.half(a)?);
             let (bb, ab) = Self::two(self.run(pb, vec![(eb, format), (ea, format)])?)?;
@@ -409,6 +488,44 @@ impl<'a, B: Backend> Bxt<'a, B> {
         terms: &[(Weight<'_>, &BxtCiphertext<B>)],
         bias: Option<&Plaintext>,
     ) -> Result<BxtCiphertext<B>> {
+        self.weighted_sum_with(terms, bias.map(BiasRef::Plain))
+    }
+
+    /// [`Bxt::weighted_sum`] with a prepared bias: the same words as with the plaintext, without
+    /// lifting it at every call. `bias` must have been prepared at the terms' level with their
+    /// correction factor (fresh encryptions at the top level: [`Bgv::level_correction`] of it);
+    /// [`Error::LevelMismatch`] or [`Error::CorrectionMismatch`] otherwise.
+    ///
+    /// ```
+    /// use wgfhe::bgv::Bgv;
+    /// use wgfhe::compress::{Bxt, Variant, Weight};
+    /// use wgfhe::params::{self, TestRing};
+    ///
+    /// let p = params::insecure_test_bgv(TestRing { log_n: 10, q_primes: 3, p_primes: 1, dnum: 3 }, 65537)?;
+    /// let bgv = Bgv::cpu(&p)?;
+    /// let sk = bgv.gen_secret_key_from_seed(&[2; 32])?;
+    /// let bxt = Bxt::new(&bgv, Variant::Cso);
+    /// let top = bgv.max_level();
+    /// let bias = bgv.prepare_plain_with_factor(&bgv.encoder().encode(&[100])?, top, bgv.level_correction(top)?)?;
+    /// let x = bxt.encrypt(&sk, &bgv.encoder().encode(&[3])?)?;
+    /// let y = bxt.encrypt(&sk, &bgv.encoder().encode(&[5])?)?;
+    /// let s = bxt.weighted_sum_prepared(&[(Weight::Int(2), &x), (Weight::Int(-1), &y)], Some(&bias))?;
+    /// assert_eq!(bgv.encoder().decode_signed(&bxt.decrypt(&sk, &s)?)?[0], 2 * 3 - 5 + 100);
+    /// # Ok::<(), wgfhe::Error>(())
+    /// ```
+    pub fn weighted_sum_prepared(
+        &self,
+        terms: &[(Weight<'_>, &BxtCiphertext<B>)],
+        bias: Option<&PreparedPlaintext<B>>,
+    ) -> Result<BxtCiphertext<B>> {
+        self.weighted_sum_with(terms, bias.map(BiasRef::Prepared))
+    }
+
+    fn weighted_sum_with(
+        &self,
+        terms: &[(Weight<'_>, &BxtCiphertext<B>)],
+        bias: Option<BiasRef<'_, B>>,
+    ) -> Result<BxtCiphertext<B>> {
         let first = terms.first().ok_or(Error::InvalidField { field: "weighted sum", reason: "no terms" })?;
         let fused_ok = self.variant.fuses()
             && terms.iter().all(|(_, c)| match (&c.repr, &first.1.repr) {
@@ -423,7 +540,8 @@ impl<'a, B: Backend> Bxt<'a, B> {
                 acc = self.add(&acc, &self.scale_by(c, *w)?)?;
             }
             return match bias {
-                Some(pt) => self.add_plain(&acc, pt),
+                Some(BiasRef::Plain(pt)) => self.add_plain(&acc, pt),
+                Some(BiasRef::Prepared(pp)) => self.add_plain_prepared(&acc, pp),
                 None => Ok(acc),
             };
         }
@@ -439,10 +557,18 @@ impl<'a, B: Backend> Bxt<'a, B> {
             factors.push(f);
         }
         let mut noise = noise.unwrap_or(meta0.noise_log2);
+        let lifted;
         let m = match bias {
-            Some(pt) => {
+            Some(BiasRef::Plain(pt)) => {
                 noise = log2_add(noise, self.bgv.plain_norm_log2(pt, meta0.correction));
-                Some(self.bgv.lift(pt, meta0.correction, meta0.level)?)
+                lifted = self.bgv.lift(pt, meta0.correction, meta0.level)?;
+                Some(&lifted)
+            }
+            Some(BiasRef::Prepared(pp)) => {
+                self.bgv.check_prepared_at(pp, meta0.level)?;
+                Bgv::check_add_factor(pp, meta0.correction)?;
+                noise = log2_add(noise, pp.norm_log2);
+                Some(pp.poly.as_ref())
             }
             None => None,
         };
@@ -474,7 +600,7 @@ impl<'a, B: Backend> Bxt<'a, B> {
                 sum.push(Expr::mul(ew, pb.half(b)?));
             }
             if i == last {
-                if let Some(m) = &m {
+                if let Some(m) = m {
                     sum.push(pb.poly(m, Traffic::Plaintext));
                 }
             }
@@ -615,6 +741,12 @@ impl<'a, B: Backend> Bxt<'a, B> {
         self.be().flush()?;
         Ok(BxtCiphertext { repr: Repr::Halves { b, a, meta: Meta { noise_log2: noise, ..meta } } })
     }
+}
+
+/// The bias of a weighted sum: a plaintext lifted at the call, or a prepared one.
+enum BiasRef<'p, B: Backend> {
+    Plain(&'p Plaintext),
+    Prepared(&'p PreparedPlaintext<B>),
 }
 
 /// The expression of a weight factor.

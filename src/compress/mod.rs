@@ -360,6 +360,16 @@ impl<B: Backend> BxtCiphertext<B> {
         }
     }
 
+    /// The BGV correction factor (see [`crate::bgv`]): what a plaintext added to it is
+    /// prepared with ([`crate::bgv::Bgv::prepare_plain_with_factor`]).
+    #[must_use]
+    pub fn correction_factor(&self) -> u32 {
+        match &self.repr {
+            Repr::Plain(ct) => ct.correction_factor(),
+            Repr::Halves { meta, .. } => meta.correction,
+        }
+    }
+
     /// Estimated `log2` of the noise bound (the same model as [`crate::bgv`]).
     #[must_use]
     pub fn noise_estimate(&self) -> f64 {

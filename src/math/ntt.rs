@@ -46,6 +46,21 @@
 //! (or any other correct negacyclic NTT with the same root and order) matches bit for bit.
 //!
 //! For `N = 1` there is nothing to transform; it is not supported (`N >= 2`).
+//!
+//! # Implementations
+//!
+//! * [`NttTable::forward_reference`] / [`NttTable::inverse_reference`]: the algorithm above as
+//!   written, one stage and one butterfly at a time; the reference the others are tested against.
+//! * The portable path ([`SimdLevel::Scalar`]): the same stages with fixed-size inner loops the
+//!   compiler vectorises for the baseline target; also the path for `N` below two vectors.
+//! * Explicit SIMD through `pulp` ([`SimdLevel::Avx2`], [`SimdLevel::Avx512`]; module `x86`):
+//!   the same butterflies, blocked for the caches (two stages per pass over the array, the stages
+//!   of 4096-word blocks one block at a time, the last `log2(lanes)` stages in registers).
+//!
+//! [`NttTable::forward`] and the other entry points run the widest level the CPU has
+//! ([`SimdLevel::active`]); the `_with` forms take the level. Every path applies the same
+//! butterflies to the same values in an order that respects their dependencies, so all of them
+//! give the same words, lazy outputs included.
 
 #![expect(
     clippy::indexing_slicing,
@@ -57,7 +72,11 @@ use std::fmt;
 
 use crate::error::{Error, Result};
 use crate::math::primes;
+use crate::math::simd::SimdLevel;
 use crate::math::zq::Modulus;
+
+#[cfg(target_arch = "x86_64")]
+mod x86;
 
 /// Smallest supported `log2 N`.
 pub const MIN_LOG_N: u32 = 1;
@@ -302,7 +321,7 @@ impl NttTable {
     /// `[0, q)`. Errors with [`Error::DimensionMismatch`] if `a.len() != N`.
     pub fn forward(&self, a: &mut [u32]) -> Result<()> {
         self.check_len(a)?;
-        self.transform::<false, true>(a);
+        self.transform::<false, true>(a, SimdLevel::active());
         Ok(())
     }
 
@@ -313,7 +332,7 @@ impl NttTable {
     /// Errors with [`Error::DimensionMismatch`] if `a.len() != N`.
     pub fn forward_lazy(&self, a: &mut [u32]) -> Result<()> {
         self.check_len(a)?;
-        self.transform::<false, false>(a);
+        self.transform::<false, false>(a, SimdLevel::active());
         Ok(())
     }
 
@@ -323,7 +342,7 @@ impl NttTable {
     /// `[0, q)`. Errors with [`Error::DimensionMismatch`] if `a.len() != N`.
     pub fn inverse(&self, a: &mut [u32]) -> Result<()> {
         self.check_len(a)?;
-        self.transform::<true, true>(a);
+        self.transform::<true, true>(a, SimdLevel::active());
         Ok(())
     }
 
@@ -335,20 +354,129 @@ impl NttTable {
     /// Errors with [`Error::DimensionMismatch`] if `a.len() != N`.
     pub fn inverse_lazy(&self, a: &mut [u32]) -> Result<()> {
         self.check_len(a)?;
-        self.transform::<true, false>(a);
+        self.transform::<true, false>(a, SimdLevel::active());
         Ok(())
     }
 
-    /// Single entry point of the four transforms (`INV`: inverse; `STRICT`: canonical output).
-    ///
-    /// Run-time CPU-feature dispatch belongs here: the stage loops are written (fixed-size
-    /// groups in local arrays, everything `#[inline(always)]`) so that the compiler
-    /// vectorises them for whatever target features the caller's function has enabled.
+    /// Forward NTT in place at a chosen SIMD level (clamped to what the CPU has): the same
+    /// outputs as [`forward`](Self::forward) (strict) or [`forward_lazy`](Self::forward_lazy)
+    /// (`strict = false`), word for word, on every level. For tests and benchmarks of the
+    /// narrower paths. Errors with [`Error::DimensionMismatch`] if `a.len() != N`.
+    pub fn forward_with(&self, a: &mut [u32], level: SimdLevel, strict: bool) -> Result<()> {
+        self.check_len(a)?;
+        if strict {
+            self.transform::<false, true>(a, level);
+        } else {
+            self.transform::<false, false>(a, level);
+        }
+        Ok(())
+    }
+
+    /// Inverse NTT in place at a chosen SIMD level (clamped to what the CPU has): the same
+    /// outputs as [`inverse`](Self::inverse) (strict) or [`inverse_lazy`](Self::inverse_lazy),
+    /// word for word, on every level. Errors with [`Error::DimensionMismatch`] if `a.len() != N`.
+    pub fn inverse_with(&self, a: &mut [u32], level: SimdLevel, strict: bool) -> Result<()> {
+        self.check_len(a)?;
+        if strict {
+            self.transform::<true, true>(a, level);
+        } else {
+            self.transform::<true, false>(a, level);
+        }
+        Ok(())
+    }
+
+    /// The forward transform exactly as the module documentation states it: one loop per stage,
+    /// one butterfly at a time, no blocking and no SIMD. The reference the fast paths are tested
+    /// against (same inputs and outputs as [`forward_with`](Self::forward_with)); slow.
+    /// Errors with [`Error::DimensionMismatch`] if `a.len() != N`.
+    pub fn forward_reference(&self, a: &mut [u32], strict: bool) -> Result<()> {
+        self.check_len(a)?;
+        let q = self.m.value();
+        let two_q = q << 1;
+        let (mut m, mut t) = (1, self.n >> 1);
+        while m < self.n {
+            for i in 0..m {
+                let (w, ws) = (self.fwd[m + i], self.fwd_shoup[m + i]);
+                for j in 2 * i * t..2 * i * t + t {
+                    (a[j], a[j + t]) = fwd_butterfly(a[j], a[j + t], w, ws, q, two_q);
+                }
+            }
+            m <<= 1;
+            t >>= 1;
+        }
+        if strict {
+            a.iter_mut().for_each(|x| *x = reduce_4q(*x, q, two_q));
+        }
+        Ok(())
+    }
+
+    /// The inverse transform exactly as the module documentation states it (see
+    /// [`forward_reference`](Self::forward_reference)); slow. Errors with
+    /// [`Error::DimensionMismatch`] if `a.len() != N`.
+    pub fn inverse_reference(&self, a: &mut [u32], strict: bool) -> Result<()> {
+        self.check_len(a)?;
+        let q = self.m.value();
+        let two_q = q << 1;
+        let (mut m, mut t) = (self.n >> 1, 1);
+        while m > 1 {
+            for i in 0..m {
+                let (w, ws) = (self.inv[m + i], self.inv_shoup[m + i]);
+                for j in 2 * i * t..2 * i * t + t {
+                    (a[j], a[j + t]) = inv_butterfly(a[j], a[j + t], w, ws, q, two_q);
+                }
+            }
+            m >>= 1;
+            t <<= 1;
+        }
+        for j in 0..t {
+            let (x, y) = (a[j], a[j + t]);
+            a[j] = mul_shoup_lazy(x.wrapping_add(y), self.inv[0], self.inv_shoup[0], q);
+            a[j + t] = mul_shoup_lazy(x.wrapping_add(two_q).wrapping_sub(y), self.inv[1], self.inv_shoup[1], q);
+        }
+        if strict {
+            a.iter_mut().for_each(|x| *x = reduce_2q(*x, q));
+        }
+        Ok(())
+    }
+
+    /// Single entry point of the transforms (`INV`: inverse; `STRICT`: canonical output), on
+    /// `level` clamped to what the CPU has. Every path runs the same butterflies on the same
+    /// values (see the module documentation), so every level gives the same words.
     #[inline]
-    fn transform<const INV: bool, const STRICT: bool>(&self, a: &mut [u32]) {
-        // Run-time dispatch to the widest vector extension the CPU has (AVX-512, AVX2, ...),
-        // so the loops below are vectorised for it; the results are the same bits on every path.
-        pulp::Arch::new().dispatch(Transform::<INV, STRICT>(self, a));
+    fn transform<const INV: bool, const STRICT: bool>(&self, a: &mut [u32], level: SimdLevel) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let (q, n) = (self.m.value(), self.n);
+            let (w, ws) = if INV { (&self.inv[..], &self.inv_shoup[..]) } else { (&self.fwd[..], &self.fwd_shoup[..]) };
+            let level = level.clamp();
+            if level >= SimdLevel::Avx512 && n >= 32 {
+                if let Some(s) = pulp::x86::V4::try_new() {
+                    if INV {
+                        x86::inverse_v4(s, a, w, ws, q, STRICT);
+                    } else {
+                        x86::forward_v4(s, a, w, ws, q, STRICT);
+                    }
+                    return;
+                }
+            }
+            if level >= SimdLevel::Avx2 && n >= 16 {
+                if let Some(s) = pulp::x86::V3::try_new() {
+                    if INV {
+                        x86::inverse_v3(s, a, w, ws, q, STRICT);
+                    } else {
+                        x86::forward_v3(s, a, w, ws, q, STRICT);
+                    }
+                    return;
+                }
+            }
+        }
+        let _ = level;
+        // The portable path (short arrays, or no AVX2).
+        if INV {
+            self.inverse_core::<STRICT>(a);
+        } else {
+            self.forward_core::<STRICT>(a);
+        }
     }
 
     /// Cooley-Tukey stages on `a` (length `N`, checked by the caller).
@@ -562,398 +690,5 @@ fn inv_butterfly(x: u32, y: u32, w: u32, ws: u32, q: u32, two_q: u32) -> (u32, u
     (s, mul_shoup_lazy(d, w, ws, q))
 }
 
-/// A transform as a `pulp` dispatch target. A named type (not a closure) so that the cores
-/// are inlined into each instruction-set variant.
-struct Transform<'a, const INV: bool, const STRICT: bool>(&'a NttTable, &'a mut [u32]);
-
-impl<const INV: bool, const STRICT: bool> pulp::NullaryFnOnce for Transform<'_, INV, STRICT> {
-    type Output = ();
-
-    #[inline(always)]
-    fn call(self) {
-        if INV {
-            self.0.inverse_core::<STRICT>(self.1);
-        } else {
-            self.0.forward_core::<STRICT>(self.1);
-        }
-    }
-}
-
 #[cfg(test)]
-mod tests {
-
-    use super::*;
-    use rand::{Rng, SeedableRng};
-    use rand_chacha::ChaCha8Rng;
-
-    /// `b^e mod q` in plain u64 arithmetic (independent of `Modulus`).
-    fn pow_mod(mut b: u64, mut e: u64, q: u64) -> u64 {
-        let mut acc = 1 % q;
-        b %= q;
-        while e > 0 {
-            if e & 1 == 1 {
-                acc = acc * b % q;
-            }
-            b = b * b % q;
-            e >>= 1;
-        }
-        acc
-    }
-
-    /// `a(x) mod q` by Horner's rule in u64.
-    fn eval(a: &[u32], x: u64, q: u64) -> u64 {
-        a.iter().rev().fold(0u64, |acc, &c| (acc * x + u64::from(c)) % q)
-    }
-
-    /// Schoolbook negacyclic product in u128.
-    fn schoolbook(a: &[u32], b: &[u32], q: u64) -> Vec<u32> {
-        let n = a.len();
-        let mut acc = vec![0u128; n];
-        let mut neg = vec![0u128; n];
-        for (i, &x) in a.iter().enumerate() {
-            for (j, &y) in b.iter().enumerate() {
-                let p = u128::from(x) * u128::from(y);
-                if i + j < n {
-                    acc[i + j] += p;
-                } else {
-                    neg[i + j - n] += p;
-                }
-            }
-        }
-        let q = u128::from(q);
-        acc.iter().zip(&neg).map(|(&p, &m)| ((p % q + q - m % q) % q) as u32).collect()
-    }
-
-    fn random_poly(rng: &mut ChaCha8Rng, n: usize, bound: u32) -> Vec<u32> {
-        (0..n).map(|_| rng.random_range(0..bound)).collect()
-    }
-
-    fn table(q: u64, n: usize) -> NttTable {
-        NttTable::new(Modulus::new(q).unwrap(), n).unwrap()
-    }
-
-    /// (q, N) pairs: small textbook primes and 30-bit NTT primes.
-    fn cases() -> Vec<(u64, usize)> {
-        let mut v = vec![(17, 2), (17, 8), (97, 16), (7681, 256), (12289, 2048)];
-        for log_n in 1..=12u32 {
-            let n = 1usize << log_n;
-            for q in primes::ntt_primes(30, n as u64, 2, &[]).unwrap() {
-                v.push((q, n));
-            }
-        }
-        v.push((primes::ntt_primes(20, 1 << 10, 1, &[]).unwrap()[0], 1 << 10));
-        v
-    }
-
-    #[test]
-    fn bit_reverse_and_exponents() {
-        assert_eq!(bit_reverse(0b0001, 4), 0b1000);
-        assert_eq!(bit_reverse(0b0110, 4), 0b0110);
-        assert_eq!(bit_reverse(0b1011, 4), 0b1101);
-        assert_eq!(bit_reverse(5, 0), 0);
-        for bits in 1..=17 {
-            for x in [0usize, 1, 2, 3, (1 << bits) - 1] {
-                let x = x & ((1 << bits) - 1);
-                let naive = (0..bits).fold(0, |acc, b| acc | ((x >> b) & 1) << (bits - 1 - b));
-                assert_eq!(bit_reverse(x, bits), naive);
-            }
-        }
-        // Slot exponents are a permutation of the odd residues mod 2N.
-        let log_n = 6;
-        let mut e: Vec<usize> = (0..64).map(|i| eval_exponent(i, log_n)).collect();
-        e.sort_unstable();
-        assert_eq!(e, (0..64).map(|k| 2 * k + 1).collect::<Vec<_>>());
-    }
-
-    #[test]
-    fn table_contents() {
-        for (q, n) in [(97u64, 16usize), (7681, 256)] {
-            let t = table(q, n);
-            assert_eq!(t.n(), n);
-            assert_eq!(t.log_n(), n.trailing_zeros());
-            assert_eq!(u64::from(t.modulus().value()), q);
-            // psi is the smallest x with x^N = -1 (brute force).
-            let psi = (2..q).find(|&x| pow_mod(x, n as u64, q) == q - 1).unwrap();
-            assert_eq!(u64::from(t.psi()), psi);
-            let psi_inv = pow_mod(psi, 2 * n as u64 - 1, q);
-            let n_inv = pow_mod(n as u64, q - 2, q);
-            let shoup = |w: u32| ((u64::from(w) << 32) / q) as u32;
-            let (w, ws) = t.forward_twiddles();
-            let (v, vs) = t.inverse_twiddles();
-            assert_eq!((w.len(), ws.len(), v.len(), vs.len()), (n, n, n, n));
-            let log_n = t.log_n();
-            for k in 0..n {
-                let r = bit_reverse(k, log_n) as u64;
-                assert_eq!(u64::from(w[k]), pow_mod(psi, r, q));
-                let want_v = match k {
-                    0 => n_inv,
-                    1 => pow_mod(psi_inv, r, q) * n_inv % q,
-                    _ => pow_mod(psi_inv, r, q),
-                };
-                assert_eq!(u64::from(v[k]), want_v, "k = {k}");
-                assert_eq!(ws[k], shoup(w[k]));
-                assert_eq!(vs[k], shoup(v[k]));
-            }
-            assert_eq!(t.n_inv(), (n_inv as u32, shoup(n_inv as u32)));
-        }
-    }
-
-    #[test]
-    fn round_trips() {
-        let mut rng = ChaCha8Rng::seed_from_u64(1);
-        for (q, n) in cases() {
-            let t = table(q, n);
-            let a = random_poly(&mut rng, n, q as u32);
-            let mut b = a.clone();
-            t.forward(&mut b).unwrap();
-            assert!(b.iter().all(|&x| u64::from(x) < q));
-            t.inverse(&mut b).unwrap();
-            assert_eq!(a, b, "INTT(NTT(a)), q = {q}, N = {n}");
-            t.inverse(&mut b).unwrap();
-            assert!(b.iter().all(|&x| u64::from(x) < q));
-            t.forward(&mut b).unwrap();
-            assert_eq!(a, b, "NTT(INTT(a)), q = {q}, N = {n}");
-        }
-    }
-
-    #[test]
-    fn forward_is_evaluation_at_odd_powers() {
-        let mut rng = ChaCha8Rng::seed_from_u64(2);
-        for (q, n) in cases().into_iter().filter(|&(_, n)| n <= 256) {
-            let t = table(q, n);
-            let a = random_poly(&mut rng, n, q as u32);
-            let mut b = a.clone();
-            t.forward(&mut b).unwrap();
-            let psi = u64::from(t.psi());
-            for (i, &bi) in b.iter().enumerate() {
-                let x = pow_mod(psi, eval_exponent(i, t.log_n()) as u64, q);
-                assert_eq!(u64::from(bi), eval(&a, x, q), "slot {i}, q = {q}, N = {n}");
-            }
-        }
-    }
-
-    #[test]
-    fn product_matches_schoolbook() {
-        let mut rng = ChaCha8Rng::seed_from_u64(3);
-        for (q, n) in cases().into_iter().filter(|&(_, n)| n <= 1024) {
-            let t = table(q, n);
-            let m = t.modulus();
-            let a = random_poly(&mut rng, n, q as u32);
-            let b = random_poly(&mut rng, n, q as u32);
-            let (mut fa, mut fb) = (a.clone(), b.clone());
-            t.forward(&mut fa).unwrap();
-            t.forward(&mut fb).unwrap();
-            let mut c: Vec<u32> = fa.iter().zip(&fb).map(|(&x, &y)| m.mul(x, y)).collect();
-            t.inverse(&mut c).unwrap();
-            assert_eq!(c, schoolbook(&a, &b, q), "q = {q}, N = {n}");
-        }
-    }
-
-    #[test]
-    fn lazy_forms_agree_and_respect_ranges() {
-        let mut rng = ChaCha8Rng::seed_from_u64(4);
-        for (q, n) in cases() {
-            let t = table(q, n);
-            let qq = q as u32;
-            let reduce = |v: &[u32]| v.iter().map(|&x| x % qq).collect::<Vec<_>>();
-            // Forward: inputs anywhere in [0, 4q), including the top edge.
-            let inputs = [random_poly(&mut rng, n, 4 * qq), vec![4 * qq - 1; n], vec![3 * qq; n], vec![0; n]];
-            for a in &inputs {
-                let mut want = reduce(a);
-                t.forward(&mut want).unwrap();
-                let mut strict = a.clone();
-                t.forward(&mut strict).unwrap();
-                assert_eq!(strict, want, "strict forward of [0, 4q) input");
-                let mut lazy = a.clone();
-                t.forward_lazy(&mut lazy).unwrap();
-                assert!(lazy.iter().all(|&x| x < 4 * qq), "forward_lazy range");
-                assert_eq!(reduce(&lazy), want, "forward_lazy mod q");
-            }
-            // Inverse: inputs anywhere in [0, 2q).
-            let inputs = [random_poly(&mut rng, n, 2 * qq), vec![2 * qq - 1; n], vec![qq; n]];
-            for a in &inputs {
-                let mut want = reduce(a);
-                t.inverse(&mut want).unwrap();
-                let mut strict = a.clone();
-                t.inverse(&mut strict).unwrap();
-                assert_eq!(strict, want, "strict inverse of [0, 2q) input");
-                let mut lazy = a.clone();
-                t.inverse_lazy(&mut lazy).unwrap();
-                assert!(lazy.iter().all(|&x| x < 2 * qq), "inverse_lazy range");
-                assert_eq!(reduce(&lazy), want, "inverse_lazy mod q");
-            }
-        }
-    }
-
-    #[test]
-    fn constant_and_monomial_transforms() {
-        // NTT(c) = c everywhere; NTT(X) at slot i = psi^(e_i).
-        let (q, n) = (7681u64, 256usize);
-        let t = table(q, n);
-        let mut c = vec![0u32; n];
-        c[0] = 1234;
-        t.forward(&mut c).unwrap();
-        assert!(c.iter().all(|&x| x == 1234));
-        let mut x = vec![0u32; n];
-        x[1] = 1;
-        t.forward(&mut x).unwrap();
-        for (i, &xi) in x.iter().enumerate() {
-            let e = eval_exponent(i, t.log_n()) as u64;
-            assert_eq!(u64::from(xi), pow_mod(u64::from(t.psi()), e, q));
-        }
-    }
-
-    fn galois_elements(n: usize) -> Vec<usize> {
-        let two_n = 2 * n;
-        let mut gs = vec![1, two_n - 1];
-        let (mut p3, mut p5) = (1usize, 1usize);
-        for _ in 0..6 {
-            p3 = p3 * 3 % two_n;
-            p5 = p5 * 5 % two_n;
-            gs.push(p3);
-            gs.push(p5);
-            gs.push(two_n - p5);
-        }
-        gs
-    }
-
-    #[test]
-    fn automorphism_coeff_matches_evaluation() {
-        // b(X) = a(X^g) iff b(x) = a(x^g) at every root x = psi^e of X^N + 1.
-        let mut rng = ChaCha8Rng::seed_from_u64(5);
-        for (q, n) in [(17u64, 8usize), (97, 16), (7681, 64)] {
-            let m = Modulus::new(q).unwrap();
-            let psi = u64::from(table(q, n).psi());
-            let a = random_poly(&mut rng, n, q as u32);
-            for g in galois_elements(n) {
-                let mut b = vec![0u32; n];
-                automorphism_coeff(&a, g, &m, &mut b).unwrap();
-                assert!(b.iter().all(|&x| u64::from(x) < q));
-                for e in (1..2 * n as u64).step_by(2) {
-                    let x = pow_mod(psi, e, q);
-                    let xg = pow_mod(psi, e * g as u64, q);
-                    assert_eq!(eval(&b, x, q), eval(&a, xg, q), "g = {g}, e = {e}");
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn automorphism_permutation_matches_coeff_path() {
-        let mut rng = ChaCha8Rng::seed_from_u64(6);
-        for (q, n) in cases().into_iter().filter(|&(_, n)| (4..=4096).contains(&n)) {
-            let t = table(q, n);
-            let a = random_poly(&mut rng, n, q as u32);
-            let mut fa = a.clone();
-            t.forward(&mut fa).unwrap();
-            for g in galois_elements(n) {
-                let perm = automorphism_permutation(g, t.log_n()).unwrap();
-                assert_eq!(perm.len(), n);
-                let mut b = vec![0u32; n];
-                automorphism_coeff(&a, g, t.modulus(), &mut b).unwrap();
-                t.forward(&mut b).unwrap();
-                let permuted: Vec<u32> = perm.iter().map(|&p| fa[p as usize]).collect();
-                assert_eq!(b, permuted, "g = {g}, q = {q}, N = {n}");
-            }
-        }
-    }
-
-    #[test]
-    fn bad_inputs_are_errors() {
-        let t = table(97, 16);
-        for len in [0usize, 15, 17, 32] {
-            let mut a = vec![0u32; len];
-            let dim = |r: Result<()>| matches!(r, Err(Error::DimensionMismatch { .. }));
-            assert!(dim(t.forward(&mut a)));
-            assert!(dim(t.forward_lazy(&mut a)));
-            assert!(dim(t.inverse(&mut a)));
-            assert!(dim(t.inverse_lazy(&mut a)));
-        }
-        let m = Modulus::new(97).unwrap();
-        for n in [0usize, 1, 3, 12, 1 << 18] {
-            assert!(matches!(NttTable::new(m, n), Err(Error::InvalidRingDegree { .. })));
-        }
-        // 97 = 1 mod 32 but not 1 mod 64; 91 = 7 * 13 is not prime; 65 = 1 mod 64 is not prime.
-        assert!(matches!(NttTable::new(m, 32), Err(Error::InvalidModulus { .. })));
-        for q in [91u64, 65] {
-            assert!(matches!(NttTable::new(Modulus::new(q).unwrap(), 2), Err(Error::InvalidModulus { .. })));
-        }
-        // Galois elements.
-        for g in [0usize, 2, 32, 33, 1000] {
-            assert!(matches!(automorphism_permutation(g, 4), Err(Error::InvalidParameters { .. })));
-            let (a, mut b) = (vec![0u32; 16], vec![0u32; 16]);
-            assert!(matches!(automorphism_coeff(&a, g, &m, &mut b), Err(Error::InvalidParameters { .. })));
-        }
-        for log_n in [0u32, 18, 64, 200] {
-            assert!(matches!(automorphism_permutation(1, log_n), Err(Error::InvalidRingDegree { .. })));
-        }
-        let (a, mut b) = (vec![0u32; 16], vec![0u32; 8]);
-        assert!(matches!(automorphism_coeff(&a, 3, &m, &mut b), Err(Error::DimensionMismatch { .. })));
-        let (a, mut b) = (vec![0u32; 12], vec![0u32; 12]);
-        assert!(matches!(automorphism_coeff(&a, 3, &m, &mut b), Err(Error::InvalidRingDegree { .. })));
-    }
-
-    #[test]
-    fn out_of_range_values_do_not_panic() {
-        let t = table(97, 16);
-        let mut a = vec![u32::MAX; 16];
-        t.forward(&mut a).unwrap();
-        let mut a = vec![u32::MAX; 16];
-        t.forward_lazy(&mut a).unwrap();
-        let mut a = vec![u32::MAX; 16];
-        t.inverse(&mut a).unwrap();
-        let mut a = vec![u32::MAX; 16];
-        t.inverse_lazy(&mut a).unwrap();
-        let mut b = vec![0u32; 16];
-        automorphism_coeff(&a, 3, t.modulus(), &mut b).unwrap();
-    }
-
-    #[test]
-    fn largest_degree_works() {
-        let n = 1usize << 17;
-        let q = primes::ntt_primes(30, n as u64, 1, &[]).unwrap()[0];
-        let t = table(q, n);
-        let mut rng = ChaCha8Rng::seed_from_u64(7);
-        let a = random_poly(&mut rng, n, q as u32);
-        let mut b = a.clone();
-        t.forward(&mut b).unwrap();
-        let psi = u64::from(t.psi());
-        for i in [0usize, 1, 2, 12345, n / 2, n - 1] {
-            let x = pow_mod(psi, eval_exponent(i, t.log_n()) as u64, q);
-            assert_eq!(u64::from(b[i]), eval(&a, x, q), "slot {i}");
-        }
-        t.inverse(&mut b).unwrap();
-        assert_eq!(a, b);
-    }
-
-    #[derive(serde::Deserialize)]
-    struct KatCase {
-        n: usize,
-        q: u64,
-        psi: u32,
-        input: Vec<u32>,
-        forward: Vec<u32>,
-    }
-
-    #[derive(serde::Deserialize)]
-    struct Kat {
-        cases: Vec<KatCase>,
-    }
-
-    #[test]
-    fn known_answer_vectors() {
-        let kat: Kat = serde_json::from_str(include_str!("../../tests/data/ntt_kat.json")).unwrap();
-        let sizes: Vec<(usize, u64)> = kat.cases.iter().map(|c| (c.n, c.q)).collect();
-        let q1024 = primes::ntt_primes(30, 1024, 1, &[]).unwrap()[0];
-        assert_eq!(sizes, vec![(16, 7681), (1024, q1024)]);
-        for c in &kat.cases {
-            let t = table(c.q, c.n);
-            assert_eq!(t.psi(), c.psi);
-            let mut a = c.input.clone();
-            t.forward(&mut a).unwrap();
-            assert_eq!(a, c.forward, "forward, N = {}", c.n);
-            t.inverse(&mut a).unwrap();
-            assert_eq!(a, c.input, "inverse, N = {}", c.n);
-        }
-    }
-}
+mod tests;

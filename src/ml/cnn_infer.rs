@@ -56,7 +56,7 @@ use super::cnn::{argmax, patches, CnnBounds, Faults, QuantCnn, Requant, CLASSES,
 use super::mnist::Split;
 use crate::backend::ledger::{write_trace, Ledger, Totals};
 use crate::backend::Backend;
-use crate::bgv::{Bgv, Ciphertext, Plaintext};
+use crate::bgv::{Bgv, Ciphertext, Plaintext, PlaintextCache};
 use crate::compare::digits::{Convention, Digits};
 use crate::compare::extract::{sign_test_digits, DigitExtractor};
 use crate::compare::lut::{eval_lut_bounded, eval_lut_set, Bounded, Lut, LutSet};
@@ -68,6 +68,16 @@ use crate::rlwe::EvaluationKeys;
 
 /// Slots per image.
 pub const BLOCK: usize = 256;
+
+/// Bytes of prepared plaintexts [`run_cnn`] keeps resident across batches
+/// ([`CnnCircuit::evaluate_with`]): the diagonals, biases and constants are encoded into the
+/// Eval domain on first use at the level each is used at, and later batches reuse them, up to
+/// this budget (the rest are lifted at every use, as [`CnnCircuit::evaluate`] does). A
+/// plaintext prepared over `L` limbs at `N = 2^16` takes `L` x 256 KiB, and the default
+/// model's FC100 has up to 1,340 diagonals (5 channels x 268): at 30 limbs they would take
+/// about 10 GB, so at that size the budget holds the first-used part of them (a cache entry is
+/// kept until its key is needed at another level or factor).
+pub const PREPARED_BUDGET: u64 = 1 << 30;
 
 /// Base of the balanced digits of the [`ReluPath::Digits`] path.
 pub const DIGIT_BASE: u32 = 13;
@@ -152,13 +162,15 @@ impl Activation {
         }
     }
 
-    /// The activation of `z` in every slot.
+    /// The activation of `z` in every slot; the constant `one` (cache key `one_key`) is the
+    /// digit path's `1 - [z < 0]`.
     fn eval<B: Backend>(
         &self,
         bgv: &Bgv<B>,
         keys: &EvaluationKeys<B>,
         z: &Bounded<B>,
-        one: &Plaintext,
+        (one, one_key): (&Plaintext, usize),
+        cache: &mut PlaintextCache<B>,
         stats: &mut CnnStats,
     ) -> Result<Ciphertext<B>> {
         match self {
@@ -175,10 +187,25 @@ impl Activation {
                 let (negative, cs) = sign_test_digits(bgv, keys, &digits, *kept)?;
                 stats.hmults += cs.hmults + 1;
                 // 1 - [z < 0], then one product with g(z).
-                let pass = bgv.add_plain(&bgv.neg(&negative)?, one)?;
+                let pass = add_plain_cached(bgv, cache, &bgv.neg(&negative)?, one, one_key)?;
                 bgv.mul_relin(&g, &pass, keys)
             }
         }
+    }
+}
+
+/// `ct + pt` with the prepared form of `pt` (cache key `key`) when the cache holds or can make
+/// it, else lifted at the call: the same ciphertext either way.
+fn add_plain_cached<B: Backend>(
+    bgv: &Bgv<B>,
+    cache: &mut PlaintextCache<B>,
+    ct: &Ciphertext<B>,
+    pt: &Plaintext,
+    key: usize,
+) -> Result<Ciphertext<B>> {
+    match cache.prepared(bgv, key, pt, ct.level(), ct.correction_factor())? {
+        Some(pp) => bgv.add_plain_prepared(ct, pp),
+        None => bgv.add_plain(ct, pt),
     }
 }
 
@@ -409,7 +436,29 @@ impl CnnCircuit {
         z: &Bounded<B>,
         stats: &mut CnnStats,
     ) -> Result<Ciphertext<B>> {
-        self.act1.eval(bgv, keys, z, &self.one, stats)
+        self.act1.eval(bgv, keys, z, (&self.one, self.key_one()), &mut PlaintextCache::new(0), stats)
+    }
+
+    /// Cache keys of the circuit's plaintexts ([`PlaintextCache`]): the FC100 diagonals in
+    /// order, then FC10's, the two FC biases, the conv biases and the constant one.
+    fn key_fc2(&self) -> usize {
+        self.fc1.iter().map(|(_, terms)| terms.len()).sum()
+    }
+
+    fn key_fc1_bias(&self) -> usize {
+        self.key_fc2() + self.fc2.iter().map(|(_, terms)| terms.len()).sum::<usize>()
+    }
+
+    fn key_fc2_bias(&self) -> usize {
+        self.key_fc1_bias() + 1
+    }
+
+    fn key_conv_bias(&self) -> usize {
+        self.key_fc2_bias() + 1
+    }
+
+    fn key_one(&self) -> usize {
+        self.key_conv_bias() + self.conv_bias.len()
     }
 
     /// The client's 25 slot vectors for a batch of images (at most [`Self::images_per_batch`]).
@@ -434,13 +483,15 @@ impl CnnCircuit {
         Ok(cols)
     }
 
-    /// The diagonal product of `inputs` (same level) with `diags`.
+    /// The diagonal product of `inputs` (same level) with `diags`, whose plaintexts have the
+    /// cache keys `first_key..` in order.
     fn matvec<B: Backend>(
         &self,
         bgv: &Bgv<B>,
         keys: &EvaluationKeys<B>,
         inputs: &[Ciphertext<B>],
-        diags: &Diagonals,
+        (diags, first_key): (&Diagonals, usize),
+        cache: &mut PlaintextCache<B>,
         stats: &mut CnnStats,
     ) -> Result<Ciphertext<B>> {
         // Drop the primes the noise allows (the products then run on fewer limbs and cost no
@@ -464,6 +515,7 @@ impl CnnCircuit {
             babies.push(row);
         }
         let mut acc: Option<Ciphertext<B>> = None;
+        let mut key = first_key;
         for (giant, terms) in diags {
             let mut inner: Option<Ciphertext<B>> = None;
             for (input, j, pt) in terms {
@@ -471,7 +523,14 @@ impl CnnCircuit {
                     .get(*input)
                     .and_then(|r| r.get(*j))
                     .ok_or(Error::InvalidField { field: "cnn", reason: "diagonal refers to a missing baby step" })?;
-                let prod = bgv.mul_plain_as(b, pt, target)?;
+                // The diagonal prepared with the factor that gives the product `target`, when
+                // the cache holds or can make it: the same words as `mul_plain_as`.
+                let factor = bgv.plain_factor(b, target)?;
+                let prod = match cache.prepared(bgv, key, pt, b.level(), factor)? {
+                    Some(pp) => bgv.mul_plain_prepared(b, pp)?,
+                    None => bgv.mul_plain_as(b, pt, target)?,
+                };
+                key += 1;
                 stats.pmults += 1;
                 inner = Some(match inner {
                     None => prod,
@@ -497,12 +556,47 @@ impl CnnCircuit {
     }
 
     /// The server's circuit on the 25 input ciphertexts of a batch: returns the scores'
-    /// ciphertext.
+    /// ciphertext. Every plaintext is lifted at its use ([`CnnCircuit::evaluate_with`] with an
+    /// empty cache of no budget).
     pub fn evaluate<B: Backend>(
         &self,
         bxt: &Bxt<'_, B>,
         keys: &EvaluationKeys<B>,
         inputs: &[BxtCiphertext<B>],
+        stats: &mut CnnStats,
+    ) -> Result<Ciphertext<B>> {
+        self.evaluate_with(bxt, keys, inputs, &mut PlaintextCache::new(0), stats)
+    }
+
+    /// [`CnnCircuit::evaluate`] with the circuit's plaintexts (diagonals, biases, constants)
+    /// taken prepared from `cache` where it holds them or has room to prepare them, so that the
+    /// batches after the first do not encode them again. The same scores ciphertext, word for
+    /// word, whatever the cache holds. A cache serves one circuit on one BGV instance: its
+    /// keys are this circuit's ([`run_cnn`] keeps one across its batches, with
+    /// [`PREPARED_BUDGET`]).
+    ///
+    /// ```no_run
+    /// # use wgfhe::bgv::{Bgv, PlaintextCache};
+    /// # use wgfhe::compress::{Bxt, BxtCiphertext, Variant};
+    /// # use wgfhe::ml::cnn_infer::{CnnCircuit, CnnStats, PREPARED_BUDGET};
+    /// # fn batches<'a>(bgv: &Bgv<wgfhe::backend::CpuBackend>, circuit: &CnnCircuit,
+    /// #     keys: &wgfhe::bgv::EvaluationKeys<wgfhe::backend::CpuBackend>,
+    /// #     inputs: &[Vec<BxtCiphertext<wgfhe::backend::CpuBackend>>]) -> wgfhe::Result<()> {
+    /// let bxt = Bxt::new(bgv, Variant::Cso);
+    /// let mut cache = PlaintextCache::new(PREPARED_BUDGET);
+    /// let mut stats = CnnStats::default();
+    /// for batch in inputs {
+    ///     let scores = circuit.evaluate_with(&bxt, keys, batch, &mut cache, &mut stats)?;
+    ///     # drop(scores);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn evaluate_with<B: Backend>(
+        &self,
+        bxt: &Bxt<'_, B>,
+        keys: &EvaluationKeys<B>,
+        inputs: &[BxtCiphertext<B>],
+        cache: &mut PlaintextCache<B>,
         stats: &mut CnnStats,
     ) -> Result<Ciphertext<B>> {
         let bgv = bxt.bgv();
@@ -513,10 +607,15 @@ impl CnnCircuit {
         let bounds = self.bounds;
         let clock = Instant::now();
         let mut conv = Vec::with_capacity(m.channels);
-        for (weights, bias) in m.conv_w.chunks_exact(TAPS).zip(&self.conv_bias) {
+        // The conv biases are added at the inputs' level with their correction factor.
+        let (in_level, in_factor) = inputs.first().map_or((0, 1), |c| (c.level(), c.correction_factor()));
+        for (c, (weights, bias)) in m.conv_w.chunks_exact(TAPS).zip(&self.conv_bias).enumerate() {
             let terms: Vec<(Weight<'_>, &BxtCiphertext<B>)> =
                 weights.iter().zip(inputs).map(|(&w, ct)| (Weight::Int(w), ct)).collect();
-            let z = bxt.weighted_sum(&terms, Some(bias))?;
+            let z = match cache.prepared(bgv, self.key_conv_bias() + c, bias, in_level, in_factor)? {
+                Some(pp) => bxt.weighted_sum_prepared(&terms, Some(pp))?,
+                None => bxt.weighted_sum(&terms, Some(bias))?,
+            };
             conv.push(Bounded::fresh(bgv, bxt.materialize(&z)?, bounds.conv)?);
         }
         bgv.backend().synchronize()?;
@@ -528,7 +627,7 @@ impl CnnCircuit {
         let clock = Instant::now();
         let mut act1 = Vec::with_capacity(m.channels);
         for z in &conv {
-            act1.push(self.act1.eval(bgv, keys, z, &self.one, stats)?);
+            act1.push(self.act1.eval(bgv, keys, z, (&self.one, self.key_one()), cache, stats)?);
         }
         drop(conv);
         if let Some(a) = act1.first() {
@@ -539,20 +638,23 @@ impl CnnCircuit {
         let clock = Instant::now();
         let level = act1.iter().map(Ciphertext::level).min().unwrap_or(0);
         let act1 = act1.iter().map(|c| bgv.mod_switch_to_level(c, level)).collect::<Result<Vec<_>>>()?;
-        let z2 = bgv.add_plain(&self.matvec(bgv, keys, &act1, &self.fc1, stats)?, &self.fc1_bias)?;
+        let h1 = self.matvec(bgv, keys, &act1, (&self.fc1, 0), cache, stats)?;
+        let z2 = add_plain_cached(bgv, cache, &h1, &self.fc1_bias, self.key_fc1_bias())?;
+        drop(h1);
         drop(act1);
         stats.noise.push(StageNoise::of(bgv, "fc1", &z2));
         let z2 = Bounded::fresh(bgv, z2, bounds.fc1)?;
         bgv.backend().synchronize()?;
         stats.fc1_ms += clock.elapsed().as_secs_f64() * 1e3;
         let clock = Instant::now();
-        let a2 = self.act2.eval(bgv, keys, &z2, &self.one, stats)?;
+        let a2 = self.act2.eval(bgv, keys, &z2, (&self.one, self.key_one()), cache, stats)?;
         bgv.backend().synchronize()?;
         stats.relu2_ms += clock.elapsed().as_secs_f64() * 1e3;
         let clock = Instant::now();
         stats.noise.push(StageNoise::of(bgv, "relu2", &a2));
-        let scores =
-            bgv.add_plain(&self.matvec(bgv, keys, std::slice::from_ref(&a2), &self.fc2, stats)?, &self.fc2_bias)?;
+        let h2 = self.matvec(bgv, keys, std::slice::from_ref(&a2), (&self.fc2, self.key_fc2()), cache, stats)?;
+        let scores = add_plain_cached(bgv, cache, &h2, &self.fc2_bias, self.key_fc2_bias())?;
+        drop(h2);
         bgv.backend().synchronize()?;
         stats.fc2_ms += clock.elapsed().as_secs_f64() * 1e3;
         stats.noise.push(StageNoise::of(bgv, "fc2", &scores));
@@ -646,7 +748,8 @@ pub struct CnnRun {
     pub per_image_ms: f64,
     /// Client decryption, all batches.
     pub decrypt_ms: f64,
-    /// Resident bytes of the evaluation keys plus one batch's input ciphertexts.
+    /// Resident bytes of the evaluation keys, the prepared plaintexts ([`PREPARED_BUDGET`] at
+    /// most) and one batch's input ciphertexts.
     pub peak_device_bytes: u64,
     /// Bytes read and written by the server's kernels (traffic ledger).
     pub bytes_moved: u64,
@@ -691,6 +794,8 @@ pub fn run_cnn<B: Backend>(
     let keygen_ms = clock.elapsed().as_secs_f64() * 1e3;
     let key_bytes = keys.resident_bytes(ledger);
     let mut stats = CnnStats::default();
+    // The circuit's plaintexts, prepared on first use and reused by every later batch.
+    let mut prepared = PlaintextCache::new(PREPARED_BUDGET);
     let (mut correct, mut agree, mut mismatches, mut batches) = (0usize, 0usize, 0usize, 0usize);
     let (mut emu_agree, mut emu_correct) = (0usize, 0usize);
     let (mut encrypt_ms, mut server_ms, mut decrypt_ms) = (0.0, 0.0, 0.0);
@@ -719,7 +824,7 @@ pub fn run_cnn<B: Backend>(
         encrypt_ms += clock.elapsed().as_secs_f64() * 1e3;
         ledger.take();
         let clock = Instant::now();
-        let scores = circuit.evaluate(&bxt, &keys, &cts, &mut stats)?;
+        let scores = circuit.evaluate_with(&bxt, &keys, &cts, &mut prepared, &mut stats)?;
         ledger.synchronize()?;
         server_ms += clock.elapsed().as_secs_f64() * 1e3;
         let records = ledger.take();
@@ -729,7 +834,8 @@ pub fn run_cnn<B: Backend>(
         if let Some(out) = trace.as_mut() {
             write_trace(&records, out)?;
         }
-        peak = peak.max(key_bytes + cts.iter().map(|c| c.resident_bytes(ledger)).sum::<u64>());
+        peak =
+            peak.max(key_bytes + prepared.resident_bytes() + cts.iter().map(|c| c.resident_bytes(ledger)).sum::<u64>());
         drop(cts);
         let clock = Instant::now();
         let got = bgv.encoder().decode_signed(&bgv.decrypt(&sk, &scores)?)?;

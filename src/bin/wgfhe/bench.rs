@@ -65,6 +65,11 @@ pub(crate) struct BenchArgs {
     /// Parameter sets of the anchors' scheme rows (comma-separated).
     #[arg(long, value_delimiter = ',', default_value = "bgv-n14")]
     anchor_params: Vec<String>,
+    /// Thread counts of the anchors and ledger suites (comma-separated): each row or job runs in
+    /// a rayon pool of each size built by the suite (OpenFHE with as many OpenMP threads), and
+    /// the report gives the speedup from the first to the last.
+    #[arg(long, value_delimiter = ',', default_value = "1,2")]
+    threads: Vec<usize>,
     /// Parameter set of the ledger suite's CNN ReLU layer.
     #[arg(long, default_value = params::LUT_SET)]
     cnn_params: String,
@@ -245,6 +250,7 @@ fn ledger_suite(a: &BenchArgs) -> wgfhe::Result<()> {
         relu_domain: (1u64 << a.lut_bits.clamp(2, 20).saturating_sub(1)) - 1,
         relu_channels: 1,
         reps: a.reps,
+        threads: a.threads.clone(),
     };
     let choice = BackendChoice::from_env()?;
     let report = choice.with_backends(LedgerTask { config, device: describe(&choice, true) })?;
@@ -260,7 +266,7 @@ fn anchors_suite(a: &BenchArgs) -> wgfhe::Result<()> {
         ntt_log_ns: a.log_n.clone(),
         sets: a.anchor_params.iter().map(|n| params::by_name(n)).collect::<wgfhe::Result<_>>()?,
         reps: a.reps,
-        openfhe_threads: rayon::current_num_threads(),
+        threads: a.threads.clone(),
         openfhe_python: std::env::var_os("WGFHE_OPENFHE_PYTHON").map(PathBuf::from),
     };
     let choice = BackendChoice::from_env()?;
