@@ -93,6 +93,7 @@ fn ledger_config() -> stages::Config {
         relu_channels: 1,
         reps: 1,
         threads: vec![1, 2],
+        jobs: Vec::new(),
     }
 }
 
@@ -138,18 +139,50 @@ fn check_ledger<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>) {
         let stage = |name: &str| j.stages.iter().find(|s| s.stage == name).unwrap();
         match j.job {
             "hmult_relin" => {
-                assert!(stage("ntt").dispatches > 0 && stage("key_switch_inner_product").dispatches == 1);
-                assert!(stage("basis_conversion").dispatches > 0);
-                assert_eq!(stage("automorphism").dispatches, 0);
+                assert!(stage("ntt").calls > 0 && stage("key_switch_inner_product").calls == 1);
+                assert!(stage("basis_conversion").calls > 0);
+                assert_eq!(stage("automorphism").calls, 0);
             }
-            "rotation" => assert!(stage("automorphism").dispatches > 0),
+            "rotation" => assert!(stage("automorphism").calls > 0),
             // cso: the weighted sum is one fused kernel.
-            "lr_batch" => assert!(stage("fused").dispatches > 0),
-            _ => assert!(stage("key_switch_inner_product").dispatches > 0, "a table of degree > 1 relinearises"),
+            "lr_batch" => assert!(stage("fused").calls > 0),
+            _ => assert!(stage("key_switch_inner_product").calls > 0, "a table of degree > 1 relinearises"),
         }
+        // The GPU engine's cost of one run (the device's counters on the GPU, the ledger's model
+        // on the CPU): the schemes flush once at the end of each top-level operation (the ReLU
+        // table is several), an NTT at N <= 2^12 is one memory pass and at most 2^17 two (a
+        // 4096-value tile in 16 KiB of workgroup memory).
+        let e = &j.engine;
+        assert_eq!(e.counted_by, if r.header.backend == "gpu" { "device" } else { "model" });
+        match j.job {
+            "hmult_relin" | "rotation" | "lr_batch" => assert_eq!(e.submissions, 1, "{}", j.job),
+            _ => assert!(e.submissions > 1),
+        }
+        assert_eq!(e.ntt_passes, if j.n <= 4096 { 1 } else { 2 });
+        // Every stage's GPU dispatches add up to the job's (stages from the timed runs, the job's
+        // from the untimed one: the same calls).
+        assert_eq!(e.gpu_dispatches, j.stages.iter().map(|s| s.gpu_dispatches).sum::<u64>(), "{}", j.job);
+        // An NTT dispatch per memory pass: at least the NTT stage's calls times the passes.
+        let ntt = stage("ntt");
+        assert_eq!(ntt.gpu_dispatches, ntt.calls * u64::from(e.ntt_passes), "{}", j.job);
+        assert!(e.limb_ntts >= ntt.calls && e.bytes_read > 0 && e.bytes_written > 0);
+        assert!(e.host_encode_ms >= 0.0);
     }
     let json: serde_json::Value = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
     assert_eq!(json["jobs"][0]["stages"][0]["stage"], "ntt");
+    for key in [
+        "gpu_dispatches",
+        "submissions",
+        "uploads",
+        "limb_ntts",
+        "ntt_passes",
+        "bytes_read",
+        "bytes_written",
+        "host_encode_ms",
+        "counted_by",
+    ] {
+        assert!(json["jobs"].as_array().unwrap().iter().all(|j| !j[key].is_null()), "{key}");
+    }
     check_header(&json, &r.header, 1);
     assert!(r.table().contains("key_switch_inner_product"));
     let dir = std::env::temp_dir().join(format!("wgfhe-bench-ledger-{}-{}", std::process::id(), r.header.backend));
@@ -164,7 +197,10 @@ fn ledger_suite_cpu() {
 
 #[test]
 fn ledger_suite_gpu() {
-    let Some(dev) = common::device() else { return };
+    let Some(_) = common::device() else { return };
+    // A device of its own: the suite reads the device's counters, which tests running alongside
+    // would add to.
+    let dev = std::sync::Arc::new(wgfhe::backend::gpu::GpuDevice::new().unwrap());
     check_ledger(&gpu(&dev));
 }
 

@@ -875,3 +875,62 @@ fn hmult_counters_at_the_benchmark_rings() {
         }
     }
 }
+
+// ---- the ledger's model of the engine ---------------------------------------------------------
+
+/// The traffic ledger's model of the GPU engine (`gpu_dispatches`, `gpu_copies`, submissions,
+/// readbacks, uploads of the calls; what the ledger suite reports on the CPU backend) is what
+/// the device counts for the same calls: for encryption, HMULT with relinearisation, rotation,
+/// modulus switching, an addition and decryption, at one and at two NTT passes. Uploads: the
+/// model charges a parameter-arena write per submission with a dispatch (a device without
+/// immediates); a device with immediates may write fewer.
+#[test]
+fn ledger_engine_model_matches_the_device() {
+    use wgfhe::backend::ledger::Ledger;
+    let Some(_) = device() else { return };
+    let dev = own_device(DeviceOptions::default());
+    for p in [small_bgv(10), small_bgv(13)] {
+        let bgv = Bgv::new(Ledger::new(gpu_for(&p, &dev))).unwrap();
+        let ledger = bgv.backend();
+        let sk = bgv.gen_secret_key().unwrap();
+        let keys = bgv.gen_evaluation_keys(&sk, &[1], false).unwrap();
+        let pt = bgv.encoder().encode(&[3, 1, 4, 1, 5]).unwrap();
+        let x = bgv.encrypt_symmetric(&sk, &pt).unwrap();
+        let y = bgv.encrypt_symmetric(&sk, &pt).unwrap();
+        type Op<'a> = (&'static str, Box<dyn Fn() + 'a>);
+        let ops: Vec<Op<'_>> = vec![
+            ("encrypt", Box::new(|| drop(bgv.encrypt_symmetric(&sk, &pt).unwrap()))),
+            ("hmult", Box::new(|| drop(bgv.mul_relin(&x, &y, &keys).unwrap()))),
+            ("rotation", Box::new(|| drop(bgv.rotate_columns(&x, 1, &keys).unwrap()))),
+            ("mod_switch", Box::new(|| drop(bgv.mod_switch(&x, 2).unwrap()))),
+            ("add", Box::new(|| drop(bgv.add(&x, &y).unwrap()))),
+            ("decrypt", Box::new(|| drop(bgv.decrypt(&sk, &x).unwrap()))),
+        ];
+        for (name, op) in &ops {
+            // Warm-up: pipelines built, constant tables uploaded.
+            op();
+            ledger.synchronize().unwrap();
+            ledger.take_engine();
+            let before = dev.counters();
+            op();
+            ledger.synchronize().unwrap();
+            let d = dev.counters() - before;
+            let m = ledger.take_engine();
+            let what = format!("{name} at 2^{}", p.log_n());
+            assert!(m.gpu_dispatches > 0 || *name == "decrypt", "{what}: {m:?}");
+            assert_eq!(m.gpu_dispatches, d.dispatches, "{what}: dispatches, model {m:?}, device {d:?}");
+            assert_eq!(m.gpu_copies, d.copies, "{what}: copies, model {m:?}, device {d:?}");
+            assert_eq!(m.submissions, d.submissions, "{what}: submissions, model {m:?}, device {d:?}");
+            assert_eq!(m.readbacks, d.readbacks, "{what}: readbacks, model {m:?}, device {d:?}");
+            assert!(d.uploads <= m.uploads, "{what}: uploads, model {m:?}, device {d:?}");
+        }
+        // Top-level operations submit once (the schemes flush at their end).
+        for name in ["hmult", "rotation"] {
+            let op = &ops.iter().find(|(n, _)| *n == name).unwrap().1;
+            ledger.synchronize().unwrap();
+            let before = dev.counters();
+            op();
+            assert_eq!((dev.counters() - before).submissions, 1, "{name}");
+        }
+    }
+}

@@ -18,18 +18,37 @@
 //! operation being measured) and `variant` (the BXT variant), so a replay can group dispatches
 //! by operation.
 //!
-//! Counts assume 4-byte residues and one pass over each operand; constant tables are counted
-//! once per dispatch at their full size. Buffer copies (`gather_limbs`,
-//! `duplicate`) count as kernels too; host transfers (`upload`, `download`) do not (a timed
-//! ledger times them apart, [`Ledger::take_transfers`]).
+//! Counts assume 4-byte residues and one pass over each operand (an NTT: one per memory pass of
+//! the GPU plan); constant tables are counted once per dispatch at their full size. Buffer copies
+//! (`gather_limbs`, `duplicate`) and clears (`zeros`) count as records too; host transfers
+//! (`upload`, `download`) do not (a timed ledger times them apart, [`Ledger::take_transfers`]).
+//!
+//! # What the GPU engine does with the calls
+//!
+//! Each record also says what the call costs the GPU backend's recording engine
+//! (`backend::gpu`): `gpu_dispatches` (compute dispatches: one per NTT memory pass, per
+//! key-switching pass, per fused run of outputs; none for a copy or a clear), `gpu_copies` (copy
+//! and clear commands: consecutive limbs of a gather are one), `limb_ntts` and `ntt_passes` (an
+//! NTT's limbs, and the memory passes of one transform). These come from the same rules the GPU
+//! backend follows, evaluated on the call's shapes, so they are the same on every backend: on
+//! the CPU backend they say what the calls would dispatch, with the NTT plan of a device with
+//! WebGPU's default limits ([`Backend::gpu_ntt_plan`]). [`Ledger::engine`] adds them up with
+//! the submissions (the recorded commands are submitted by a flush, a wait or a readback, and
+//! when [`MAX_PENDING_COMMANDS`] are pending), readbacks and host uploads (each non-empty
+//! upload, plus one parameter-arena write per submission that holds a dispatch: the count of a
+//! device without immediates). On the GPU backend, `tests/gpu.rs` checks these counts against
+//! the device's own ([`Backend::device_counters`]); with immediates the device writes the arena
+//! only for kernels whose parameters do not fit them, so it uploads less.
 
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::Serialize;
 
+use super::gpu::{fused_dispatches, MAX_PENDING_COMMANDS, MAX_STORAGE_BUFFERS};
 use super::key_switching::INNER_PRODUCT_DIGITS_PER_PASS;
-use super::wrapper::{BackendWrapper, Kernel, KernelOutput};
+use super::wrapper::{BackendWrapper, Command, Kernel, KernelOutput};
 use super::Backend;
 use crate::error::{Error, Result};
 use crate::math::rounding::Rounding;
@@ -61,6 +80,17 @@ pub struct Record {
     pub prng_words: u64,
     /// Modular multiplications.
     pub modmuls: u64,
+    /// Compute dispatches the GPU backend makes for the call (see the module docs).
+    pub gpu_dispatches: u64,
+    /// Copy and clear commands the GPU backend records for the call; omitted when 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub gpu_copies: u64,
+    /// Limb transforms (NTT records); omitted when 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub limb_ntts: u64,
+    /// Memory passes of one transform on the GPU (NTT records); omitted when 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub ntt_passes: u64,
     /// Residues unpacked on load (bit-packed operands of fused kernels); omitted from the trace
     /// when 0.
     #[serde(skip_serializing_if = "is_zero")]
@@ -92,8 +122,12 @@ impl Record {
 /// Totals over records.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Totals {
-    /// Dispatches.
-    pub dispatches: u64,
+    /// Records (backend calls that are kernels, copies or clears).
+    pub records: u64,
+    /// GPU compute dispatches of those calls.
+    pub gpu_dispatches: u64,
+    /// Limb transforms.
+    pub limb_ntts: u64,
     /// Bytes read.
     pub bytes_read: u64,
     /// Bytes written.
@@ -115,7 +149,9 @@ impl Totals {
     #[must_use]
     pub fn of(records: &[Record]) -> Self {
         records.iter().fold(Self::default(), |mut t, r| {
-            t.dispatches += 1;
+            t.records += 1;
+            t.gpu_dispatches += r.gpu_dispatches;
+            t.limb_ntts += r.limb_ntts;
             t.bytes_read += r.bytes_read;
             t.bytes_written += r.bytes_written;
             t.key_bytes += r.key_bytes;
@@ -158,7 +194,83 @@ pub struct Ledger<B: Backend> {
     inner: B,
     records: Arc<Mutex<Vec<Record>>>,
     transfers: Arc<Mutex<Transfers>>,
-    timed: bool,
+    engine: Arc<Mutex<Engine>>,
+    timed: AtomicBool,
+}
+
+/// What the GPU engine did, or would do, with a run of backend calls ([`Ledger::engine`]; the
+/// rules are in the module docs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct EngineCounts {
+    /// Compute dispatches.
+    pub gpu_dispatches: u64,
+    /// Copy and clear commands.
+    pub gpu_copies: u64,
+    /// Queue submissions.
+    pub submissions: u64,
+    /// Host-to-device writes: non-empty uploads, and one parameter-arena write per submission
+    /// that holds a dispatch.
+    pub uploads: u64,
+    /// Device-to-host readbacks.
+    pub readbacks: u64,
+    /// Limb transforms.
+    pub limb_ntts: u64,
+}
+
+/// The counts so far and the commands recorded since the last modelled submission.
+#[derive(Debug, Default)]
+struct Engine {
+    counts: EngineCounts,
+    pending: usize,
+    pending_dispatch: bool,
+}
+
+impl Engine {
+    /// Submits what is pending (nothing if nothing is).
+    fn submit(&mut self) {
+        if self.pending > 0 {
+            self.counts.submissions += 1;
+            self.counts.uploads += u64::from(self.pending_dispatch);
+        }
+        self.pending = 0;
+        self.pending_dispatch = false;
+    }
+
+    /// Records `commands` commands, `dispatch` saying whether they are dispatches; a full
+    /// encoder is submitted first, as the device does.
+    fn record(&mut self, commands: u64, dispatch: bool) {
+        for _ in 0..commands {
+            if self.pending >= MAX_PENDING_COMMANDS {
+                self.submit();
+            }
+            self.pending += 1;
+            self.pending_dispatch |= dispatch;
+        }
+    }
+
+    fn add(&mut self, r: &Record) {
+        self.counts.gpu_dispatches += r.gpu_dispatches;
+        self.counts.gpu_copies += r.gpu_copies;
+        self.counts.limb_ntts += r.limb_ntts;
+        self.record(r.gpu_copies, false);
+        self.record(r.gpu_dispatches, true);
+    }
+
+    fn command(&mut self, command: Command) {
+        match command {
+            Command::Upload { words } => self.counts.uploads += u64::from(words > 0),
+            Command::Download { words } => {
+                if words > 0 {
+                    // The copy to the staging buffer, submitted with everything pending.
+                    self.record(1, false);
+                    self.submit();
+                    self.counts.readbacks += 1;
+                }
+            }
+            Command::Zeros { .. } => {}
+            Command::Flush | Command::Synchronize => self.submit(),
+        }
+    }
 }
 
 impl<B: Backend> Ledger<B> {
@@ -169,7 +281,8 @@ impl<B: Backend> Ledger<B> {
             inner,
             records: Arc::new(Mutex::new(Vec::new())),
             transfers: Arc::new(Mutex::new(Transfers::default())),
-            timed: false,
+            engine: Arc::new(Mutex::new(Engine::default())),
+            timed: AtomicBool::new(false),
         }
     }
 
@@ -179,13 +292,33 @@ impl<B: Backend> Ledger<B> {
     /// operation's total.
     #[must_use]
     pub fn timed(inner: B) -> Self {
-        Self { timed: true, ..Self::new(inner) }
+        let ledger = Self::new(inner);
+        ledger.set_timed(true);
+        ledger
+    }
+
+    /// Turns timing of every dispatch on or off (the synchronisations of a timed ledger are
+    /// submissions of their own: count the engine's work with timing off).
+    pub fn set_timed(&self, timed: bool) {
+        self.timed.store(timed, Ordering::Relaxed);
+    }
+
+    /// Removes and returns what the GPU engine did, or would do, with the calls so far (see the
+    /// module docs; pending commands stay pending).
+    pub fn take_engine(&self) -> EngineCounts {
+        std::mem::take(&mut self.engine.lock().unwrap_or_else(PoisonError::into_inner).counts)
+    }
+
+    /// What the GPU engine did, or would do, with the calls so far.
+    #[must_use]
+    pub fn engine(&self) -> EngineCounts {
+        self.engine.lock().unwrap_or_else(PoisonError::into_inner).counts
     }
 
     /// Runs `f`; in a timed ledger, with the device synchronised before and after it, also
     /// returns its wall-clock time in nanoseconds.
     fn measure<T>(&self, f: impl FnOnce(&B) -> Result<T>) -> Result<(T, Option<u64>)> {
-        if !self.timed {
+        if !self.timed.load(Ordering::Relaxed) {
             return Ok((f(&self.inner)?, None));
         }
         self.inner.synchronize()?;
@@ -222,6 +355,7 @@ impl<B: Backend> Ledger<B> {
     }
 
     fn push(&self, r: Record) {
+        self.engine.lock().unwrap_or_else(PoisonError::into_inner).add(&r);
         self.records.lock().unwrap_or_else(PoisonError::into_inner).push(r);
     }
 
@@ -236,6 +370,21 @@ impl<B: Backend> Ledger<B> {
             bytes_read: inputs * words * WORD,
             bytes_written: outputs * words * WORD,
             modmuls: muls * words,
+            gpu_dispatches: u64::from(words > 0),
+            ..Record::default()
+        }
+    }
+
+    /// The record of a copy of `limbs` limbs in `runs` copy commands.
+    fn copy(&self, limbs: usize, runs: u64) -> Record {
+        let words = limbs as u64 * self.n();
+        Record {
+            kernel: "",
+            n: self.n(),
+            limbs: limbs as u64,
+            bytes_read: words * WORD,
+            bytes_written: words * WORD,
+            gpu_copies: if words > 0 { runs } else { 0 },
             ..Record::default()
         }
     }
@@ -271,16 +420,33 @@ impl<B: Backend> BackendWrapper for Ledger<B> {
     ) -> Result<T> {
         self.push(self.record(kernel)?);
         let (out, ns) = self.measure(run)?;
-        if let Some(ns) = ns {
-            if let Some(last) = self.records.lock().unwrap_or_else(PoisonError::into_inner).last_mut() {
-                last.elapsed_ns = Some(ns);
-            }
-        }
+        self.set_last_elapsed(ns);
         Ok(out)
     }
 
-    /// Runs the transfer; in a timed ledger, measures it and adds it to [`Ledger::take_transfers`].
-    fn transfer<T>(&self, words: usize, run: impl FnOnce(&B) -> Result<T>) -> Result<T> {
+    /// Counts the command in the engine model. A clear (`zeros`) is a record of its own (its
+    /// bytes written, one clear command), timed like a kernel. A transfer runs and, in a timed
+    /// ledger, is measured and added to [`Ledger::take_transfers`].
+    fn command<T>(&self, command: Command, run: impl FnOnce(&B) -> Result<T>) -> Result<T> {
+        self.engine.lock().unwrap_or_else(PoisonError::into_inner).command(command);
+        let words = match command {
+            Command::Zeros { words } => {
+                let bytes = words as u64 * WORD;
+                self.push(Record {
+                    kernel: "zeros",
+                    n: self.n(),
+                    limbs: (words as u64).checked_div(self.n()).unwrap_or(0),
+                    bytes_written: bytes,
+                    gpu_copies: u64::from(words > 0),
+                    ..Record::default()
+                });
+                let (out, ns) = self.measure(run)?;
+                self.set_last_elapsed(ns);
+                return Ok(out);
+            }
+            Command::Upload { words } | Command::Download { words } => words,
+            Command::Flush | Command::Synchronize => return run(&self.inner),
+        };
         let (out, ns) = self.measure(run)?;
         let Some(ns) = ns else { return Ok(out) };
         let mut t = self.transfers.lock().unwrap_or_else(PoisonError::into_inner);
@@ -292,26 +458,52 @@ impl<B: Backend> BackendWrapper for Ledger<B> {
 }
 
 impl<B: Backend> Ledger<B> {
+    /// Storage bindings of one GPU kernel: the wrapped device's, or at most what the GPU device
+    /// asks an adapter for ([`MAX_STORAGE_BUFFERS`]).
+    fn max_bindings(&self) -> usize {
+        self.inner.max_fused_buffers().saturating_add(1).min(MAX_STORAGE_BUFFERS as usize)
+    }
+
+    /// Sets the time of the last record (a timed ledger's measurement).
+    fn set_last_elapsed(&self, ns: Option<u64>) {
+        if let Some(ns) = ns {
+            if let Some(last) = self.records.lock().unwrap_or_else(PoisonError::into_inner).last_mut() {
+                last.elapsed_ns = Some(ns);
+            }
+        }
+    }
+
     /// The record of one dispatch, computed from the shapes of its operands.
     fn record(&self, kernel: &Kernel<'_, B>) -> Result<Record> {
         let name = kernel.name();
         let n = self.n();
         Ok(match *kernel {
-            Kernel::Duplicate { words } => self.elementwise(name, words / self.inner.context().n().max(1), 1, 1, 0),
-            Kernel::GatherLimbs { positions } => self.elementwise(name, positions.len(), 1, 1, 0),
+            Kernel::Duplicate { words } => {
+                Record { kernel: name, ..self.copy(words / self.inner.context().n().max(1), 1) }
+            }
+            Kernel::GatherLimbs { positions } => {
+                // Copies of consecutive source limbs join into one command.
+                let joined = positions.windows(2).filter(|w| matches!(w, [a, b] if a + 1 == *b)).count();
+                let runs = positions.len() - joined;
+                Record { kernel: name, ..self.copy(positions.len(), runs as u64) }
+            }
             Kernel::NttForward { basis } | Kernel::NttInverse { basis } => {
-                // Every limb read and written once (in place), the twiddle tables read, and
-                // `N/2 log2 N` Shoup multiplications per limb.
-                let l = basis.len() as u64;
-                let table = l * 2 * n * WORD;
+                // Every limb read and written once per memory pass of the GPU plan (in place),
+                // the plan's twiddles read, and `N/2 log2 N` Shoup multiplications per limb.
+                let plan = self.inner.gpu_ntt_plan()?;
+                let (l, passes) = (basis.len() as u64, u64::from(plan.passes()));
+                let table = l * plan.twiddle_words() as u64 * WORD;
                 Record {
                     kernel: name,
                     n,
                     limbs: l,
-                    bytes_read: l * n * WORD + table,
-                    bytes_written: l * n * WORD,
+                    bytes_read: passes * l * n * WORD + table,
+                    bytes_written: passes * l * n * WORD,
                     table_bytes: table,
                     modmuls: l * (n / 2) * u64::from(n.trailing_zeros()),
+                    gpu_dispatches: if l > 0 { passes } else { 0 },
+                    limb_ntts: l,
+                    ntt_passes: passes,
                     ..Record::default()
                 }
             }
@@ -327,6 +519,7 @@ impl<B: Backend> Ledger<B> {
                 bytes_read: basis.len() as u64 * n * WORD + n * WORD,
                 bytes_written: basis.len() as u64 * n * WORD,
                 table_bytes: n * WORD,
+                gpu_dispatches: u64::from(!basis.is_empty()),
                 ..Record::default()
             },
             Kernel::BaseConvert { parts, .. } => {
@@ -345,6 +538,8 @@ impl<B: Backend> Ledger<B> {
                     r.table_bytes += table;
                     r.modmuls += (l + l * m + m) * n;
                 }
+                // Every part in one dispatch.
+                r.gpu_dispatches = u64::from(r.limbs > 0);
                 r
             }
             Kernel::ScaleDownCorrection { keep, drop, rounding, polys, .. } => {
@@ -365,6 +560,8 @@ impl<B: Backend> Ledger<B> {
                     bytes_written: p * (k * n * WORD + scratch),
                     table_bytes: table,
                     modmuls: p * (d + tri + k * d) * n,
+                    // The staged digits once for all polynomials, then a correction per polynomial.
+                    gpu_dispatches: if k > 0 { u64::from(staged) + p } else { 0 },
                     ..Record::default()
                 }
             }
@@ -392,6 +589,9 @@ impl<B: Backend> Ledger<B> {
                     table_bytes: table,
                     prng_words: 4 * (d - stored) * l * n,
                     modmuls: (2 * d + 4 * (d - stored) + 2 * passes) * l * n,
+                    // One dispatch per pass; without digits the sums are cleared instead.
+                    gpu_dispatches: if d > 0 { passes } else { 0 },
+                    gpu_copies: if d > 0 || l == 0 { 0 } else { 3 },
                     ..Record::default()
                 }
             }
@@ -404,6 +604,7 @@ impl<B: Backend> Ledger<B> {
                     bytes_written: l * n * WORD,
                     prng_words: 4 * l * n,
                     modmuls: 4 * l * n,
+                    gpu_dispatches: u64::from(l > 0),
                     ..Record::default()
                 }
             }
@@ -422,7 +623,8 @@ impl<B: Backend> Ledger<B> {
                     modmuls: t.modmuls,
                     unpacked_residues: t.unpacked_residues,
                     packed_residues: t.packed_residues,
-                    elapsed_ns: None,
+                    gpu_dispatches: fused_dispatches(program, self.max_bindings())?,
+                    ..Record::default()
                 }
             }
         })

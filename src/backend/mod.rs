@@ -140,6 +140,22 @@ pub trait Backend: Send + Sync + Sized + 'static {
     fn flush(&self) -> Result<()> {
         Ok(())
     }
+
+    /// What the device under this backend has counted so far (dispatches, submissions,
+    /// uploads, ...): `Some` on the GPU backend, `None` on a backend without a device.
+    fn device_counters(&self) -> Option<gpu::DeviceCounters> {
+        None
+    }
+
+    /// The plan of the GPU NTT at this ring's degree ([`gpu::NttPlan`]: memory passes, twiddle
+    /// words): the device's own on the GPU backend; elsewhere the plan of a device with WebGPU's
+    /// default limits (16 KiB of workgroup memory), which every adapter meets. The traffic
+    /// ledger models a transform with it.
+    ///
+    /// Errors: a degree the GPU NTT does not plan ([`crate::Error::InvalidParameters`]).
+    fn gpu_ntt_plan(&self) -> Result<gpu::NttPlan> {
+        gpu::NttPlan::new(self.context().params().log_n(), &wgpu::Limits::default())
+    }
 }
 
 /// Whether `WGFHE_BACKEND=auto` runs on `adapter`: any but a software renderer

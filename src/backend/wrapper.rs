@@ -3,8 +3,9 @@
 //! `wgfhe::testing::FlipOneBit` tampers with one output) implements [`BackendWrapper`], and the
 //! one implementation of [`Backend`] below, for every wrapper, forwards each method to the
 //! wrapped backend: kernel dispatches through [`BackendWrapper::dispatch`] (with a [`Kernel`]
-//! describing the call), host transfers through [`BackendWrapper::transfer`], the rest
-//! (allocation, lengths, views, the context, synchronisation) directly.
+//! describing the call); host transfers, zeroed allocations, flushes and waits (the calls that
+//! record a device command or submit the recorded ones) through [`BackendWrapper::command`] (with
+//! a [`Command`]); the rest (output allocation, lengths, views, the context) directly.
 //!
 //! A kernel added to [`Backend`] is forwarded here, once, with its [`Kernel`] variant; the
 //! compiler then asks each wrapper that inspects kernels (the ledger's cost model) to handle it.
@@ -120,6 +121,32 @@ pub enum Kernel<'a, B: Backend> {
     },
 }
 
+/// A backend call that is not a kernel but records a device command or submits the recorded
+/// ones: what [`BackendWrapper::command`] sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Command {
+    /// [`Backend::upload`] of `words` words (a host-to-device write).
+    Upload {
+        /// Words written.
+        words: usize,
+    },
+    /// [`Backend::download`] of `words` words (a copy to a staging buffer, a submission and a
+    /// wait on the GPU).
+    Download {
+        /// Words read back.
+        words: usize,
+    },
+    /// [`Backend::zeros`] of `words` words (a recorded clear on the GPU).
+    Zeros {
+        /// Words cleared.
+        words: usize,
+    },
+    /// [`Backend::flush`]: submits what is recorded, without waiting.
+    Flush,
+    /// [`Backend::synchronize`]: submits what is recorded and waits for it.
+    Synchronize,
+}
+
 impl<B: Backend> Kernel<'_, B> {
     /// The name of the [`Backend`] method (and of the GPU shader): `"ntt_forward"`, ...
     #[must_use]
@@ -200,8 +227,9 @@ pub trait BackendWrapper: Send + Sync + Sized + 'static {
         run(self.inner())
     }
 
-    /// Runs one host transfer ([`Backend::upload`] or [`Backend::download`]) of `words` words.
-    fn transfer<T>(&self, _words: usize, run: impl FnOnce(&Self::Inner) -> Result<T>) -> Result<T> {
+    /// Runs one [`Command`] (a host transfer, a zeroed allocation, a flush or a wait): `run`
+    /// performs it on the wrapped backend.
+    fn command<T>(&self, _command: Command, run: impl FnOnce(&Self::Inner) -> Result<T>) -> Result<T> {
         run(self.inner())
     }
 }
@@ -216,13 +244,13 @@ impl<W: BackendWrapper> Backend for W {
         self.inner().context()
     }
     fn upload(&self, words: &[u32]) -> Result<Self::Buffer> {
-        self.transfer(words.len(), |k| k.upload(words))
+        self.command(Command::Upload { words: words.len() }, |k| k.upload(words))
     }
     fn download(&self, buf: &Self::Buffer) -> Result<Vec<u32>> {
-        self.transfer(self.inner().len(buf), |k| k.download(buf))
+        self.command(Command::Download { words: self.inner().len(buf) }, |k| k.download(buf))
     }
     fn zeros(&self, words: usize) -> Result<Self::Buffer> {
-        self.inner().zeros(words)
+        self.command(Command::Zeros { words }, |k| k.zeros(words))
     }
     fn len(&self, buf: &Self::Buffer) -> usize {
         self.inner().len(buf)
@@ -297,9 +325,15 @@ impl<W: BackendWrapper> Backend for W {
         self.inner().max_fused_buffers()
     }
     fn synchronize(&self) -> Result<()> {
-        self.inner().synchronize()
+        self.command(Command::Synchronize, Backend::synchronize)
     }
     fn flush(&self) -> Result<()> {
-        self.inner().flush()
+        self.command(Command::Flush, Backend::flush)
+    }
+    fn device_counters(&self) -> Option<super::gpu::DeviceCounters> {
+        self.inner().device_counters()
+    }
+    fn gpu_ntt_plan(&self) -> Result<super::gpu::NttPlan> {
+        self.inner().gpu_ntt_plan()
     }
 }

@@ -54,8 +54,9 @@ pub struct Row {
     pub prng_words: u64,
     /// Modular multiplications.
     pub modmuls: u64,
-    /// Kernel dispatches.
-    pub dispatches: u64,
+    /// GPU compute dispatches of the operation's backend calls (the ledger's model of the GPU
+    /// engine; the same on every backend).
+    pub gpu_dispatches: u64,
     /// `modmuls / (bytes_read + bytes_written)`.
     pub arith_intensity: f64,
     /// Median wall time (`null` for computed rows).
@@ -161,7 +162,7 @@ fn row(op: &'static str, variant: &'static str, records: &[Record]) -> Row {
         table_bytes: t.table_bytes,
         prng_words: t.prng_words,
         modmuls: t.modmuls,
-        dispatches: t.dispatches,
+        gpu_dispatches: t.gpu_dispatches,
         arith_intensity: t.arithmetic_intensity(),
         median_ms: None,
         p95_ms: None,
@@ -360,7 +361,7 @@ impl Report {
                 mb(r.bytes_written),
                 mb(r.key_bytes),
                 r.prng_words as f64 / 1e6,
-                r.dispatches,
+                r.gpu_dispatches,
                 r.arith_intensity,
                 r.median_ms.map_or("-".into(), |m| format!("{m:.2}")),
                 r.speedup.map_or("-".into(), |x| format!("{x:.2}x")),

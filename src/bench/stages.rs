@@ -57,7 +57,8 @@ pub const STAGES: [&str; 10] = [
 /// The stage of a dispatch: `ntt` (forward and inverse), `basis_conversion` (`base_convert` and
 /// the divide-and-round correction `scale_down_correction` of modulus switching, rescaling and
 /// key switching's ModDown), `key_switch_inner_product`, `automorphism`, `elementwise` (add,
-/// sub, neg, mul, mul_add, mul_scalar), `limb_copies` (duplicate, gather), `prng_regeneration`
+/// sub, neg, mul, mul_add, mul_scalar), `limb_copies` (duplicate, gather, and the clears of
+/// `zeros`), `prng_regeneration`
 /// (`uniform`) and `fused` (a fused program: a BXT kernel, which does element-wise arithmetic,
 /// regenerates `a` halves from seeds and packs or unpacks limbs in the same pass, so its time is
 /// not split, or the last pass of a divide-and-round, `x D^{-1} + corr` plus an addend).
@@ -68,7 +69,7 @@ pub fn stage_of(kernel: &str) -> &'static str {
         "base_convert" | "scale_down_correction" => "basis_conversion",
         "key_switch_inner_product" => "key_switch_inner_product",
         "automorphism" => "automorphism",
-        "duplicate" | "gather_limbs" => "limb_copies",
+        "duplicate" | "gather_limbs" | "zeros" => "limb_copies",
         "uniform" => "prng_regeneration",
         "fused" => "fused",
         _ => "elementwise",
@@ -96,7 +97,12 @@ pub struct Config {
     pub reps: usize,
     /// Thread counts: each job runs in a rayon pool of each size. Empty: one thread.
     pub threads: Vec<usize>,
+    /// The jobs to run ([`JOBS`]); empty: all.
+    pub jobs: Vec<String>,
 }
+
+/// The suite's jobs, in report order.
+pub const JOBS: [&str; 4] = ["hmult_relin", "rotation", "lr_batch", "cnn_relu"];
 
 /// One stage of one job.
 #[derive(Debug, Clone, Serialize)]
@@ -107,8 +113,11 @@ pub struct Stage {
     pub ms: f64,
     /// `ms` over the job's median wall time.
     pub share: f64,
-    /// Dispatches per run (transfers for `transfers`, 0 for `host`).
-    pub dispatches: u64,
+    /// Backend calls per run (kernels, copies and clears; transfers for `transfers`, 0 for
+    /// `host`).
+    pub calls: u64,
+    /// GPU compute dispatches of those calls per run (the ledger's model of the GPU engine).
+    pub gpu_dispatches: u64,
     /// Bytes moved per run (ledger; for `transfers` the host bytes).
     pub bytes: u64,
 }
@@ -134,6 +143,39 @@ pub struct Job {
     pub p95_ms: f64,
     /// The stages, in [`STAGES`] order (stages with no dispatch included, at 0).
     pub stages: Vec<Stage>,
+    /// What one run of the job costs the GPU engine.
+    #[serde(flatten)]
+    pub engine: EngineCost,
+}
+
+/// What one run of a job costs the GPU engine, counted on a run with timing off (the
+/// synchronisations of the timed runs would be submissions of their own).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct EngineCost {
+    /// `device`: `gpu_dispatches`, `submissions` and `uploads` are the GPU device's own counters;
+    /// `model`: the traffic ledger's model of what the GPU engine would do with the same calls
+    /// ([`crate::backend::ledger`], on a device without immediates: one parameter-arena upload
+    /// per submission).
+    pub counted_by: &'static str,
+    /// Compute dispatches.
+    pub gpu_dispatches: u64,
+    /// Queue submissions.
+    pub submissions: u64,
+    /// Host-to-device writes (inputs, parameter arenas; constant tables are resident after the
+    /// warm-up run).
+    pub uploads: u64,
+    /// Limb transforms (forward and inverse).
+    pub limb_ntts: u64,
+    /// Memory passes of one transform at the set's `N` (the GPU plan, [`Backend::gpu_ntt_plan`]).
+    pub ntt_passes: u32,
+    /// Bytes the kernels, copies and clears read (ledger).
+    pub bytes_read: u64,
+    /// Bytes they write.
+    pub bytes_written: u64,
+    /// GPU: wall time from the call until the operation returns, recorded and submitted, with the
+    /// device's work not waited for. CPU (no device, nothing recorded): the job's `host` stage,
+    /// the wall time outside the kernels.
+    pub host_encode_ms: f64,
 }
 
 /// The report of `wgfhe bench --suite ledger --json`.
@@ -167,21 +209,22 @@ pub struct StageScaling {
     pub speedup: Option<f64>,
 }
 
-/// Per-run stage sums: `(ms, dispatches, bytes)` per stage in [`STAGES`] order.
-type Sums = Vec<(f64, u64, u64)>;
+/// Per-run stage sums: `(ms, calls, gpu dispatches, bytes)` per stage in [`STAGES`] order.
+type Sums = Vec<(f64, u64, u64, u64)>;
 
 fn sums(records: &[Record], transfers: crate::backend::ledger::Transfers, wall_ms: f64) -> Sums {
-    let mut s: Sums = vec![(0.0, 0, 0); STAGES.len()];
+    let mut s: Sums = vec![(0.0, 0, 0, 0); STAGES.len()];
     let pos = |name: &str| STAGES.iter().position(|&x| x == name);
     for r in records {
         if let Some(slot) = pos(stage_of(r.kernel)).and_then(|i| s.get_mut(i)) {
             slot.0 += r.elapsed_ns.unwrap_or(0) as f64 / 1e6;
             slot.1 += 1;
-            slot.2 += r.bytes_read + r.bytes_written;
+            slot.2 += r.gpu_dispatches;
+            slot.3 += r.bytes_read + r.bytes_written;
         }
     }
     if let Some(slot) = pos("transfers").and_then(|i| s.get_mut(i)) {
-        *slot = (transfers.elapsed_ns as f64 / 1e6, transfers.count, transfers.bytes);
+        *slot = (transfers.elapsed_ns as f64 / 1e6, transfers.count, 0, transfers.bytes);
     }
     let accounted: f64 = s.iter().map(|x| x.0).sum();
     if let Some(slot) = pos("host").and_then(|i| s.get_mut(i)) {
@@ -190,8 +233,58 @@ fn sums(records: &[Record], transfers: crate::backend::ledger::Transfers, wall_m
     s
 }
 
-/// What [`time_job`] measured at one thread count: threads, median and p95 wall time, stages.
-type Timed = (usize, f64, f64, Vec<Stage>);
+/// What [`time_job`] measured at one thread count: threads, median and p95 wall time, stages,
+/// the engine's cost.
+type Timed = (usize, f64, f64, Vec<Stage>, EngineCost);
+
+/// Runs `job` once in `pool` with timing off and counts what it costs the GPU engine: the
+/// device's counters where the backend has a device, else the ledger's model.
+fn count_job<B: Backend, T: Send>(
+    ledger: &Ledger<B>,
+    pool: &rayon::ThreadPool,
+    job: &(impl Fn() -> Result<T> + Sync),
+) -> Result<EngineCost> {
+    ledger.set_timed(false);
+    let counted = (|| -> Result<EngineCost> {
+        ledger.synchronize()?;
+        ledger.take();
+        ledger.take_transfers();
+        ledger.take_engine();
+        let before = ledger.device_counters();
+        let (out, host_ms) = pool.install(|| -> Result<(T, f64)> {
+            let start = Instant::now();
+            let out = job()?;
+            Ok((out, start.elapsed().as_secs_f64() * 1e3))
+        })?;
+        ledger.synchronize()?;
+        let after = ledger.device_counters();
+        drop(out);
+        let records = ledger.take();
+        let model = ledger.take_engine();
+        ledger.take_transfers();
+        let mut cost = EngineCost {
+            counted_by: "model",
+            gpu_dispatches: model.gpu_dispatches,
+            submissions: model.submissions,
+            uploads: model.uploads,
+            limb_ntts: model.limb_ntts,
+            ntt_passes: ledger.gpu_ntt_plan()?.passes(),
+            bytes_read: records.iter().map(|r| r.bytes_read).sum(),
+            bytes_written: records.iter().map(|r| r.bytes_written).sum(),
+            host_encode_ms: host_ms,
+        };
+        if let (Some(before), Some(after)) = (before, after) {
+            let d = after - before;
+            cost.counted_by = "device";
+            cost.gpu_dispatches = d.dispatches;
+            cost.submissions = d.submissions;
+            cost.uploads = d.uploads;
+        }
+        Ok(cost)
+    })();
+    ledger.set_timed(true);
+    counted
+}
 
 /// Times `job` on the timed ledger `ledger` in each pool: one warm-up per pool, then `reps`
 /// rounds, each running the job once per pool (interleaved).
@@ -226,7 +319,7 @@ fn time_job<B: Backend, T: Send>(
         }
     }
     let mut out = Vec::with_capacity(pools.len());
-    for ((threads, _), (mut walls, runs)) in pools.iter().zip(walls.into_iter().zip(runs)) {
+    for ((threads, pool), (mut walls, runs)) in pools.iter().zip(walls.into_iter().zip(runs)) {
         let (total, p95) = median_p95(&mut walls);
         let stages = STAGES
             .iter()
@@ -234,11 +327,18 @@ fn time_job<B: Backend, T: Send>(
             .map(|(i, &stage)| {
                 let mut ms: Vec<f64> = runs.iter().filter_map(|r| r.get(i).map(|x| x.0)).collect();
                 let (m, _) = median_p95(&mut ms);
-                let (dispatches, bytes) = runs.first().and_then(|r| r.get(i)).map_or((0, 0), |x| (x.1, x.2));
-                Stage { stage, ms: m, share: if total > 0.0 { m / total } else { 0.0 }, dispatches, bytes }
+                let (calls, gpu_dispatches, bytes) =
+                    runs.first().and_then(|r| r.get(i)).map_or((0, 0, 0), |x| (x.1, x.2, x.3));
+                let share = if total > 0.0 { m / total } else { 0.0 };
+                Stage { stage, ms: m, share, calls, gpu_dispatches, bytes }
             })
-            .collect();
-        out.push((*threads, total, p95, stages));
+            .collect::<Vec<_>>();
+        let mut engine = count_job(ledger, pool, &job)?;
+        if engine.counted_by == "model" {
+            // No device: the host's share is the time outside the kernels.
+            engine.host_encode_ms = stages.iter().find(|s| s.stage == "host").map_or(0.0, |s| s.ms);
+        }
+        out.push((*threads, total, p95, stages, engine));
     }
     Ok(out)
 }
@@ -247,7 +347,14 @@ fn time_job<B: Backend, T: Send>(
 fn jobs_of(template: &Job, timed: Vec<Timed>) -> Vec<Job> {
     timed
         .into_iter()
-        .map(|(threads, total_ms, p95_ms, stages)| Job { threads, total_ms, p95_ms, stages, ..template.clone() })
+        .map(|(threads, total_ms, p95_ms, stages, engine)| Job {
+            threads,
+            total_ms,
+            p95_ms,
+            stages,
+            engine,
+            ..template.clone()
+        })
         .collect()
 }
 
@@ -283,21 +390,27 @@ fn job_hmult_rotation<B: Backend>(
     let relin_mb = keys.relin.as_ref().map_or(0, |r| r.0.resident_bytes(ledger)) as f64 / 1e6;
     let g = bgv.column_rotation_element(1);
     let galois_mb = keys.galois.get(&g).map_or(0, |k| k.key.resident_bytes(ledger)) as f64 / 1e6;
-    let timed = time_job(ledger, c.reps, pools, || bgv.mul_relin(&x, &y, &keys))?;
-    let mut jobs = jobs_of(
-        &Job {
-            job: "hmult_relin",
-            params: c.hmult.name().to_string(),
-            n: c.hmult.n(),
-            limbs,
-            detail: format!(
-                "two fresh ciphertexts at the top level, dnum {}, relinearisation key {relin_mb:.1} MB",
-                c.hmult.dnum()
-            ),
-            ..Job::empty()
-        },
-        timed,
-    );
+    let mut jobs = Vec::new();
+    if c.wants("hmult_relin") {
+        let timed = time_job(ledger, c.reps, pools, || bgv.mul_relin(&x, &y, &keys))?;
+        jobs.extend(jobs_of(
+            &Job {
+                job: "hmult_relin",
+                params: c.hmult.name().to_string(),
+                n: c.hmult.n(),
+                limbs,
+                detail: format!(
+                    "two fresh ciphertexts at the top level, dnum {}, relinearisation key {relin_mb:.1} MB",
+                    c.hmult.dnum()
+                ),
+                ..Job::empty()
+            },
+            timed,
+        ));
+    }
+    if !c.wants("rotation") {
+        return Ok(jobs);
+    }
     let timed = time_job(ledger, c.reps, pools, || bgv.rotate_columns(&x, 1, &keys))?;
     jobs.extend(jobs_of(
         &Job {
@@ -416,11 +529,31 @@ fn job_relu<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>, c: &Config, poo
 pub fn run<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>, device: String, config: &Config) -> Result<Report> {
     let counts = super::thread_counts(&config.threads);
     let pools = super::pools(&counts)?;
-    let mut jobs = job_hmult_rotation(make, config, &pools)?;
-    jobs.extend(job_lr(make, config, &pools)?);
-    jobs.extend(job_relu(make, config, &pools)?);
+    if config.jobs.iter().any(|j| !JOBS.contains(&j.as_str())) {
+        return Err(Error::InvalidField {
+            field: "jobs",
+            reason: "must be hmult_relin, rotation, lr_batch or cnn_relu",
+        });
+    }
+    let mut jobs = Vec::new();
+    if config.wants("hmult_relin") || config.wants("rotation") {
+        jobs.extend(job_hmult_rotation(make, config, &pools)?);
+    }
+    if config.wants("lr_batch") {
+        jobs.extend(job_lr(make, config, &pools)?);
+    }
+    if config.wants("cnn_relu") {
+        jobs.extend(job_relu(make, config, &pools)?);
+    }
     let scaling = scaling(&jobs, &counts);
     Ok(Report { header: ReportHeader::new(make(&config.lr)?.name(), device, config.reps.max(1)), jobs, scaling })
+}
+
+impl Config {
+    /// Whether `job` is to run.
+    fn wants(&self, job: &str) -> bool {
+        self.jobs.is_empty() || self.jobs.iter().any(|j| j == job)
+    }
 }
 
 impl Job {
@@ -436,6 +569,7 @@ impl Job {
             total_ms: 0.0,
             p95_ms: 0.0,
             stages: Vec::new(),
+            engine: EngineCost::default(),
         }
     }
 }
@@ -491,15 +625,32 @@ impl Report {
                 "\n{} ({}, N = {}, {} limbs, {} thread(s)): {:.2} ms (p95 {:.2}) - {}",
                 j.job, j.params, j.n, j.limbs, j.threads, j.total_ms, j.p95_ms, j.detail
             );
-            let _ = writeln!(s, "  {:<26} {:>10} {:>7} {:>6} {:>10}", "stage", "ms", "share", "disp", "MB");
+            let e = &j.engine;
+            let _ = writeln!(
+                s,
+                "  GPU engine ({}): {} dispatches, {} submissions, {} uploads, {} limb-NTTs of {} pass(es), \
+                 {:.1} MB read, {:.1} MB written, host encode {:.3} ms",
+                e.counted_by,
+                e.gpu_dispatches,
+                e.submissions,
+                e.uploads,
+                e.limb_ntts,
+                e.ntt_passes,
+                e.bytes_read as f64 / 1e6,
+                e.bytes_written as f64 / 1e6,
+                e.host_encode_ms
+            );
+            let _ =
+                writeln!(s, "  {:<26} {:>10} {:>7} {:>6} {:>6} {:>10}", "stage", "ms", "share", "calls", "gpu", "MB");
             for st in &j.stages {
                 let _ = writeln!(
                     s,
-                    "  {:<26} {:>10.3} {:>6.1}% {:>6} {:>10.3}",
+                    "  {:<26} {:>10.3} {:>6.1}% {:>6} {:>6} {:>10.3}",
                     st.stage,
                     st.ms,
                     100.0 * st.share,
-                    st.dispatches,
+                    st.calls,
+                    st.gpu_dispatches,
                     st.bytes as f64 / 1e6
                 );
             }

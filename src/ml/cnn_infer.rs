@@ -753,8 +753,9 @@ pub struct CnnRun {
     pub peak_device_bytes: u64,
     /// Bytes read and written by the server's kernels (traffic ledger).
     pub bytes_moved: u64,
-    /// Kernel dispatches of the server.
-    pub dispatches: u64,
+    /// GPU compute dispatches of the server's backend calls (the traffic ledger's model of the
+    /// GPU engine, the same on every backend).
+    pub gpu_dispatches: u64,
     /// Counts and stage times.
     pub stats: CnnStats,
 }
@@ -799,7 +800,7 @@ pub fn run_cnn<B: Backend>(
     let (mut correct, mut agree, mut mismatches, mut batches) = (0usize, 0usize, 0usize, 0usize);
     let (mut emu_agree, mut emu_correct) = (0usize, 0usize);
     let (mut encrypt_ms, mut server_ms, mut decrypt_ms) = (0.0, 0.0, 0.0);
-    let (mut peak, mut bytes_moved, mut dispatches) = (0u64, 0u64, 0u64);
+    let (mut peak, mut bytes_moved, mut gpu_dispatches) = (0u64, 0u64, 0u64);
     let per = circuit.images_per_batch();
     let mut start = 0;
     while start < total {
@@ -830,7 +831,7 @@ pub fn run_cnn<B: Backend>(
         let records = ledger.take();
         let totals = Totals::of(&records);
         bytes_moved += totals.bytes_read + totals.bytes_written;
-        dispatches += totals.dispatches;
+        gpu_dispatches += totals.gpu_dispatches;
         if let Some(out) = trace.as_mut() {
             write_trace(&records, out)?;
         }
@@ -878,7 +879,7 @@ pub fn run_cnn<B: Backend>(
         decrypt_ms,
         peak_device_bytes: peak,
         bytes_moved,
-        dispatches,
+        gpu_dispatches,
         stats,
     })
 }

@@ -54,8 +54,9 @@ pub struct LrRun {
     pub peak_device_bytes: u64,
     /// Bytes read and written by the server's kernels (traffic ledger), all batches.
     pub bytes_moved: u64,
-    /// Kernel dispatches of the server, all batches.
-    pub dispatches: u64,
+    /// GPU compute dispatches of the server's backend calls, all batches (the traffic ledger's
+    /// model of the GPU engine, the same on every backend).
+    pub gpu_dispatches: u64,
 }
 
 /// What [`run_lr`] runs.
@@ -111,7 +112,7 @@ pub fn run_lr<B: Backend>(
     )?;
     let (mut correct, mut agree, mut mismatches) = (0usize, 0usize, 0usize);
     let (mut encrypt_ms, mut server_ms, mut decrypt_ms) = (0.0, 0.0, 0.0);
-    let (mut peak, mut bytes_moved, mut dispatches, mut batches) = (0u64, 0u64, 0u64, 0usize);
+    let (mut peak, mut bytes_moved, mut gpu_dispatches, mut batches) = (0u64, 0u64, 0u64, 0usize);
     let mut start_index = 0;
     while start_index < total {
         let end = (start_index + slots).min(total);
@@ -153,7 +154,7 @@ pub fn run_lr<B: Backend>(
         let records = ledger.take();
         let totals = Totals::of(&records);
         bytes_moved += totals.bytes_read + totals.bytes_written;
-        dispatches += totals.dispatches;
+        gpu_dispatches += totals.gpu_dispatches;
         if let Some(out) = trace.as_mut() {
             write_trace(&records, out)?;
         }
@@ -189,6 +190,6 @@ pub fn run_lr<B: Backend>(
         decrypt_ms,
         peak_device_bytes: peak,
         bytes_moved,
-        dispatches,
+        gpu_dispatches,
     })
 }

@@ -203,6 +203,17 @@ fn split<B: Backend>(program: &Program<'_, B>, max_bindings: usize) -> Result<Ve
     Ok(groups)
 }
 
+/// Dispatches the GPU backend makes for `program` on a device with `max_bindings` storage
+/// bindings per kernel (the runs of [`split`]; none for a program without limbs or outputs).
+///
+/// Errors: an output that needs more bindings than that alone ([`Error::AdapterLimit`]).
+pub(crate) fn dispatches<B: Backend>(program: &Program<'_, B>, max_bindings: usize) -> Result<u64> {
+    if program.basis.is_empty() || program.outputs.is_empty() {
+        return Ok(0);
+    }
+    Ok(split(program, max_bindings)?.len() as u64)
+}
+
 /// Per-limb parameter words of each slot.
 fn slot_words(slot: Slot) -> usize {
     match slot {

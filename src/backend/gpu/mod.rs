@@ -19,6 +19,7 @@ pub use device::{
     size_class, AdapterSummary, BufferPool, DeviceCounters, DeviceOptions, GpuDevice, MAX_PENDING_COMMANDS,
     MAX_STORAGE_BUFFERS,
 };
+pub(crate) use fused::dispatches as fused_dispatches;
 pub use fused::{kernel_sources as fused_kernel_sources, kernel_sources_for as fused_kernel_sources_for};
 pub use ntt::NttPlan;
 pub use sources::Arithmetic;
@@ -254,5 +255,13 @@ impl Backend for GpuBackend {
     fn max_fused_buffers(&self) -> usize {
         // Binding 0 holds the parameters.
         (self.dev.max_storage_buffers() as usize).saturating_sub(1)
+    }
+
+    fn device_counters(&self) -> Option<DeviceCounters> {
+        Some(self.dev.counters())
+    }
+
+    fn gpu_ntt_plan(&self) -> Result<NttPlan> {
+        self.ntt_plan(self.log_n())
     }
 }

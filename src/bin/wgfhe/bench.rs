@@ -70,6 +70,10 @@ pub(crate) struct BenchArgs {
     /// the report gives the speedup from the first to the last.
     #[arg(long, value_delimiter = ',', default_value = "1,2")]
     threads: Vec<usize>,
+    /// Jobs of the ledger suite (comma-separated: hmult_relin, rotation, lr_batch, cnn_relu;
+    /// default all).
+    #[arg(long, value_delimiter = ',')]
+    jobs: Vec<String>,
     /// Parameter set of the ledger suite's CNN ReLU layer.
     #[arg(long, default_value = params::LUT_SET)]
     cnn_params: String,
@@ -251,6 +255,7 @@ fn ledger_suite(a: &BenchArgs) -> wgfhe::Result<()> {
         relu_channels: 1,
         reps: a.reps,
         threads: a.threads.clone(),
+        jobs: a.jobs.clone(),
     };
     let choice = BackendChoice::from_env()?;
     let report = choice.with_backends(LedgerTask { config, device: describe(&choice, true) })?;

@@ -158,7 +158,7 @@ pub(crate) fn run(a: &MnistArgs, variant: Variant) -> Result<()> {
             "per_image_ms": run.per_image_ms,
             "peak_device_bytes": run.peak_device_bytes,
             "bytes_moved": run.bytes_moved,
-            "dispatches": run.dispatches,
+            "gpu_dispatches": run.gpu_dispatches,
             "images_per_batch": run.images_per_batch,
             "batches": run.batches,
             "keygen_ms": run.keygen_ms,
@@ -211,12 +211,12 @@ pub(crate) fn run(a: &MnistArgs, variant: Variant) -> Result<()> {
         );
         println!(
             "client encryption {:.1} s, decryption {:.2} s; {:.1} MB resident (keys and one batch of inputs), {:.1} GB \
-             moved by {} kernel dispatches",
+             moved by {} GPU dispatches",
             run.encrypt_ms / 1e3,
             run.decrypt_ms / 1e3,
             run.peak_device_bytes as f64 / 1e6,
             run.bytes_moved as f64 / 1e9,
-            run.dispatches
+            run.gpu_dispatches
         );
         let stages: Vec<String> = run
             .stats

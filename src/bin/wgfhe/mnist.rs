@@ -206,7 +206,7 @@ fn run_lr(a: &MnistArgs, variant: Variant) -> wgfhe::Result<()> {
             "decrypt_ms": run.decrypt_ms,
             "peak_device_bytes": run.peak_device_bytes,
             "bytes_moved": run.bytes_moved,
-            "dispatches": run.dispatches,
+            "gpu_dispatches": run.gpu_dispatches,
             "score_mismatches": run.score_mismatches,
         });
         println!("{value:#}");
@@ -225,14 +225,14 @@ fn run_lr(a: &MnistArgs, variant: Variant) -> wgfhe::Result<()> {
         );
         println!(
             "client encryption {:.0} ms, server {:.1} ms per batch ({:.4} ms per image), client decryption {:.0} ms; \
-             {:.1} MB resident per batch, {:.1} MB moved by {} kernel dispatches",
+             {:.1} MB resident per batch, {:.1} MB moved by {} GPU dispatches",
             run.encrypt_ms,
             run.batch_ms,
             run.per_image_ms,
             run.decrypt_ms,
             run.peak_device_bytes as f64 / 1e6,
             run.bytes_moved as f64 / 1e6,
-            run.dispatches
+            run.gpu_dispatches
         );
     }
     if run.agreement < 1.0 || run.score_mismatches > 0 {
