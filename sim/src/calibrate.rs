@@ -50,7 +50,7 @@ pub fn features(d: &Dispatch) -> [f64; K] {
     let l = launches(d, &costs);
     let bytes = (d.ciphertext_bytes() + d.bytes_written) as f64 * p as f64
         + (d.key_bytes + table_bytes(d, &costs) + d.plaintext_bytes) as f64;
-    let conversion = matches!(d.kernel.as_str(), "base_convert" | "scale_down");
+    let conversion = matches!(d.kernel.as_str(), "base_convert" | "scale_down" | "scale_down_correction");
     let (mm, conv) = if conversion { (0.0, d.modmuls as f64) } else { (d.modmuls as f64, 0.0) };
     let (launch, copy_launch) = if d.family() == "copy" { (0.0, l as f64) } else { (l as f64, 0.0) };
     [

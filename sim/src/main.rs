@@ -135,10 +135,11 @@ fn cmd_predict(a: &Args, opts: &Options) -> Result<()> {
         say!("{MODEL_LABEL}");
         say!("{} ({}): {}, trace {}", gpu.name, gpu.description, opts.label_on(&gpu), path.display());
         say!(
-            "{:<12} {:<10} {:>6} {:>14} {:>9} {:>14} {:>10}",
+            "{:<12} {:<10} {:>6} {:>8} {:>14} {:>9} {:>14} {:>10}",
             "op",
             "variant",
-            "disp",
+            "calls",
+            "launches",
             "predicted us",
             "speedup",
             "measured us",
@@ -146,10 +147,11 @@ fn cmd_predict(a: &Args, opts: &Options) -> Result<()> {
         );
         for r in rows {
             say!(
-                "{:<12} {:<10} {:>6} {:>14.1} {:>9} {:>14} {:>10}",
+                "{:<12} {:<10} {:>6} {:>8} {:>14.1} {:>9} {:>14} {:>10}",
                 r.op,
                 r.variant,
-                r.dispatches,
+                r.calls,
+                r.launches,
                 r.predicted_us,
                 fmt_x(r.speedup),
                 r.measured_us.map_or("-".into(), |m| format!("{m:.1}")),

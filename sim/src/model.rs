@@ -9,9 +9,10 @@
 //!   4,096 values: one pass up to `N = 2^12`, two from `2^13` to `2^17`; smaller tiles (8 or 4
 //!   KiB) need more. A record carrying `ntt_passes` (the recording device's passes of one
 //!   transform) uses that number instead. Every other kernel makes one pass. Each pass moves
-//!   the record's ciphertext and output bytes once; tables are read once in all. Launches are
-//!   the record's `gpu_dispatches` when present, else its passes (an NTT pass is one dispatch,
-//!   every other backend call one).
+//!   the ciphertext and output bytes of one pass: a record with `ntt_passes` counts the bytes of
+//!   all its passes (the ledger since the two-pass NTT), an older record those of one; tables
+//!   are read once in all. Launches are the record's `gpu_dispatches` plus `gpu_copies` when
+//!   present, else its passes (an NTT pass is one dispatch, every other backend call one).
 //! * **Tables.** An NTT reads compact twiddles, [`ntt_twiddle_words`] words per limb transform
 //!   (`NttPlan::twiddle_words`: 4,324 at `2^16` instead of the `2N` = 131,072 of full tables).
 //!   Old traces count full tables (`2N` words per limb); such a record's table bytes are
@@ -87,7 +88,7 @@ impl ModmulCosts {
     pub fn of(&self, kernel: &str) -> f64 {
         match kernel {
             "ntt_forward" | "ntt_inverse" => self.shoup_lazy,
-            "mul_scalar" | "base_convert" | "scale_down" => self.shoup,
+            "mul_scalar" | "base_convert" | "scale_down" | "scale_down_correction" => self.shoup,
             "uniform" => self.uniform,
             _ => self.barrett,
         }
@@ -347,11 +348,15 @@ pub fn passes(d: &Dispatch, costs: &Costs) -> u64 {
     d.ntt_passes.unwrap_or_else(|| ntt_plan_passes(log_n(d), costs.ntt_workgroup_bytes)).max(1)
 }
 
-/// Launches (GPU dispatches) of a record: its `gpu_dispatches` when the trace has it, else
-/// [`passes`] (an NTT pass is one dispatch; every other backend call one).
+/// Launches of a record (GPU dispatches, copy and clear commands): its `gpu_dispatches` plus
+/// `gpu_copies` when the trace has them, else [`passes`] (an NTT pass is one dispatch; every
+/// other backend call one).
 #[must_use]
 pub fn launches(d: &Dispatch, costs: &Costs) -> u64 {
-    d.gpu_dispatches.unwrap_or_else(|| passes(d, costs))
+    match d.gpu_dispatches {
+        Some(g) => g + d.gpu_copies.unwrap_or(0),
+        None => passes(d, costs),
+    }
 }
 
 /// Table bytes the model reads for a record. An NTT record that counts full twiddle tables (at
@@ -365,7 +370,9 @@ pub fn table_bytes(d: &Dispatch, costs: &Costs) -> u64 {
     if !is_ntt(d) || residues == 0 || d.n <= 1 {
         return d.table_bytes;
     }
-    let word = (d.ciphertext_bytes() / residues).max(1);
+    // A record with `ntt_passes` counts the ciphertext bytes of all its passes.
+    let passes_counted = d.ntt_passes.unwrap_or(1).max(1);
+    let word = (d.ciphertext_bytes() / passes_counted / residues).max(1);
     let transforms = d.limb_ntts.unwrap_or(d.limbs);
     if d.table_bytes < 2 * d.n * word * d.limbs {
         return d.table_bytes;
@@ -414,8 +421,10 @@ pub fn predict(gpu: &Gpu, trace: &[Dispatch], opts: &Options) -> Vec<Prediction>
         let c = &opts.costs;
         let p = passes(d, c);
         let launches = launches(d, c);
-        let ct = d.ciphertext_bytes() as f64;
-        let written = d.bytes_written as f64;
+        // A record with `ntt_passes` counts the bytes of all its passes; older records count one.
+        let per_pass = if d.ntt_passes.is_some() { p as f64 } else { 1.0 };
+        let ct = d.ciphertext_bytes() as f64 / per_pass;
+        let written = d.bytes_written as f64 / per_pass;
         let (mut dram, mut hits) = (0.0, 0.0);
         for _ in 0..p {
             let resident: f64 = {

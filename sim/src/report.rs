@@ -25,8 +25,11 @@ pub struct OpRow {
     pub op: String,
     /// Variant.
     pub variant: String,
-    /// Dispatches.
-    pub dispatches: usize,
+    /// Trace records (backend calls) of the operation.
+    pub calls: usize,
+    /// Launches the model charges (GPU dispatches and copy commands: the trace's
+    /// `gpu_dispatches` and `gpu_copies`, or the planned passes of an older trace).
+    pub launches: u64,
     /// Predicted microseconds.
     pub predicted_us: f64,
     /// Baseline's predicted time over this one, same operation.
@@ -83,7 +86,8 @@ pub fn per_op(gpu: &Gpu, trace: &[Dispatch], opts: &Options) -> Vec<OpRow> {
             OpRow {
                 op,
                 variant,
-                dispatches: group.len(),
+                calls: group.len(),
+                launches: preds.iter().map(|p| p.launches).sum(),
                 predicted_us: predicted * 1e6,
                 speedup: None,
                 measured_us: measured,

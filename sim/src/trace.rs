@@ -48,6 +48,10 @@ pub struct Dispatch {
     /// GPU dispatches of this backend call (newer traces): the model's launches.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu_dispatches: Option<u64>,
+    /// Copy and clear commands of this backend call (newer traces; absent when 0): launches
+    /// too, with `gpu_dispatches`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_copies: Option<u64>,
     /// Limb transforms of this backend call (newer traces): the limbs whose twiddle tables an
     /// NTT reads (else `limbs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -71,11 +75,11 @@ impl Dispatch {
         match self.kernel.as_str() {
             "ntt_forward" | "ntt_inverse" => "ntt",
             "add" | "sub" | "neg" | "mul" | "mul_add" | "mul_scalar" => "elementwise",
-            "duplicate" | "gather_limbs" | "merge_limbs" => "copy",
+            "duplicate" | "gather_limbs" | "merge_limbs" | "zeros" => "copy",
             "fused" => "fused",
             "automorphism" => "automorphism",
             "base_convert" => "base_convert",
-            "scale_down" => "scale_down",
+            "scale_down" | "scale_down_correction" => "scale_down",
             "key_switch_inner_product" => "key_switch",
             "uniform" => "uniform",
             _ => "other",

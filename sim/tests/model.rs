@@ -274,8 +274,15 @@ fn trace_fields_override_the_plan() {
     let c = Costs::default();
     let gpu = test_gpu(2.0);
     // ntt_passes (passes of one transform on the recording device) replaces the plan's 2, and
-    // with no gpu_dispatches the launches follow it.
-    let d = Dispatch { ntt_passes: Some(3), ..ntt(1 << 13, 1) };
+    // with no gpu_dispatches the launches follow it. Such a record counts the bytes of all its
+    // passes (the ledger's since the two-pass NTT): 3 * 32 KiB each way.
+    let one = ntt(1 << 13, 1);
+    let d = Dispatch {
+        ntt_passes: Some(3),
+        bytes_read: 3 * 32_768 + one.table_bytes,
+        bytes_written: 3 * 32_768,
+        ..one.clone()
+    };
     assert_eq!((model::passes(&d, &c), model::launches(&d, &c)), (3, 3));
     let p = &predict(&gpu, std::slice::from_ref(&d), &Options::software())[0];
     // Pass 3 reads what pass 2 wrote: DRAM 32,768 * 4 + 16,512, hits 2 * 32,768.
@@ -419,4 +426,47 @@ fn committed_traces_replay_and_compare_with_the_paper() {
     let timed = read("bxt-n13-lvp-timed.jsonl.gz");
     assert!(timed.iter().all(|d| d.elapsed_ns.is_some()));
     assert!(calibrate::fit(&timed).is_ok());
+}
+
+/// A record written by the current ledger (`ntt_passes` present) counts the bytes of all its
+/// passes; the model moves each pass's share once per pass, so it predicts the same traffic and
+/// time as an old record (one pass's bytes) of the same two-pass transform.
+#[test]
+fn ntt_bytes_of_all_passes_are_not_counted_twice() {
+    let (n, limbs) = (1u64 << 14, 4u64);
+    let one_pass = n * limbs * 4;
+    let old = Dispatch {
+        kernel: "ntt_forward".into(),
+        n,
+        limbs,
+        bytes_read: one_pass,
+        bytes_written: one_pass,
+        ..Dispatch::default()
+    };
+    let new = Dispatch {
+        bytes_read: 2 * one_pass,
+        bytes_written: 2 * one_pass,
+        gpu_dispatches: Some(2),
+        limb_ntts: Some(limbs),
+        ntt_passes: Some(2),
+        ..old.clone()
+    };
+    let gpu = test_gpu(1.0);
+    let opts = Options::default();
+    let a = &predict(&gpu, &[old], &opts)[0];
+    let b = &predict(&gpu, &[new], &opts)[0];
+    assert_eq!(a.launches, 2);
+    assert_eq!(b.launches, 2);
+    assert_eq!(a.dram_bytes, b.dram_bytes);
+    assert_eq!(a.l2_hit_bytes, b.l2_hit_bytes);
+    assert_eq!(a.seconds, b.seconds);
+    // By hand: pass 1 reads the limbs from DRAM and writes them, pass 2 reads them from L2 (just
+    // written) and writes them again; the compact twiddles come from DRAM once.
+    let table = model::table_bytes(&b_of(n, limbs), &opts.costs) as f64;
+    assert_eq!(b.dram_bytes, (3 * one_pass) as f64 + table);
+    assert_eq!(b.l2_hit_bytes, one_pass as f64);
+}
+
+fn b_of(n: u64, limbs: u64) -> Dispatch {
+    Dispatch { kernel: "ntt_forward".into(), n, limbs, ntt_passes: Some(2), ..Dispatch::default() }
 }
