@@ -254,7 +254,7 @@ pub enum Error {
         modulus_log2: f64,
     },
     /// A value times the scale is too large to encode.
-    #[error("value at index {index} times the scale (2^{value_log2:.1}) exceeds 2^{limit_log2:.1}")]
+    #[error("{}", encoding_overflow_message(*.index, *.value_log2, *.limit_log2))]
     EncodingOverflow {
         /// Index of the first offending value (or coefficient).
         index: usize,
@@ -536,6 +536,20 @@ impl Error {
     #[must_use]
     pub fn json(what: &'static str, err: &serde_json::Error) -> Self {
         Self::Json { what, reason: err.to_string() }
+    }
+}
+
+/// The message of an [`Error::EncodingOverflow`]: a NaN or infinite value is named as such,
+/// never as `2^NaN`.
+fn encoding_overflow_message(index: usize, value_log2: f64, limit_log2: f64) -> String {
+    if value_log2.is_nan() {
+        format!("value at index {index} is not a number (NaN) and cannot be encoded: give finite values")
+    } else if value_log2.is_infinite() {
+        format!(
+            "value at index {index} is infinite (or overflows when scaled) and cannot be encoded: give finite values"
+        )
+    } else {
+        format!("value at index {index} times the scale (2^{value_log2:.1}) exceeds 2^{limit_log2:.1}")
     }
 }
 

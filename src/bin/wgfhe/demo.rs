@@ -4,13 +4,26 @@ use std::time::Instant;
 
 use wgfhe::backend::{Backend, BackendChoice, BackendTask};
 use wgfhe::bgv::{max_depth, Bgv};
-use wgfhe::params;
+use wgfhe::params::{self, Scheme};
 use wgfhe::ring::RingContext;
 
 /// Runs `wgfhe demo --params NAME` on the backend `WGFHE_BACKEND` chooses.
 pub(crate) fn run(name: &str) -> wgfhe::Result<()> {
     let params = params::by_name(name)?;
+    if params.scheme() != Scheme::Bgv {
+        return Err(wgfhe::Error::InvalidParameters {
+            reason: format!(
+                "{name} is a CKKS set and the demo runs BGV: give a BGV set, such as --params bgv-n13 (`wgfhe params` \
+                 lists them)"
+            ),
+        });
+    }
     BackendChoice::from_env()?.with_backend(RingContext::new(&params)?, Demo)
+}
+
+/// The plaintext modulus of a BGV set, as printed.
+fn bgv_t(params: &params::Parameters) -> String {
+    params.plaintext_modulus().map_or_else(|| "none".to_owned(), |t| t.to_string())
 }
 
 /// The demo's computation, on any backend.
@@ -26,7 +39,7 @@ impl BackendTask for Demo {
             params.name(),
             params.n(),
             params.log_qp(),
-            params.plaintext_modulus().unwrap_or(0),
+            bgv_t(&params),
             max_depth(&params),
             backend.name()
         );

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod check;
 mod cnn;
 mod demo;
 mod info;
@@ -66,6 +67,9 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
+            if let Some(hint) = check::hint(&e) {
+                eprintln!("hint: {hint}");
+            }
             ExitCode::FAILURE
         }
     }

