@@ -32,7 +32,7 @@
 //! `WGFHE_FUZZ_ITERS=200000 WGFHE_FUZZ_SEED=7 cargo test --release --test fuzz_decoders`.
 //! Debug builds (`cargo test --test fuzz_decoders`) also check integer overflow.
 
-#![expect(clippy::unwrap_used, clippy::indexing_slicing, reason = "tests")]
+#![expect(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic, reason = "tests")]
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
