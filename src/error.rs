@@ -339,6 +339,16 @@ pub enum Error {
         /// The id found.
         id: u8,
     },
+    /// The checksum stored in the header differs from the one computed over the header and
+    /// payload: the object was damaged (in storage or transit). Detects accidental damage only;
+    /// it is not authentication (see [`crate::serial`]).
+    #[error("checksum mismatch: the header stores CRC-32C {expected:#010x}, the object hashes to {found:#010x}: the bytes were damaged")]
+    Checksum {
+        /// Checksum stored in the header.
+        expected: u32,
+        /// Checksum computed over the bytes received.
+        found: u32,
+    },
     /// The declared length differs from the data.
     #[error("declared length {declared} differs from actual length {actual}")]
     LengthMismatch {

@@ -361,7 +361,7 @@ fn fresh_seeds_never_repeat<B: Backend>(make: Make<'_, B>, log: &Transcript) {
     let (ca, cb) = (f.bgv.encrypt_symmetric(&f.sk, &pt).unwrap(), f.bgv.encrypt_symmetric(&f.sk, &pt).unwrap());
     assert_eq!((decrypt(&f, &ca)[0], decrypt(&f, &cb)[0]), (1, 1));
     let (a, b) = (f.bgv.ciphertext_to_bytes(&ca).unwrap(), f.bgv.ciphertext_to_bytes(&cb).unwrap());
-    assert_ne!(a[44..76], b[44..76]);
+    assert_ne!(a[48..80], b[48..80]);
 }
 
 fn keys_of_other_parameters_are_refused<B: Backend>(make: Make<'_, B>, log: &Transcript) {

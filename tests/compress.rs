@@ -22,6 +22,7 @@ use wgfhe::compress::{Bxt, BxtCiphertext, Variant, Weight};
 use wgfhe::params::{self, Parameters};
 use wgfhe::ring::RingContext;
 use wgfhe::rlwe::SecretKey;
+use wgfhe::serial::{update_checksum, HEADER_LEN};
 use wgfhe::Error;
 
 const INPUTS: usize = 16;
@@ -334,20 +335,26 @@ fn malformed_compressed_input_is_a_typed_error() {
     let good = bxt.to_bytes(&ct).unwrap();
     // Truncated.
     assert!(matches!(bxt.from_bytes(&good[..good.len() - 3]), Err(Error::LengthMismatch { .. })));
-    // A packed residue set to all ones (>= q for every prime below 2^bits - 1).
+    // A packed residue set to all ones (>= q for every prime below 2^bits - 1): damage fails the
+    // checksum; the same change with the checksum recomputed fails the residue check.
     let mut bad = good.clone();
     let end = bad.len();
     for b in &mut bad[end - 8..end - 4] {
         *b = 0xff;
     }
+    assert!(matches!(bxt.from_bytes(&bad), Err(Error::Checksum { .. })));
+    update_checksum(&mut bad).unwrap();
     assert!(matches!(bxt.from_bytes(&bad), Err(Error::ResidueOutOfRange { .. })));
     // A bad seed header (generator id) is refused.
     let mut bad_seed = good.clone();
-    // Header (24 bytes) + level 4 + degree 1 + correction 4 + noise 8 + tag 1 = 42: generator id.
-    bad_seed[42] = 9;
+    // Header (28 bytes) + level 4 + degree 1 + correction 4 + noise 8 + tag 1 = 46: generator id.
+    let gen_at = HEADER_LEN + 18;
+    bad_seed[gen_at] = 9;
+    update_checksum(&mut bad_seed).unwrap();
     assert!(matches!(bxt.from_bytes(&bad_seed), Err(Error::UnknownGenerator { id: 9 })));
     let mut bad_len = good.clone();
-    bad_len[43] = 31;
+    bad_len[gen_at + 1] = 31;
+    update_checksum(&mut bad_len).unwrap();
     assert!(matches!(bxt.from_bytes(&bad_len), Err(Error::BadSeedLength { found: 31, .. })));
     // Mixing variants' ciphertexts is refused, not mis-evaluated.
     let base = Bxt::new(&s.bgv, Variant::Baseline);

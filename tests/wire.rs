@@ -1,6 +1,8 @@
 //! Wire format of BGV objects and keys: round trips, and a typed error for every malformed
 //! input class that applies (container, parameter binding, polynomial data, seeded objects,
-//! metadata, keys).
+//! metadata, keys). A changed byte fails the checksum first ([`Error::Checksum`]); to reach the
+//! validators behind it these tests recompute the checksum of the changed object ([`seal`]).
+//! `tests/integrity.rs` mutates objects at random without resealing.
 
 #![expect(clippy::unwrap_used, clippy::indexing_slicing, reason = "tests")]
 
@@ -8,9 +10,9 @@ use wgfhe::backend::CpuBackend;
 use wgfhe::bgv::{Bgv, Ciphertext};
 use wgfhe::params;
 use wgfhe::rlwe::{GaloisKey, PublicKey, RelinKey, SecretKey};
+use wgfhe::serial::{update_checksum, HEADER_LEN as HEADER};
 use wgfhe::Error;
 
-const HEADER: usize = 24;
 // Ciphertext payload offsets (after the header).
 const LEVEL: usize = HEADER;
 const DEGREE: usize = HEADER + 4;
@@ -119,7 +121,14 @@ fn truncation_at_every_offset_is_a_typed_error() {
 fn with_len_fixed(mut bytes: Vec<u8>) -> Vec<u8> {
     let len = (bytes.len() - HEADER) as u64;
     bytes[16..24].copy_from_slice(&len.to_le_bytes());
-    bytes
+    seal(&bytes)
+}
+
+/// The bytes with their checksum recomputed, as a deliberate edit would leave them.
+fn seal(bytes: &[u8]) -> Vec<u8> {
+    let mut b = bytes.to_vec();
+    update_checksum(&mut b).unwrap();
+    b
 }
 
 #[test]
@@ -132,15 +141,14 @@ fn container_errors() {
     let mut b = bytes.clone();
     b[4] = 9;
     assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::UnsupportedVersion { version: 9 })));
+    // The object tag is covered by the checksum; resealed, it is checked on its own.
     let mut b = bytes.clone();
     b[6] = 200;
-    assert!(matches!(
-        s.bgv.ciphertext_from_bytes(&b),
-        Err(Error::UnknownObjectType { .. } | Error::ObjectTypeMismatch { .. })
-    ));
+    assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::Checksum { .. })));
+    assert!(matches!(s.bgv.ciphertext_from_bytes(&seal(&b)), Err(Error::UnknownObjectType { tag: 200 })));
     let mut b = bytes.clone();
     b[6] = 6;
-    assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::ObjectTypeMismatch { .. })));
+    assert!(matches!(s.bgv.ciphertext_from_bytes(&seal(&b)), Err(Error::ObjectTypeMismatch { .. })));
     let mut b = bytes.clone();
     b.push(0);
     assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::LengthMismatch { .. })));
@@ -152,7 +160,8 @@ fn container_errors() {
     // Unknown packing mode of the residue block.
     let mut b = bytes.clone();
     b[SEED_LEN + 1 + 32] = 7;
-    assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::UnknownPacking { mode: 7 })));
+    assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::Checksum { .. })));
+    assert!(matches!(s.bgv.ciphertext_from_bytes(&seal(&b)), Err(Error::UnknownPacking { mode: 7 })));
 }
 
 #[test]
@@ -161,10 +170,10 @@ fn parameter_binding_errors() {
     let (bytes, _) = seeded_ct(&s);
     let mut b = bytes.clone();
     b[8] ^= 1;
-    assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::ParameterMismatch { .. })));
+    assert!(matches!(s.bgv.ciphertext_from_bytes(&seal(&b)), Err(Error::ParameterMismatch { .. })));
     let mut b = bytes.clone();
     b[7] = wgfhe::params::Scheme::Ckks.tag();
-    assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::SchemeMismatch { .. })));
+    assert!(matches!(s.bgv.ciphertext_from_bytes(&seal(&b)), Err(Error::SchemeMismatch { .. })));
     // A key of another parameter set.
     let other = Bgv::cpu(
         &params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 2, p_primes: 1, dnum: 2 }, 65537).unwrap(),
@@ -183,23 +192,23 @@ fn polynomial_and_metadata_errors() {
     // Residue >= q (first word of the c0 block of the plain form).
     let mut b = plain.clone();
     b[REP + 2..REP + 6].copy_from_slice(&u32::MAX.to_le_bytes());
-    assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::ResidueOutOfRange { limb: 0, index: 0 })));
+    assert!(matches!(s.bgv.ciphertext_from_bytes(&seal(&b)), Err(Error::ResidueOutOfRange { limb: 0, index: 0 })));
     // Invalid representation tag.
     let mut b = plain.clone();
     b[REP] = 0;
-    assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::InvalidRepresentation { tag: 0 })));
+    assert!(matches!(s.bgv.ciphertext_from_bytes(&seal(&b)), Err(Error::InvalidRepresentation { tag: 0 })));
     b[REP] = 5;
-    assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::InvalidRepresentation { tag: 5 })));
+    assert!(matches!(s.bgv.ciphertext_from_bytes(&seal(&b)), Err(Error::InvalidRepresentation { tag: 5 })));
     // Level out of range.
     let mut b = plain.clone();
     b[LEVEL..LEVEL + 4].copy_from_slice(&7u32.to_le_bytes());
-    assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::LevelOutOfRange { level: 7, .. })));
+    assert!(matches!(s.bgv.ciphertext_from_bytes(&seal(&b)), Err(Error::LevelOutOfRange { level: 7, .. })));
     // Wrong limb count for the declared level: a level-1 header over level-2 data.
     let mut b = plain.clone();
     b[LEVEL..LEVEL + 4].copy_from_slice(&1u32.to_le_bytes());
     // The blocks no longer line up: the next block's mode byte or a residue is off, or bytes remain.
     assert!(matches!(
-        s.bgv.ciphertext_from_bytes(&b),
+        s.bgv.ciphertext_from_bytes(&seal(&b)),
         Err(Error::UnknownPacking { .. }
             | Error::ResidueOutOfRange { .. }
             | Error::TrailingBytes { .. }
@@ -209,37 +218,37 @@ fn polynomial_and_metadata_errors() {
     // Degree 0 and a huge degree.
     let mut b = plain.clone();
     b[DEGREE] = 0;
-    assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::CiphertextDegree { .. })));
+    assert!(matches!(s.bgv.ciphertext_from_bytes(&seal(&b)), Err(Error::CiphertextDegree { .. })));
     b[DEGREE] = 200;
-    assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::CountTooLarge { .. })));
+    assert!(matches!(s.bgv.ciphertext_from_bytes(&seal(&b)), Err(Error::CountTooLarge { .. })));
     // Correction factor 0 and >= t.
     let mut b = plain.clone();
     b[CORRECTION..CORRECTION + 4].copy_from_slice(&0u32.to_le_bytes());
-    assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::InvalidCorrectionFactor { .. })));
+    assert!(matches!(s.bgv.ciphertext_from_bytes(&seal(&b)), Err(Error::InvalidCorrectionFactor { .. })));
     b[CORRECTION..CORRECTION + 4].copy_from_slice(&65537u32.to_le_bytes());
-    assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::InvalidCorrectionFactor { .. })));
+    assert!(matches!(s.bgv.ciphertext_from_bytes(&seal(&b)), Err(Error::InvalidCorrectionFactor { .. })));
     // Noise estimate NaN.
     let mut b = plain.clone();
     b[NOISE..NOISE + 8].copy_from_slice(&f64::NAN.to_le_bytes());
-    assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::InvalidField { .. })));
+    assert!(matches!(s.bgv.ciphertext_from_bytes(&seal(&b)), Err(Error::InvalidField { .. })));
     // Seeded objects: unknown generator, wrong seed length, seeded degree 2.
     let mut b = bytes.clone();
     b[GENERATOR] = 9;
-    assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::UnknownGenerator { id: 9 })));
+    assert!(matches!(s.bgv.ciphertext_from_bytes(&seal(&b)), Err(Error::UnknownGenerator { id: 9 })));
     let mut b = bytes.clone();
     b[SEED_LEN] = 16;
-    assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::BadSeedLength { found: 16, expected: 32 })));
+    assert!(matches!(s.bgv.ciphertext_from_bytes(&seal(&b)), Err(Error::BadSeedLength { found: 16, expected: 32 })));
     let mut b = bytes.clone();
     b[DEGREE] = 2;
-    assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::SeedNotAllowed { .. })));
+    assert!(matches!(s.bgv.ciphertext_from_bytes(&seal(&b)), Err(Error::SeedNotAllowed { .. })));
     // Plaintext with a coefficient >= t and a wrong length.
     let pt = s.bgv.plaintext_to_bytes(&s.bgv.encoder().encode(&[1]).unwrap()).unwrap();
     let mut b = pt.clone();
     b[HEADER + 5..HEADER + 9].copy_from_slice(&65537u32.to_le_bytes());
-    assert!(matches!(s.bgv.plaintext_from_bytes(&b), Err(Error::ResidueOutOfRange { .. })));
+    assert!(matches!(s.bgv.plaintext_from_bytes(&seal(&b)), Err(Error::ResidueOutOfRange { .. })));
     let mut b = pt.clone();
     b[HEADER..HEADER + 4].copy_from_slice(&4096u32.to_le_bytes());
-    assert!(matches!(s.bgv.plaintext_from_bytes(&b), Err(Error::DimensionMismatch { .. })));
+    assert!(matches!(s.bgv.plaintext_from_bytes(&seal(&b)), Err(Error::DimensionMismatch { .. })));
 }
 
 #[test]
@@ -248,21 +257,21 @@ fn key_errors() {
     let be = s.bgv.backend();
     let mut b = s.sk.to_bytes(be).unwrap();
     b[HEADER + 4] = 2;
-    assert!(matches!(SecretKey::from_bytes(be, &b), Err(Error::InvalidField { .. })));
+    assert!(matches!(SecretKey::from_bytes(be, &seal(&b)), Err(Error::InvalidField { .. })));
     let rk = s.bgv.gen_relin_key(&s.sk).unwrap().to_bytes(be).unwrap();
     // Digit count: huge, and smaller than the parameters need.
     let mut b = rk.clone();
     b[HEADER + 8..HEADER + 12].copy_from_slice(&u32::MAX.to_le_bytes());
-    assert!(matches!(RelinKey::from_bytes(be, &b), Err(Error::CountTooLarge { .. })));
+    assert!(matches!(RelinKey::from_bytes(be, &seal(&b)), Err(Error::CountTooLarge { .. })));
     let mut b = rk.clone();
     b[HEADER + 8..HEADER + 12].copy_from_slice(&1u32.to_le_bytes());
-    assert!(matches!(RelinKey::from_bytes(be, &b), Err(Error::KeyDimensions { .. })));
+    assert!(matches!(RelinKey::from_bytes(be, &seal(&b)), Err(Error::KeyDimensions { .. })));
     // A relinearisation key read as a Galois key, and an even Galois element.
     assert!(matches!(GaloisKey::from_bytes(be, &rk), Err(Error::ObjectTypeMismatch { .. })));
     let gk = s.bgv.gen_galois_key(&s.sk, 3).unwrap().to_bytes(be).unwrap();
     let mut b = gk.clone();
     b[HEADER..HEADER + 8].copy_from_slice(&4u64.to_le_bytes());
-    assert!(matches!(GaloisKey::from_bytes(be, &b), Err(Error::InvalidField { .. })));
+    assert!(matches!(GaloisKey::from_bytes(be, &seal(&b)), Err(Error::InvalidField { .. })));
     for cut in (0..gk.len()).step_by(97) {
         assert!(GaloisKey::from_bytes(be, &gk[..cut]).is_err());
     }
@@ -293,7 +302,7 @@ fn bit_packed_ciphertexts_round_trip_and_reject_bad_bits() {
         *byte = 0xff;
     }
     b[REP + 5] |= 0x3f;
-    assert!(matches!(s.bgv.ciphertext_from_bytes(&b), Err(Error::ResidueOutOfRange { limb: 0, index: 0 })));
+    assert!(matches!(s.bgv.ciphertext_from_bytes(&seal(&b)), Err(Error::ResidueOutOfRange { limb: 0, index: 0 })));
     // (N * 30 bits is a whole number of bytes for N = 1024; the padding check is covered by the
     // serial unit tests with a short limb.) Truncation:
     for cut in (REP..packed.len()).step_by(131) {

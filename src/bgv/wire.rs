@@ -6,7 +6,8 @@
 //! | `SeededCiphertext` | level `u32`, degree `u8` (must be 1), correction `u32`, noise `f64`, representation `u8`, generator `u8` (1 = ChaCha20), seed length `u8` (32), seed, then the residue block of `c_0`; `c_1` is regenerated from the seed |
 //! | `Plaintext` | `N` as `u32`, one residue block mod `t` |
 //!
-//! Loading checks, before allocating: parameter id and scheme, level range, degree, correction
+//! Loading checks, after the container's checksum ([`crate::serial::read_object`]) and before
+//! allocating: parameter id and scheme, level range, degree, correction
 //! factor (invertible mod t), noise estimate (finite, in `[0, 8192]`), representation tag,
 //! generator id and seed length; the residue reader then checks lengths and every residue.
 

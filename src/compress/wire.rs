@@ -2,7 +2,8 @@
 //! format). A seeded `a` half is written as its seed; under the packing variants every residue
 //! block uses packing mode 1, and a packed in-memory limb block is written as it is stored (for
 //! `N >= 32` the two layouts are the same bytes). A lazy half is generated first (one kernel).
-//! Loading is the BGV loader (every residue checked below its prime, padding bits checked zero),
+//! Loading is the BGV loader (the object's checksum, every residue checked below its prime,
+//! padding bits checked zero),
 //! then the variant's compression.
 
 use super::{Bxt, BxtCiphertext, Half, Repr};

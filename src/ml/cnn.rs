@@ -249,11 +249,15 @@ impl QuantCnn {
         if c == 0 || h == 0 {
             return Err(Error::InvalidField { field: "cnn", reason: "no channels or hidden units" });
         }
-        check("conv weights", c * TAPS, self.conv_w.len())?;
+        // Untrusted sizes (from JSON): products that overflow are refused, never wrapped.
+        let product = |what: &'static str, factors: &[usize]| {
+            factors.iter().try_fold(1usize, |acc, &f| acc.checked_mul(f)).ok_or(Error::SizeOverflow { what })
+        };
+        check("conv weights", product("conv weights", &[c, TAPS])?, self.conv_w.len())?;
         check("conv biases", c, self.conv_b.len())?;
-        check("fc1 weights", h * c * POSITIONS, self.fc1_w.len())?;
+        check("fc1 weights", product("fc1 weights", &[h, c, POSITIONS])?, self.fc1_w.len())?;
         check("fc1 biases", h, self.fc1_b.len())?;
-        check("fc2 weights", CLASSES * h, self.fc2_w.len())?;
+        check("fc2 weights", product("fc2 weights", &[CLASSES, h])?, self.fc2_w.len())?;
         check("fc2 biases", CLASSES, self.fc2_b.len())?;
         if self.act1.shift > 62 || self.act2.shift > 62 || self.act1.clip > 1 << 20 || self.act2.clip > 1 << 20 {
             return Err(Error::InvalidField { field: "cnn", reason: "requantisation out of range" });

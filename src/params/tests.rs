@@ -742,24 +742,42 @@ fn corrupted_objects() {
         Parameters::from_bytes(&b),
         Err(Error::LengthMismatch { declared: payload.len() as u64 - 1, actual: payload.len() as u64 })
     );
+    // Header fields changed by accident fail the checksum; changed on purpose (checksum
+    // recomputed), the binding checks catch them.
+    for (at, value) in [(8, bytes[8] ^ 1), (7, Scheme::Ckks.tag()), (6, ObjectType::Ciphertext.tag())] {
+        let mut b = bytes.clone();
+        b[at] = value;
+        assert!(matches!(Parameters::from_bytes(&b), Err(Error::Checksum { .. })), "byte {at}");
+    }
+    let resealed = |at: usize, value: u8| {
+        let mut b = bytes.clone();
+        b[at] = value;
+        serial::update_checksum(&mut b).unwrap();
+        b
+    };
     // Wrong id in the header.
-    let mut b = bytes.clone();
-    b[8] ^= 1;
-    assert!(matches!(Parameters::from_bytes(&b), Err(Error::ParameterMismatch { .. })));
+    assert!(matches!(Parameters::from_bytes(&resealed(8, bytes[8] ^ 1)), Err(Error::ParameterMismatch { .. })));
     // Header scheme differs from the literal's.
-    let mut b = bytes.clone();
-    b[7] = Scheme::Ckks.tag();
-    assert!(matches!(Parameters::from_bytes(&b), Err(Error::SchemeMismatch { .. })));
+    assert!(matches!(Parameters::from_bytes(&resealed(7, Scheme::Ckks.tag())), Err(Error::SchemeMismatch { .. })));
     // Wrong object type, bad magic, bad version.
-    let mut b = bytes.clone();
-    b[6] = ObjectType::Ciphertext.tag();
-    assert!(matches!(Parameters::from_bytes(&b), Err(Error::ObjectTypeMismatch { .. })));
+    assert!(matches!(
+        Parameters::from_bytes(&resealed(6, ObjectType::Ciphertext.tag())),
+        Err(Error::ObjectTypeMismatch { .. })
+    ));
     let mut b = bytes.clone();
     b[0] = b'X';
     assert_eq!(Parameters::from_bytes(&b), Err(Error::BadMagic));
     let mut b = bytes.clone();
-    b[4] = 2;
-    assert_eq!(Parameters::from_bytes(&b), Err(Error::UnsupportedVersion { version: 2 }));
+    b[4] = 3;
+    assert_eq!(Parameters::from_bytes(&b), Err(Error::UnsupportedVersion { version: 3 }));
+    // A damaged payload byte fails the checksum.
+    let mut b = bytes.clone();
+    b[serial::HEADER_LEN + 5] ^= 0x40;
+    assert!(matches!(Parameters::from_bytes(&b), Err(Error::Checksum { .. })));
+    // A version-1 object (no checksum field) still loads.
+    let mut v1 = [&bytes[..24], &bytes[serial::HEADER_LEN..]].concat();
+    v1[4] = 1;
+    assert_eq!(Parameters::from_bytes(&v1).unwrap(), p);
     // A changed prime (still the same length) fails validation or the id check.
     let mut pl = payload.clone();
     let name_len = p.name().len();

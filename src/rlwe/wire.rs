@@ -6,6 +6,9 @@
 //! | `PublicKey` | seed of `a` (generator `u8` = 1, length `u8` = 32, bytes), residue block of `b` over `Q` |
 //! | `RelinKey`, `GaloisKey` | Galois element `u64` (0 for relinearisation), digit count `u32`, seed of the `a_j`, then one residue block of `b_j` over `Q P` per digit |
 //!
+//! Every key object carries the container's CRC-32C, checked before the payload is parsed (a
+//! damaged seed would otherwise regenerate a different, silently wrong key half).
+//!
 //! The uniform halves of keys are always stored as seeds. On load they are regenerated into
 //! backend buffers ([`KeyForm::Expanded`], what `from_bytes` does), or key-switching keys keep
 //! only the seed ([`KeyForm::Seeded`], `from_bytes_as`). A loaded secret key draws its future
