@@ -37,12 +37,21 @@
 // exactly with the per-limb constants (companion()). Each invocation forms a twiddle once per
 // block it works on in a stage.
 //
-// Both passes do two stages per trip through workgroup memory where they can: a radix-4 unit
-// loads 4 values at distance t/2 (block of 2t), does the stage with half-block t on pairs
-// (0, 2), (1, 3) and the stage with t/2 on (0, 1), (2, 3) (the inverse: the other way round),
-// and stores them, the same butterflies as two radix-2 stages. An odd number of stages leaves
-// one radix-2 stage, the one with a single block (per tile, or per column block): first in the
-// forward, last in the inverse.
+// Stages go through registers, up to four at a time (radix-16 trips, below), wherever the tile
+// is 4096 values (LOG_TILE = 12) and 16 values per invocation fill it:
+// * the row pass of a whole tile (lt = 12, N >= 2^12): three trips of four stages, the values
+//   at stride 256 (loaded from the buffer), at stride 16 within blocks of 256, then 16 adjacent
+//   values (stored to the buffer), through the tile twice: 2 barriers, each value in and out
+//   of workgroup memory twice;
+// * a column pass of k <= 4 stages: one trip on 2^(4 - k) columns per invocation, straight from
+//   the buffer and back, no workgroup memory, no barrier.
+// Everything else (smaller tiles, N < 2^12, column passes of 5 or more stages) makes two stages
+// per trip through workgroup memory: a radix-4 unit loads 4 values at distance t/2 (block of
+// 2t), does the stage with half-block t on pairs (0, 2), (1, 3) and the stage with t/2 on
+// (0, 1), (2, 3) (the inverse: the other way round), and stores them, the same butterflies as
+// two radix-2 stages. An odd number of stages leaves one radix-2 stage, the one with a single
+// block (per tile, or per column block): first in the forward, last in the inverse.
+// Either way each value goes through the CPU's butterflies in the CPU's stage order.
 @group(0) @binding(0) var<storage, read> params: array<u32>;
 @group(0) @binding(1) var<storage, read> tw: array<u32>;
 @group(0) @binding(2) var<storage, read_write> a: array<u32>;
@@ -175,6 +184,319 @@ fn inv_unit(i: vec4<u32>, wb0: vec2<u32>, wb1: vec2<u32>, wa: vec2<u32>, lb: Lim
     tile[i.w] = a13.y;
 }
 
+// ---- radix-16 trips in registers ------------------------------------------------------------
+
+// A trip does up to four consecutive stages on the 16 values x[rho] (rho < 16) one invocation
+// holds in registers: m = 4 - t0 stages (trip stages t = t0 .. 3), on 2^t0 independent groups of
+// 2^m values, rho = u 2^m + j for group u and element j. Trip stage t is the groups' stage
+// e = t - t0: butterflies on the register pairs (rho, rho + 8 / 2^t) (rho without that bit),
+// the pass's stage sbase + t (u32 arithmetic: sbase may wrap below 0), in block
+// (outer << e) + (j >> (m - e)) of the pass's block `outer` (a row tile's local block, or the
+// block within a column pass's outer block). The forward runs t = t0 .. 3, the inverse
+// t = 3 .. t0, so every value goes through its stages in the CPU's order; each invocation forms
+// the 2^e twiddles of stage t once per trip (15 for a whole radix-16 trip: 32 butterflies).
+struct Trip {
+    lb: Limb,
+    pl: Plan,
+    row: bool,
+    t0: u32,
+    sbase: u32,
+    outer: u32,
+    // Row tile (row passes' stage factors).
+    tt: u32,
+    // Forward: reduce to canonical residues after the trip (the transform's last stage);
+    // inverse: trip stage t0 is stage 0 (inv_last, N^{-1} folded in).
+    last: bool,
+}
+
+// The stage factor F of trip stage t (row trips; unused by column trips).
+fn trip_factor(cx: Trip, t: u32) -> u32 {
+    if (cx.row) { return stage_factor(cx.lb, cx.pl, cx.sbase + t, cx.tt); }
+    return 0u;
+}
+
+// The twiddle (w, w') of trip stage t >= t0 for the pairs with c = rho >> (4 - t): the CPU's
+// T[2^s + tile or outer-block offset + block] of stage s = sbase + t.
+fn trip_twiddle(cx: Trip, t: u32, c: u32, f: u32) -> vec2<u32> {
+    let e = t - cx.t0;
+    let b = (cx.outer << e) + (c & ((1u << e) - 1u));
+    if (cx.row) { return row_twiddle(cx.lb, cx.pl, b, f); }
+    return column_twiddle(cx.lb, cx.pl, (1u << (cx.sbase + t)) + b);
+}
+
+// Row trips keep the tile XOR-swizzled (a bijection on 4096 words): the three trips' accesses
+// (16 words at stride 256, 16, 1 per invocation) then hit 32 different banks in every 32
+// adjacent invocations, where stride 16 would hit 2.
+fn swizzle(i: u32) -> u32 {
+    return i ^ ((i >> 4u) & 31u);
+}
+
+// The unrolled trips (constant register indices throughout, so x stays in registers), and the
+// moves of x between registers and memory: load16/store16 take x[rho] at
+// base + ((rho & (2^k - 1)) << la) + ((rho >> k) << 8) of the buffer, tile_load16/tile_store16
+// at base + (rho << la) of the (swizzled) tile.
+
+fn fwd16(x: ptr<function, array<u32, 16>>, cx: Trip) {
+    let q = cx.lb.q;
+    if (cx.t0 <= 0u) {
+        let f0 = trip_factor(cx, 0u);
+        let w0_0 = trip_twiddle(cx, 0u, 0u, f0);
+        let p0 = fwd_bf((*x)[0], (*x)[8], w0_0, q); (*x)[0] = p0.x; (*x)[8] = p0.y;
+        let p1 = fwd_bf((*x)[1], (*x)[9], w0_0, q); (*x)[1] = p1.x; (*x)[9] = p1.y;
+        let p2 = fwd_bf((*x)[2], (*x)[10], w0_0, q); (*x)[2] = p2.x; (*x)[10] = p2.y;
+        let p3 = fwd_bf((*x)[3], (*x)[11], w0_0, q); (*x)[3] = p3.x; (*x)[11] = p3.y;
+        let p4 = fwd_bf((*x)[4], (*x)[12], w0_0, q); (*x)[4] = p4.x; (*x)[12] = p4.y;
+        let p5 = fwd_bf((*x)[5], (*x)[13], w0_0, q); (*x)[5] = p5.x; (*x)[13] = p5.y;
+        let p6 = fwd_bf((*x)[6], (*x)[14], w0_0, q); (*x)[6] = p6.x; (*x)[14] = p6.y;
+        let p7 = fwd_bf((*x)[7], (*x)[15], w0_0, q); (*x)[7] = p7.x; (*x)[15] = p7.y;
+    }
+    if (cx.t0 <= 1u) {
+        let f1 = trip_factor(cx, 1u);
+        let w1_0 = trip_twiddle(cx, 1u, 0u, f1);
+        let w1_1 = trip_twiddle(cx, 1u, 1u, f1);
+        let p0 = fwd_bf((*x)[0], (*x)[4], w1_0, q); (*x)[0] = p0.x; (*x)[4] = p0.y;
+        let p1 = fwd_bf((*x)[1], (*x)[5], w1_0, q); (*x)[1] = p1.x; (*x)[5] = p1.y;
+        let p2 = fwd_bf((*x)[2], (*x)[6], w1_0, q); (*x)[2] = p2.x; (*x)[6] = p2.y;
+        let p3 = fwd_bf((*x)[3], (*x)[7], w1_0, q); (*x)[3] = p3.x; (*x)[7] = p3.y;
+        let p8 = fwd_bf((*x)[8], (*x)[12], w1_1, q); (*x)[8] = p8.x; (*x)[12] = p8.y;
+        let p9 = fwd_bf((*x)[9], (*x)[13], w1_1, q); (*x)[9] = p9.x; (*x)[13] = p9.y;
+        let p10 = fwd_bf((*x)[10], (*x)[14], w1_1, q); (*x)[10] = p10.x; (*x)[14] = p10.y;
+        let p11 = fwd_bf((*x)[11], (*x)[15], w1_1, q); (*x)[11] = p11.x; (*x)[15] = p11.y;
+    }
+    if (cx.t0 <= 2u) {
+        let f2 = trip_factor(cx, 2u);
+        let w2_0 = trip_twiddle(cx, 2u, 0u, f2);
+        let w2_1 = trip_twiddle(cx, 2u, 1u, f2);
+        let w2_2 = trip_twiddle(cx, 2u, 2u, f2);
+        let w2_3 = trip_twiddle(cx, 2u, 3u, f2);
+        let p0 = fwd_bf((*x)[0], (*x)[2], w2_0, q); (*x)[0] = p0.x; (*x)[2] = p0.y;
+        let p1 = fwd_bf((*x)[1], (*x)[3], w2_0, q); (*x)[1] = p1.x; (*x)[3] = p1.y;
+        let p4 = fwd_bf((*x)[4], (*x)[6], w2_1, q); (*x)[4] = p4.x; (*x)[6] = p4.y;
+        let p5 = fwd_bf((*x)[5], (*x)[7], w2_1, q); (*x)[5] = p5.x; (*x)[7] = p5.y;
+        let p8 = fwd_bf((*x)[8], (*x)[10], w2_2, q); (*x)[8] = p8.x; (*x)[10] = p8.y;
+        let p9 = fwd_bf((*x)[9], (*x)[11], w2_2, q); (*x)[9] = p9.x; (*x)[11] = p9.y;
+        let p12 = fwd_bf((*x)[12], (*x)[14], w2_3, q); (*x)[12] = p12.x; (*x)[14] = p12.y;
+        let p13 = fwd_bf((*x)[13], (*x)[15], w2_3, q); (*x)[13] = p13.x; (*x)[15] = p13.y;
+    }
+    let f3 = trip_factor(cx, 3u);
+    let w3_0 = trip_twiddle(cx, 3u, 0u, f3);
+    let w3_1 = trip_twiddle(cx, 3u, 1u, f3);
+    let w3_2 = trip_twiddle(cx, 3u, 2u, f3);
+    let w3_3 = trip_twiddle(cx, 3u, 3u, f3);
+    let w3_4 = trip_twiddle(cx, 3u, 4u, f3);
+    let w3_5 = trip_twiddle(cx, 3u, 5u, f3);
+    let w3_6 = trip_twiddle(cx, 3u, 6u, f3);
+    let w3_7 = trip_twiddle(cx, 3u, 7u, f3);
+    let p0 = fwd_bf((*x)[0], (*x)[1], w3_0, q); (*x)[0] = p0.x; (*x)[1] = p0.y;
+    let p2 = fwd_bf((*x)[2], (*x)[3], w3_1, q); (*x)[2] = p2.x; (*x)[3] = p2.y;
+    let p4 = fwd_bf((*x)[4], (*x)[5], w3_2, q); (*x)[4] = p4.x; (*x)[5] = p4.y;
+    let p6 = fwd_bf((*x)[6], (*x)[7], w3_3, q); (*x)[6] = p6.x; (*x)[7] = p6.y;
+    let p8 = fwd_bf((*x)[8], (*x)[9], w3_4, q); (*x)[8] = p8.x; (*x)[9] = p8.y;
+    let p10 = fwd_bf((*x)[10], (*x)[11], w3_5, q); (*x)[10] = p10.x; (*x)[11] = p10.y;
+    let p12 = fwd_bf((*x)[12], (*x)[13], w3_6, q); (*x)[12] = p12.x; (*x)[13] = p12.y;
+    let p14 = fwd_bf((*x)[14], (*x)[15], w3_7, q); (*x)[14] = p14.x; (*x)[15] = p14.y;
+    if (cx.last) {
+        (*x)[0] = reduce_4q((*x)[0], q);
+        (*x)[1] = reduce_4q((*x)[1], q);
+        (*x)[2] = reduce_4q((*x)[2], q);
+        (*x)[3] = reduce_4q((*x)[3], q);
+        (*x)[4] = reduce_4q((*x)[4], q);
+        (*x)[5] = reduce_4q((*x)[5], q);
+        (*x)[6] = reduce_4q((*x)[6], q);
+        (*x)[7] = reduce_4q((*x)[7], q);
+        (*x)[8] = reduce_4q((*x)[8], q);
+        (*x)[9] = reduce_4q((*x)[9], q);
+        (*x)[10] = reduce_4q((*x)[10], q);
+        (*x)[11] = reduce_4q((*x)[11], q);
+        (*x)[12] = reduce_4q((*x)[12], q);
+        (*x)[13] = reduce_4q((*x)[13], q);
+        (*x)[14] = reduce_4q((*x)[14], q);
+        (*x)[15] = reduce_4q((*x)[15], q);
+    }
+}
+
+fn inv16(x: ptr<function, array<u32, 16>>, cx: Trip) {
+    if (cx.last && cx.t0 == 3u) {
+        let p0 = inv_last((*x)[0], (*x)[1], cx.lb, cx.pl); (*x)[0] = p0.x; (*x)[1] = p0.y;
+        let p2 = inv_last((*x)[2], (*x)[3], cx.lb, cx.pl); (*x)[2] = p2.x; (*x)[3] = p2.y;
+        let p4 = inv_last((*x)[4], (*x)[5], cx.lb, cx.pl); (*x)[4] = p4.x; (*x)[5] = p4.y;
+        let p6 = inv_last((*x)[6], (*x)[7], cx.lb, cx.pl); (*x)[6] = p6.x; (*x)[7] = p6.y;
+        let p8 = inv_last((*x)[8], (*x)[9], cx.lb, cx.pl); (*x)[8] = p8.x; (*x)[9] = p8.y;
+        let p10 = inv_last((*x)[10], (*x)[11], cx.lb, cx.pl); (*x)[10] = p10.x; (*x)[11] = p10.y;
+        let p12 = inv_last((*x)[12], (*x)[13], cx.lb, cx.pl); (*x)[12] = p12.x; (*x)[13] = p12.y;
+        let p14 = inv_last((*x)[14], (*x)[15], cx.lb, cx.pl); (*x)[14] = p14.x; (*x)[15] = p14.y;
+    } else {
+        let f3 = trip_factor(cx, 3u);
+        let w3_0 = trip_twiddle(cx, 3u, 0u, f3);
+        let w3_1 = trip_twiddle(cx, 3u, 1u, f3);
+        let w3_2 = trip_twiddle(cx, 3u, 2u, f3);
+        let w3_3 = trip_twiddle(cx, 3u, 3u, f3);
+        let w3_4 = trip_twiddle(cx, 3u, 4u, f3);
+        let w3_5 = trip_twiddle(cx, 3u, 5u, f3);
+        let w3_6 = trip_twiddle(cx, 3u, 6u, f3);
+        let w3_7 = trip_twiddle(cx, 3u, 7u, f3);
+        let p0 = inv_bf((*x)[0], (*x)[1], w3_0, cx.lb.q); (*x)[0] = p0.x; (*x)[1] = p0.y;
+        let p2 = inv_bf((*x)[2], (*x)[3], w3_1, cx.lb.q); (*x)[2] = p2.x; (*x)[3] = p2.y;
+        let p4 = inv_bf((*x)[4], (*x)[5], w3_2, cx.lb.q); (*x)[4] = p4.x; (*x)[5] = p4.y;
+        let p6 = inv_bf((*x)[6], (*x)[7], w3_3, cx.lb.q); (*x)[6] = p6.x; (*x)[7] = p6.y;
+        let p8 = inv_bf((*x)[8], (*x)[9], w3_4, cx.lb.q); (*x)[8] = p8.x; (*x)[9] = p8.y;
+        let p10 = inv_bf((*x)[10], (*x)[11], w3_5, cx.lb.q); (*x)[10] = p10.x; (*x)[11] = p10.y;
+        let p12 = inv_bf((*x)[12], (*x)[13], w3_6, cx.lb.q); (*x)[12] = p12.x; (*x)[13] = p12.y;
+        let p14 = inv_bf((*x)[14], (*x)[15], w3_7, cx.lb.q); (*x)[14] = p14.x; (*x)[15] = p14.y;
+    }
+    if (cx.t0 <= 2u) {
+        if (cx.last && cx.t0 == 2u) {
+            let p0 = inv_last((*x)[0], (*x)[2], cx.lb, cx.pl); (*x)[0] = p0.x; (*x)[2] = p0.y;
+            let p1 = inv_last((*x)[1], (*x)[3], cx.lb, cx.pl); (*x)[1] = p1.x; (*x)[3] = p1.y;
+            let p4 = inv_last((*x)[4], (*x)[6], cx.lb, cx.pl); (*x)[4] = p4.x; (*x)[6] = p4.y;
+            let p5 = inv_last((*x)[5], (*x)[7], cx.lb, cx.pl); (*x)[5] = p5.x; (*x)[7] = p5.y;
+            let p8 = inv_last((*x)[8], (*x)[10], cx.lb, cx.pl); (*x)[8] = p8.x; (*x)[10] = p8.y;
+            let p9 = inv_last((*x)[9], (*x)[11], cx.lb, cx.pl); (*x)[9] = p9.x; (*x)[11] = p9.y;
+            let p12 = inv_last((*x)[12], (*x)[14], cx.lb, cx.pl); (*x)[12] = p12.x; (*x)[14] = p12.y;
+            let p13 = inv_last((*x)[13], (*x)[15], cx.lb, cx.pl); (*x)[13] = p13.x; (*x)[15] = p13.y;
+        } else {
+            let f2 = trip_factor(cx, 2u);
+            let w2_0 = trip_twiddle(cx, 2u, 0u, f2);
+            let w2_1 = trip_twiddle(cx, 2u, 1u, f2);
+            let w2_2 = trip_twiddle(cx, 2u, 2u, f2);
+            let w2_3 = trip_twiddle(cx, 2u, 3u, f2);
+            let p0 = inv_bf((*x)[0], (*x)[2], w2_0, cx.lb.q); (*x)[0] = p0.x; (*x)[2] = p0.y;
+            let p1 = inv_bf((*x)[1], (*x)[3], w2_0, cx.lb.q); (*x)[1] = p1.x; (*x)[3] = p1.y;
+            let p4 = inv_bf((*x)[4], (*x)[6], w2_1, cx.lb.q); (*x)[4] = p4.x; (*x)[6] = p4.y;
+            let p5 = inv_bf((*x)[5], (*x)[7], w2_1, cx.lb.q); (*x)[5] = p5.x; (*x)[7] = p5.y;
+            let p8 = inv_bf((*x)[8], (*x)[10], w2_2, cx.lb.q); (*x)[8] = p8.x; (*x)[10] = p8.y;
+            let p9 = inv_bf((*x)[9], (*x)[11], w2_2, cx.lb.q); (*x)[9] = p9.x; (*x)[11] = p9.y;
+            let p12 = inv_bf((*x)[12], (*x)[14], w2_3, cx.lb.q); (*x)[12] = p12.x; (*x)[14] = p12.y;
+            let p13 = inv_bf((*x)[13], (*x)[15], w2_3, cx.lb.q); (*x)[13] = p13.x; (*x)[15] = p13.y;
+        }
+    }
+    if (cx.t0 <= 1u) {
+        if (cx.last && cx.t0 == 1u) {
+            let p0 = inv_last((*x)[0], (*x)[4], cx.lb, cx.pl); (*x)[0] = p0.x; (*x)[4] = p0.y;
+            let p1 = inv_last((*x)[1], (*x)[5], cx.lb, cx.pl); (*x)[1] = p1.x; (*x)[5] = p1.y;
+            let p2 = inv_last((*x)[2], (*x)[6], cx.lb, cx.pl); (*x)[2] = p2.x; (*x)[6] = p2.y;
+            let p3 = inv_last((*x)[3], (*x)[7], cx.lb, cx.pl); (*x)[3] = p3.x; (*x)[7] = p3.y;
+            let p8 = inv_last((*x)[8], (*x)[12], cx.lb, cx.pl); (*x)[8] = p8.x; (*x)[12] = p8.y;
+            let p9 = inv_last((*x)[9], (*x)[13], cx.lb, cx.pl); (*x)[9] = p9.x; (*x)[13] = p9.y;
+            let p10 = inv_last((*x)[10], (*x)[14], cx.lb, cx.pl); (*x)[10] = p10.x; (*x)[14] = p10.y;
+            let p11 = inv_last((*x)[11], (*x)[15], cx.lb, cx.pl); (*x)[11] = p11.x; (*x)[15] = p11.y;
+        } else {
+            let f1 = trip_factor(cx, 1u);
+            let w1_0 = trip_twiddle(cx, 1u, 0u, f1);
+            let w1_1 = trip_twiddle(cx, 1u, 1u, f1);
+            let p0 = inv_bf((*x)[0], (*x)[4], w1_0, cx.lb.q); (*x)[0] = p0.x; (*x)[4] = p0.y;
+            let p1 = inv_bf((*x)[1], (*x)[5], w1_0, cx.lb.q); (*x)[1] = p1.x; (*x)[5] = p1.y;
+            let p2 = inv_bf((*x)[2], (*x)[6], w1_0, cx.lb.q); (*x)[2] = p2.x; (*x)[6] = p2.y;
+            let p3 = inv_bf((*x)[3], (*x)[7], w1_0, cx.lb.q); (*x)[3] = p3.x; (*x)[7] = p3.y;
+            let p8 = inv_bf((*x)[8], (*x)[12], w1_1, cx.lb.q); (*x)[8] = p8.x; (*x)[12] = p8.y;
+            let p9 = inv_bf((*x)[9], (*x)[13], w1_1, cx.lb.q); (*x)[9] = p9.x; (*x)[13] = p9.y;
+            let p10 = inv_bf((*x)[10], (*x)[14], w1_1, cx.lb.q); (*x)[10] = p10.x; (*x)[14] = p10.y;
+            let p11 = inv_bf((*x)[11], (*x)[15], w1_1, cx.lb.q); (*x)[11] = p11.x; (*x)[15] = p11.y;
+        }
+    }
+    if (cx.t0 <= 0u) {
+        if (cx.last && cx.t0 == 0u) {
+            let p0 = inv_last((*x)[0], (*x)[8], cx.lb, cx.pl); (*x)[0] = p0.x; (*x)[8] = p0.y;
+            let p1 = inv_last((*x)[1], (*x)[9], cx.lb, cx.pl); (*x)[1] = p1.x; (*x)[9] = p1.y;
+            let p2 = inv_last((*x)[2], (*x)[10], cx.lb, cx.pl); (*x)[2] = p2.x; (*x)[10] = p2.y;
+            let p3 = inv_last((*x)[3], (*x)[11], cx.lb, cx.pl); (*x)[3] = p3.x; (*x)[11] = p3.y;
+            let p4 = inv_last((*x)[4], (*x)[12], cx.lb, cx.pl); (*x)[4] = p4.x; (*x)[12] = p4.y;
+            let p5 = inv_last((*x)[5], (*x)[13], cx.lb, cx.pl); (*x)[5] = p5.x; (*x)[13] = p5.y;
+            let p6 = inv_last((*x)[6], (*x)[14], cx.lb, cx.pl); (*x)[6] = p6.x; (*x)[14] = p6.y;
+            let p7 = inv_last((*x)[7], (*x)[15], cx.lb, cx.pl); (*x)[7] = p7.x; (*x)[15] = p7.y;
+        } else {
+            let f0 = trip_factor(cx, 0u);
+            let w0_0 = trip_twiddle(cx, 0u, 0u, f0);
+            let p0 = inv_bf((*x)[0], (*x)[8], w0_0, cx.lb.q); (*x)[0] = p0.x; (*x)[8] = p0.y;
+            let p1 = inv_bf((*x)[1], (*x)[9], w0_0, cx.lb.q); (*x)[1] = p1.x; (*x)[9] = p1.y;
+            let p2 = inv_bf((*x)[2], (*x)[10], w0_0, cx.lb.q); (*x)[2] = p2.x; (*x)[10] = p2.y;
+            let p3 = inv_bf((*x)[3], (*x)[11], w0_0, cx.lb.q); (*x)[3] = p3.x; (*x)[11] = p3.y;
+            let p4 = inv_bf((*x)[4], (*x)[12], w0_0, cx.lb.q); (*x)[4] = p4.x; (*x)[12] = p4.y;
+            let p5 = inv_bf((*x)[5], (*x)[13], w0_0, cx.lb.q); (*x)[5] = p5.x; (*x)[13] = p5.y;
+            let p6 = inv_bf((*x)[6], (*x)[14], w0_0, cx.lb.q); (*x)[6] = p6.x; (*x)[14] = p6.y;
+            let p7 = inv_bf((*x)[7], (*x)[15], w0_0, cx.lb.q); (*x)[7] = p7.x; (*x)[15] = p7.y;
+        }
+    }
+}
+
+fn load16(x: ptr<function, array<u32, 16>>, base: u32, k: u32, la: u32) {
+    let m = (1u << k) - 1u;
+    (*x)[0] = a[base + ((0u & m) << la) + ((0u >> k) << 8u)];
+    (*x)[1] = a[base + ((1u & m) << la) + ((1u >> k) << 8u)];
+    (*x)[2] = a[base + ((2u & m) << la) + ((2u >> k) << 8u)];
+    (*x)[3] = a[base + ((3u & m) << la) + ((3u >> k) << 8u)];
+    (*x)[4] = a[base + ((4u & m) << la) + ((4u >> k) << 8u)];
+    (*x)[5] = a[base + ((5u & m) << la) + ((5u >> k) << 8u)];
+    (*x)[6] = a[base + ((6u & m) << la) + ((6u >> k) << 8u)];
+    (*x)[7] = a[base + ((7u & m) << la) + ((7u >> k) << 8u)];
+    (*x)[8] = a[base + ((8u & m) << la) + ((8u >> k) << 8u)];
+    (*x)[9] = a[base + ((9u & m) << la) + ((9u >> k) << 8u)];
+    (*x)[10] = a[base + ((10u & m) << la) + ((10u >> k) << 8u)];
+    (*x)[11] = a[base + ((11u & m) << la) + ((11u >> k) << 8u)];
+    (*x)[12] = a[base + ((12u & m) << la) + ((12u >> k) << 8u)];
+    (*x)[13] = a[base + ((13u & m) << la) + ((13u >> k) << 8u)];
+    (*x)[14] = a[base + ((14u & m) << la) + ((14u >> k) << 8u)];
+    (*x)[15] = a[base + ((15u & m) << la) + ((15u >> k) << 8u)];
+}
+
+fn store16(x: ptr<function, array<u32, 16>>, base: u32, k: u32, la: u32) {
+    let m = (1u << k) - 1u;
+    a[base + ((0u & m) << la) + ((0u >> k) << 8u)] = (*x)[0];
+    a[base + ((1u & m) << la) + ((1u >> k) << 8u)] = (*x)[1];
+    a[base + ((2u & m) << la) + ((2u >> k) << 8u)] = (*x)[2];
+    a[base + ((3u & m) << la) + ((3u >> k) << 8u)] = (*x)[3];
+    a[base + ((4u & m) << la) + ((4u >> k) << 8u)] = (*x)[4];
+    a[base + ((5u & m) << la) + ((5u >> k) << 8u)] = (*x)[5];
+    a[base + ((6u & m) << la) + ((6u >> k) << 8u)] = (*x)[6];
+    a[base + ((7u & m) << la) + ((7u >> k) << 8u)] = (*x)[7];
+    a[base + ((8u & m) << la) + ((8u >> k) << 8u)] = (*x)[8];
+    a[base + ((9u & m) << la) + ((9u >> k) << 8u)] = (*x)[9];
+    a[base + ((10u & m) << la) + ((10u >> k) << 8u)] = (*x)[10];
+    a[base + ((11u & m) << la) + ((11u >> k) << 8u)] = (*x)[11];
+    a[base + ((12u & m) << la) + ((12u >> k) << 8u)] = (*x)[12];
+    a[base + ((13u & m) << la) + ((13u >> k) << 8u)] = (*x)[13];
+    a[base + ((14u & m) << la) + ((14u >> k) << 8u)] = (*x)[14];
+    a[base + ((15u & m) << la) + ((15u >> k) << 8u)] = (*x)[15];
+}
+
+fn tile_load16(x: ptr<function, array<u32, 16>>, base: u32, la: u32) {
+    (*x)[0] = tile[swizzle(base + (0u << la))];
+    (*x)[1] = tile[swizzle(base + (1u << la))];
+    (*x)[2] = tile[swizzle(base + (2u << la))];
+    (*x)[3] = tile[swizzle(base + (3u << la))];
+    (*x)[4] = tile[swizzle(base + (4u << la))];
+    (*x)[5] = tile[swizzle(base + (5u << la))];
+    (*x)[6] = tile[swizzle(base + (6u << la))];
+    (*x)[7] = tile[swizzle(base + (7u << la))];
+    (*x)[8] = tile[swizzle(base + (8u << la))];
+    (*x)[9] = tile[swizzle(base + (9u << la))];
+    (*x)[10] = tile[swizzle(base + (10u << la))];
+    (*x)[11] = tile[swizzle(base + (11u << la))];
+    (*x)[12] = tile[swizzle(base + (12u << la))];
+    (*x)[13] = tile[swizzle(base + (13u << la))];
+    (*x)[14] = tile[swizzle(base + (14u << la))];
+    (*x)[15] = tile[swizzle(base + (15u << la))];
+}
+
+fn tile_store16(x: ptr<function, array<u32, 16>>, base: u32, la: u32) {
+    tile[swizzle(base + (0u << la))] = (*x)[0];
+    tile[swizzle(base + (1u << la))] = (*x)[1];
+    tile[swizzle(base + (2u << la))] = (*x)[2];
+    tile[swizzle(base + (3u << la))] = (*x)[3];
+    tile[swizzle(base + (4u << la))] = (*x)[4];
+    tile[swizzle(base + (5u << la))] = (*x)[5];
+    tile[swizzle(base + (6u << la))] = (*x)[6];
+    tile[swizzle(base + (7u << la))] = (*x)[7];
+    tile[swizzle(base + (8u << la))] = (*x)[8];
+    tile[swizzle(base + (9u << la))] = (*x)[9];
+    tile[swizzle(base + (10u << la))] = (*x)[10];
+    tile[swizzle(base + (11u << la))] = (*x)[11];
+    tile[swizzle(base + (12u << la))] = (*x)[12];
+    tile[swizzle(base + (13u << la))] = (*x)[13];
+    tile[swizzle(base + (14u << la))] = (*x)[14];
+    tile[swizzle(base + (15u << la))] = (*x)[15];
+}
+
 // ---- column passes ---------------------------------------------------------------------------
 
 // Column pass geometry of workgroup g: (limb, outer block, word offset of the workgroup's first
@@ -232,6 +554,14 @@ fn fwd_columns(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
     let o = column_origin(g, pl, s0, k);
     let lb = limb_consts(o.x, pl);
     let log_c = LOG_TILE - k;
+    if (LOG_TILE == 12u && k <= 4u) {
+        // One trip in registers: 2^(4 - k) columns per invocation (columns lid + 256 u).
+        var x: array<u32, 16>;
+        load16(&x, o.z + lid, k, o.w);
+        fwd16(&x, Trip(lb, pl, false, 4u - k, s0 - (4u - k), o.y, 0u, false));
+        store16(&x, o.z + lid, k, o.w);
+        return;
+    }
     load_columns(o.z, o.w, log_c, lid);
     workgroupBarrier();
     var ss = 0u;
@@ -273,6 +603,13 @@ fn inv_columns(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
     let o = column_origin(g, pl, s0, k);
     let lb = limb_consts(o.x, pl);
     let log_c = LOG_TILE - k;
+    if (LOG_TILE == 12u && k <= 4u) {
+        var x: array<u32, 16>;
+        load16(&x, o.z + lid, k, o.w);
+        inv16(&x, Trip(lb, pl, false, 4u - k, s0 - (4u - k), o.y, 0u, s0 == 0u));
+        store16(&x, o.z + lid, k, o.w);
+        return;
+    }
     load_columns(o.z, o.w, log_c, lid);
     workgroupBarrier();
     // Stage pairs (ss + 1, ss) from the last: ss = k - 2, k - 4, ...
@@ -340,6 +677,30 @@ fn fwd_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_ind
     if (g >= pl.groups) { return; }
     let o = row_origin(g, pl);
     let lb = limb_consts(o.x, pl);
+    if (LOG_TILE == 12u && pl.lt == 12u) {
+        // Three trips in registers: the 16 values at stride 256 (from the buffer), at stride 16
+        // within blocks of 256, then 16 adjacent ones (to the buffer).
+        var x: array<u32, 16>;
+        var cx = Trip(lb, pl, true, 0u, pl.r, 0u, o.y, false);
+        load16(&x, o.z + lid, 4u, 8u);
+        fwd16(&x, cx);
+        tile_store16(&x, lid, 8u);
+        workgroupBarrier();
+        let mid = ((lid >> 4u) << 8u) + (lid & 15u);
+        tile_load16(&x, mid, 4u);
+        cx.sbase = pl.r + 4u;
+        cx.outer = lid >> 4u;
+        fwd16(&x, cx);
+        tile_store16(&x, mid, 4u);
+        workgroupBarrier();
+        tile_load16(&x, lid << 4u, 0u);
+        cx.sbase = pl.r + 8u;
+        cx.outer = lid;
+        cx.last = true;
+        fwd16(&x, cx);
+        store16(&x, o.z + (lid << 4u), 4u, 0u);
+        return;
+    }
     let size = 1u << pl.lt;
     for (var i = lid; i < size; i = i + WG) {
         tile[i] = a[o.z + i];
@@ -411,6 +772,29 @@ fn inv_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_ind
     if (g >= pl.groups) { return; }
     let o = row_origin(g, pl);
     let lb = limb_consts(o.x, pl);
+    if (LOG_TILE == 12u && pl.lt == 12u) {
+        // The forward's trips reversed.
+        var x: array<u32, 16>;
+        var cx = Trip(lb, pl, true, 0u, pl.r + 8u, lid, o.y, false);
+        load16(&x, o.z + (lid << 4u), 4u, 0u);
+        inv16(&x, cx);
+        tile_store16(&x, lid << 4u, 0u);
+        workgroupBarrier();
+        let mid = ((lid >> 4u) << 8u) + (lid & 15u);
+        tile_load16(&x, mid, 4u);
+        cx.sbase = pl.r + 4u;
+        cx.outer = lid >> 4u;
+        inv16(&x, cx);
+        tile_store16(&x, mid, 4u);
+        workgroupBarrier();
+        tile_load16(&x, lid, 8u);
+        cx.sbase = pl.r;
+        cx.outer = 0u;
+        cx.last = pl.r == 0u;
+        inv16(&x, cx);
+        store16(&x, o.z + lid, 4u, 8u);
+        return;
+    }
     let size = 1u << pl.lt;
     for (var i = lid; i < size; i = i + WG) {
         tile[i] = a[o.z + i];

@@ -4,7 +4,7 @@
 //! For each dispatch (one backend call) of a trace:
 //! * **Passes and launches.** An NTT over `N = 2^k` makes [`ntt_plan_passes`] passes over its
 //!   limbs, the plan of the main crate's `backend::gpu::ntt::NttPlan`: column passes over
-//!   strided columns, then one row pass, each in workgroup memory (radix-4). With the 16 KiB of
+//!   strided columns, then one row pass, each on tiles of workgroup memory. With the 16 KiB of
 //!   workgroup memory every WebGPU adapter has ([`Costs::ntt_workgroup_bytes`]) the tile is
 //!   4,096 values: one pass up to `N = 2^12`, two from `2^13` to `2^17`; smaller tiles (8 or 4
 //!   KiB) need more. A record carrying `ntt_passes` (the recording device's passes of one

@@ -76,9 +76,14 @@ const fn tile_bytes(log_tile: u32) -> u32 {
 ///
 /// The inverse runs the same passes in the reverse order (row pass first; the last column
 /// pass ends with the stage that folds in `N^{-1}`). Each pass is one dispatch that reads and
-/// writes the buffer once. Within a pass, stages go two at a time through workgroup memory
-/// (radix-4 units of four values, the same butterflies as two radix-2 stages), so a pass of `k`
-/// stages makes `ceil(k / 2)` round trips through workgroup memory and as many barriers.
+/// writes the buffer once. Within a pass, with 4096-value tiles, each invocation keeps 16
+/// values in registers and does up to four stages on them per trip (radix 16): the row pass of
+/// a whole tile (`N >= 2^12`) makes three trips, loading from the buffer, going through
+/// workgroup memory twice (two barriers) and storing to the buffer; a column pass of at most
+/// four stages is one trip that never touches workgroup memory. Elsewhere (smaller tiles, a
+/// row pass of `N < 2^12`, column passes of five or more stages) stages go two at a time
+/// through workgroup memory (radix-4 units of four values), `ceil(k / 2)` round trips and as
+/// many barriers for `k` stages. Either way the butterflies are those of radix-2 stages.
 /// Every butterfly is the CPU's ([`crate::math::ntt`]): same pair, same twiddle and Shoup
 /// companion, same stage order, so every intermediate value, not only the output, equals the
 /// CPU's bit for bit.
