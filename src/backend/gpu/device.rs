@@ -35,19 +35,38 @@
 //! recording reach the device's error handler and are returned by the next submission, readback
 //! or wait. Out-of-memory is [`Error::GpuOutOfMemory`] (allocation releases the idle pooled
 //! buffers and retries once first), a lost device [`Error::DeviceLost`].
+//!
+//! A lost device stays lost: once wgpu reports the loss (its device-lost callback, for any
+//! reason, [`GpuDevice::destroy`] included), every later allocation, upload, dispatch, copy,
+//! submission and readback on the device is [`Error::DeviceLost`], checked (one atomic load)
+//! before any wgpu call. wgpu itself drops errors on a lost device silently and its readbacks
+//! fail untyped; the check is what makes them typed, and what keeps a buffer made before the
+//! loss from being read back as garbage. A new device ([`GpuDevice::new`]) can be opened after.
+//!
+//! # Dispatch grids
+//!
+//! A dispatch of `threads` invocations is a grid of 256-thread workgroups, 2-D past the device's
+//! `max_compute_workgroups_per_dimension` groups; one beyond that limit in both dimensions is
+//! [`Error::AdapterLimit`], before anything is recorded.
+//!
+//! # Injected faults (feature `testing`)
+//!
+//! With the `testing` feature (enabled for this crate's own tests), [`GpuDevice::inject_fault`]
+//! arms a [`Fault`]: the device destroyed before the `k`-th next dispatch is recorded (a device
+//! lost in the middle of an operation), or the `k`-th next allocation failing as out of memory
+//! (as if the driver refused it twice, the idle pool released in between). The tests in
+//! `tests/fault.rs` use them; without the feature the switch does not exist.
 
 use std::collections::HashMap;
 use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use super::sources::{assemble, Arithmetic, Kernel, IMMEDIATE_WORDS};
 use crate::error::{Error, Result};
 
 /// Threads per workgroup of every 1-D kernel.
 pub const WORKGROUP_SIZE: u64 = 256;
-/// Most workgroups per grid dimension.
-const MAX_GROUPS_PER_DIM: u64 = 65_535;
 /// Most storage buffers per shader stage the device asks for (the adapter may allow fewer).
 pub const MAX_STORAGE_BUFFERS: u32 = 32;
 /// Commands (dispatches, copies, clears) the open encoder holds before it is submitted without
@@ -200,6 +219,15 @@ pub fn size_class(bytes: u64) -> u64 {
     bytes.div_ceil(step) * step
 }
 
+/// What a [`BufferPool`] holds idle (free and quarantined buffers together).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PoolStats {
+    /// Idle buffers.
+    pub buffers: usize,
+    /// Their bytes (whole size classes).
+    pub bytes: u64,
+}
+
 /// Free buffers by size class, reused instead of allocated.
 #[derive(Debug, Default)]
 pub struct BufferPool {
@@ -233,6 +261,18 @@ impl BufferPool {
     /// until the commands recorded so far are submitted.
     pub fn recycle(&self, buf: wgpu::Buffer) {
         put(&mut self.lock().quarantine, buf);
+    }
+
+    /// The idle buffers and their bytes (a walk over the size classes under the pool's lock).
+    #[must_use]
+    pub fn stats(&self) -> PoolStats {
+        let s = self.lock();
+        let mut stats = PoolStats::default();
+        for (class, bufs) in s.free.iter().chain(s.quarantine.iter()) {
+            stats.buffers += bufs.len();
+            stats.bytes += class * bufs.len() as u64;
+        }
+        stats
     }
 
     /// Drops every idle buffer.
@@ -323,6 +363,48 @@ pub struct GpuDevice {
     /// The first device error no error scope caught (wgpu's default handler would panic);
     /// reported by the next submission, readback or wait.
     uncaptured: Arc<Mutex<Option<Error>>>,
+    /// Why the device was lost, once it is (set by the device-lost callback or
+    /// [`Self::destroy`]); every later call is [`Error::DeviceLost`].
+    lost: Arc<OnceLock<String>>,
+    /// Armed test faults.
+    #[cfg(feature = "testing")]
+    faults: Faults,
+}
+
+/// A fault [`GpuDevice::inject_fault`] arms (feature `testing`).
+#[cfg(feature = "testing")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// Destroy the device ([`GpuDevice::destroy`]) just before the `after`-th next dispatch is
+    /// recorded (1: the next one); that dispatch and everything after it is
+    /// [`Error::DeviceLost`].
+    LoseDevice {
+        /// Which dispatch, counting from 1.
+        after: u64,
+    },
+    /// Make the `after`-th next allocation (pool hits included; 1: the next one) fail as
+    /// [`Error::GpuOutOfMemory`], releasing the idle pool first as a real failure does. Later
+    /// allocations succeed again.
+    OutOfMemory {
+        /// Which allocation, counting from 1.
+        after: u64,
+    },
+}
+
+/// Countdowns of the armed faults (0: disarmed).
+#[cfg(feature = "testing")]
+#[derive(Debug, Default)]
+struct Faults {
+    lose_at_dispatch: AtomicU64,
+    oom_at_alloc: AtomicU64,
+}
+
+#[cfg(feature = "testing")]
+impl Faults {
+    /// Counts one event down; true when it is the armed one (which disarms it).
+    fn tick(counter: &AtomicU64) -> bool {
+        counter.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)) == Ok(1)
+    }
 }
 
 impl std::fmt::Debug for GpuDevice {
@@ -353,13 +435,21 @@ fn quiet_device_select() {
     });
 }
 
-/// Workgroup grid `(x, y)` of `threads` invocations.
-fn grid(threads: u64) -> Result<(u32, u32)> {
+/// Workgroup grid `(x, y)` of `threads` invocations, at most `max_per_dim` workgroups in each
+/// dimension (the device's `max_compute_workgroups_per_dimension`); a larger one is
+/// [`Error::AdapterLimit`].
+fn grid(threads: u64, max_per_dim: u32) -> Result<(u32, u32)> {
+    let max = u64::from(max_per_dim.max(1));
     let groups = threads.div_ceil(WORKGROUP_SIZE);
-    let x = groups.min(MAX_GROUPS_PER_DIM);
-    let y = groups.div_ceil(x.max(1));
-    if y > MAX_GROUPS_PER_DIM {
-        return Err(Error::AdapterLimit { reason: format!("{threads} invocations exceed the dispatch grid") });
+    let x = groups.clamp(1, max);
+    let y = groups.div_ceil(x);
+    if y > max {
+        return Err(Error::AdapterLimit {
+            reason: format!(
+                "{threads} invocations need {groups} workgroups of {WORKGROUP_SIZE}, beyond the dispatch grid of \
+                 {max} x {max} workgroups"
+            ),
+        });
     }
     Ok((x as u32, y as u32))
 }
@@ -456,15 +546,11 @@ impl GpuDevice {
                 *slot = Some(err);
             }
         }));
-        let lost = Arc::clone(&uncaptured);
+        let lost: Arc<OnceLock<String>> = Arc::default();
+        let sink = Arc::clone(&lost);
         device.set_device_lost_callback(move |reason, message| {
-            if reason == wgpu::DeviceLostReason::Destroyed {
-                return;
-            }
-            let mut slot = lost.lock().unwrap_or_else(PoisonError::into_inner);
-            if slot.is_none() {
-                *slot = Some(Error::DeviceLost { reason: format!("{reason:?}: {message}") });
-            }
+            // Destroyed included: a device destroyed under us (wgpu::Device::destroy) is lost.
+            let _ = sink.set(format!("{reason:?}: {message}"));
         });
         Ok(Self {
             device,
@@ -478,7 +564,43 @@ impl GpuDevice {
             counters: Counters::default(),
             pool: Arc::default(),
             uncaptured,
+            lost,
+            #[cfg(feature = "testing")]
+            faults: Faults::default(),
         })
+    }
+
+    /// Destroys the device now, as a driver reset or a removed adapter would: every later call
+    /// on it (and on the buffers made on it) is [`Error::DeviceLost`]. May be called from any
+    /// thread, while another records; the work recorded there fails with that error. For tests
+    /// of that path, and to release the device's memory at once.
+    pub fn destroy(&self) {
+        let _ = self.lost.set("destroyed (GpuDevice::destroy)".to_owned());
+        self.device.destroy();
+    }
+
+    /// Whether the device is lost ([`Self::destroy`], or reported lost by the driver).
+    #[must_use]
+    pub fn is_lost(&self) -> bool {
+        self.lost.get().is_some()
+    }
+
+    /// [`Error::DeviceLost`] once the device is lost.
+    fn alive(&self) -> Result<()> {
+        match self.lost.get() {
+            Some(reason) => Err(Error::DeviceLost { reason: reason.clone() }),
+            None => Ok(()),
+        }
+    }
+
+    /// Arms `fault` (feature `testing`; see the module docs). Arming a fault of the same kind
+    /// again replaces it.
+    #[cfg(feature = "testing")]
+    pub fn inject_fault(&self, fault: Fault) {
+        match fault {
+            Fault::LoseDevice { after } => self.faults.lose_at_dispatch.store(after, Ordering::SeqCst),
+            Fault::OutOfMemory { after } => self.faults.oom_at_alloc.store(after, Ordering::SeqCst),
+        }
     }
 
     /// The adapter.
@@ -554,6 +676,7 @@ impl GpuDevice {
 
     /// Returns (and clears) a device error that no error scope caught.
     fn take_uncaptured(&self) -> Result<()> {
+        self.alive()?;
         match self.uncaptured.lock().unwrap_or_else(PoisonError::into_inner).take() {
             Some(e) => Err(e),
             None => Ok(()),
@@ -575,7 +698,15 @@ impl GpuDevice {
     /// recorded commands (a kernel output), so a buffer still used by unsubmitted commands will
     /// do; otherwise (a `queue.write_buffer`) only one free of them.
     fn alloc(&self, words: usize, recorded_write: bool) -> Result<wgpu::Buffer> {
+        self.alive()?;
         let bytes = self.check_words(words)?;
+        #[cfg(feature = "testing")]
+        if Faults::tick(&self.faults.oom_at_alloc) {
+            self.pool.clear();
+            return Err(Error::GpuOutOfMemory {
+                reason: format!("injected fault: allocation of {bytes} bytes refused"),
+            });
+        }
         let class = size_class(bytes);
         let limit = self.limits.max_storage_buffer_binding_size.min(self.limits.max_buffer_size);
         let size = if class <= limit { class } else { bytes.div_ceil(4) * 4 };
@@ -640,6 +771,7 @@ impl GpuDevice {
         if words == 0 {
             return Ok(Vec::new());
         }
+        self.alive()?;
         let size = (words as u64) * 4;
         let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("readback"),
@@ -661,9 +793,15 @@ impl GpuDevice {
         self.device
             .poll(wgpu::PollType::wait_indefinitely())
             .map_err(|e| Error::DeviceLost { reason: e.to_string() })?;
-        rx.recv()
-            .map_err(|_| Error::ReadbackFailed { reason: "callback dropped".into() })?
-            .map_err(|e| Error::ReadbackFailed { reason: e.to_string() })?;
+        // The wait covered the copy, so the mapping has resolved (on a device lost meanwhile it
+        // may never: no blocking receive).
+        let mapped = match rx.try_recv() {
+            Ok(r) => r.map_err(|e| Error::ReadbackFailed { reason: e.to_string() }),
+            Err(_) => Err(Error::ReadbackFailed { reason: "the mapping did not complete".into() }),
+        };
+        // A loss explains a failed mapping, and voids a successful one.
+        self.alive()?;
+        mapped?;
         self.take_uncaptured()?;
         let view = slice.get_mapped_range().map_err(|e| Error::ReadbackFailed { reason: format!("{e:?}") })?;
         let out: Vec<u32> = bytemuck::cast_slice(&view).to_vec();
@@ -701,6 +839,13 @@ impl GpuDevice {
             self.pool.release(released);
             return self.take_uncaptured();
         };
+        if let Err(e) = self.alive() {
+            // Nothing recorded for a lost device runs.
+            rec.arena.clear();
+            rec.commands = 0;
+            self.pool.release(released);
+            return Err(e);
+        }
         if !rec.arena.is_empty() {
             if let Some(buf) = &rec.arena_buf {
                 self.queue.write_buffer(buf, 0, bytemuck::cast_slice(&rec.arena));
@@ -763,6 +908,7 @@ impl GpuDevice {
         if runs.is_empty() {
             return Ok(());
         }
+        self.alive()?;
         let mut rec = self.lock_recorder();
         self.make_room(&mut rec)?;
         let enc = rec.encoder(&self.device);
@@ -781,6 +927,8 @@ impl GpuDevice {
         if let Some(p) = cache.get(key) {
             return Ok(Arc::clone(p));
         }
+        // A pipeline built on a lost device would be invalid, and cached.
+        self.alive()?;
         let full = assemble(&source(), self.arithmetic);
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
@@ -813,9 +961,10 @@ impl GpuDevice {
         }
         if self.immediates && params.len() <= IMMEDIATE_WORDS {
             if let Some(source) = kernel.immediate_source() {
+                let groups = grid(threads, self.limits.max_compute_workgroups_per_dimension)?;
                 let key = format!("{}#immediates", kernel.name);
                 let pipeline = self.pipeline(&key, || source, kernel.entry)?;
-                return self.record(kernel.name, &pipeline, Params::Immediate(params), buffers, threads);
+                return self.record(kernel.name, &pipeline, Params::Immediate(params), buffers, groups);
             }
         }
         self.dispatch_generated(kernel.name, || kernel.source().to_owned(), kernel.entry, params, buffers, threads)
@@ -836,20 +985,27 @@ impl GpuDevice {
         if threads == 0 {
             return Ok(());
         }
+        // Before the pipeline is built: a grid beyond the limit needs none.
+        let groups = grid(threads, self.limits.max_compute_workgroups_per_dimension)?;
         let pipeline = self.pipeline(kernel, source, entry)?;
-        self.record(kernel, &pipeline, Params::Arena(params), buffers, threads)
+        self.record(kernel, &pipeline, Params::Arena(params), buffers, groups)
     }
 
-    /// Records one dispatch of `pipeline` into the open compute pass.
+    /// Records one dispatch of `pipeline` over the workgroup grid `(x, y)` ([`grid`]) into the
+    /// open compute pass.
     fn record(
         &self,
         label: &str,
         pipeline: &wgpu::ComputePipeline,
         params: Params<'_>,
         buffers: &[&wgpu::Buffer],
-        threads: u64,
+        (x, y): (u32, u32),
     ) -> Result<()> {
-        let (x, y) = grid(threads)?;
+        #[cfg(feature = "testing")]
+        if Faults::tick(&self.faults.lose_at_dispatch) {
+            self.destroy();
+        }
+        self.alive()?;
         let layout = pipeline.get_bind_group_layout(0);
         let mut rec = self.lock_recorder();
         let mut entries = Vec::with_capacity(buffers.len() + 1);
@@ -998,6 +1154,28 @@ mod tests {
         assert!(!summary("NVIDIA H200", "DiscreteGpu").is_software());
         assert!(!summary("Intel(R) Iris(R) Xe Graphics", "IntegratedGpu").is_software());
         assert!(!summary("Apple M2", "IntegratedGpu").is_software());
+    }
+
+    #[test]
+    fn dispatch_grids_respect_the_per_dimension_limit() {
+        let max = 65_535u32;
+        let m = u64::from(max);
+        assert_eq!(grid(1, max).unwrap(), (1, 1));
+        assert_eq!(grid(256 * m, max).unwrap(), (max, 1));
+        assert_eq!(grid(256 * m + 1, max).unwrap(), (max, 2));
+        assert_eq!(grid(256 * m * m, max).unwrap(), (max, max));
+        // One workgroup more than the grid holds, and the largest count there is: typed errors.
+        for threads in [256 * m * m + 1, u64::MAX] {
+            assert!(matches!(grid(threads, max), Err(Error::AdapterLimit { .. })), "{threads}");
+        }
+        // A smaller device limit is the one that counts.
+        assert_eq!(grid(256 * 100, 10).unwrap(), (10, 10));
+        assert!(matches!(grid(256 * 101, 10), Err(Error::AdapterLimit { .. })));
+        // Every grid covers its threads.
+        for threads in [1, 255, 256, 257, 1 << 20, 256 * m + 7, 3 << 30] {
+            let (x, y) = grid(threads, max).unwrap();
+            assert!(u64::from(x) * u64::from(y) * WORKGROUP_SIZE >= threads);
+        }
     }
 
     #[test]

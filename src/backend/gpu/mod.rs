@@ -15,8 +15,10 @@ mod ntt;
 mod rns_kernels;
 pub mod sources;
 
+#[cfg(feature = "testing")]
+pub use device::Fault;
 pub use device::{
-    size_class, AdapterSummary, BufferPool, DeviceCounters, DeviceOptions, GpuDevice, MAX_PENDING_COMMANDS,
+    size_class, AdapterSummary, BufferPool, DeviceCounters, DeviceOptions, GpuDevice, PoolStats, MAX_PENDING_COMMANDS,
     MAX_STORAGE_BUFFERS,
 };
 pub(crate) use fused::dispatches as fused_dispatches;

@@ -16,7 +16,8 @@ pub(crate) fn count(text: &str) -> Result<usize, String> {
 }
 
 /// Where insecure test sets come from and how they are named.
-const INSECURE_NAMES: &str = "insecure test sets are accepted only by `wgfhe mnist --insecure`, named \
+const INSECURE_NAMES: &str = "insecure test sets are accepted only by `wgfhe mnist --insecure` and `wgfhe soak \
+                              --insecure`, named \
                               insecure-test-bgv-n{log_n}-q{Q primes}-p{P primes}-d{dnum}-t{t}, such as \
                               insecure-test-bgv-n12-q5-p2-d3-t786433";
 

@@ -13,6 +13,7 @@ mod info;
 mod mnist;
 mod output;
 mod params;
+mod soak;
 mod verify;
 
 /// wgfhe: GPU-accelerated fully homomorphic encryption (BGV and CKKS) over u32 RNS residues.
@@ -52,6 +53,9 @@ enum Command {
     /// Run every kernel and scheme operation on CPU and GPU with seeded random inputs and
     /// compare the results word for word (exit code 1 if any differs).
     Verify(verify::VerifyArgs),
+    /// Soak test: many cycles of HMULT + rotation + rescale on one backend (WGFHE_BACKEND),
+    /// reporting resident memory and the GPU buffer pool at the start, middle and end.
+    Soak(soak::SoakArgs),
 }
 
 fn main() -> ExitCode {
@@ -62,6 +66,7 @@ fn main() -> ExitCode {
         Command::Mnist(args) => mnist::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Verify(args) => verify::run(&args),
+        Command::Soak(args) => soak::run(&args),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,
