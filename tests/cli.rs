@@ -325,3 +325,35 @@ fn soak_reports_memory_at_start_middle_and_end() {
         assert!(!ok && err.contains(needle), "{args:?}: {err}");
     }
 }
+
+// ---- memory figures of `wgfhe mnist --json` (needs the real MNIST files) --------------------
+
+/// `wgfhe mnist --model lr --json` on a small insecure ring reports the process's peak
+/// resident memory (VmHWM, Linux) and the evaluation keys the server holds (none for the LR).
+#[test]
+#[ignore = "needs the real MNIST files: set WGFHE_MNIST_DIR, then `cargo test --release --test cli -- --ignored`"]
+fn mnist_json_reports_peak_rss_and_key_bytes() {
+    let dir = std::env::var_os("WGFHE_MNIST_DIR").map_or_else(
+        || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(wgfhe::ml::mnist::DEFAULT_DIR),
+        Into::into,
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_wgfhe"))
+        .args(["mnist", "--model", "lr", "--images", "8", "--insecure", "--json"])
+        .args(["--params", "insecure-test-bgv-n10-q3-p1-d3-t786433", "--data"])
+        .arg(&dir)
+        .env("WGFHE_BACKEND", "cpu")
+        .output()
+        .expect("the binary runs");
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    let r: serde_json::Value = serde_json::from_str(&stdout).expect("the report is JSON");
+    assert_eq!(r["key_bytes"], 0, "{r}");
+    let device = r["peak_device_bytes"].as_u64().expect("peak_device_bytes");
+    if cfg!(target_os = "linux") {
+        // The whole process: at least the device bytes (host buffers on the CPU backend).
+        let rss = r["peak_rss_bytes"].as_u64().expect("peak_rss_bytes on Linux");
+        assert!(rss >= device && rss > 0, "{r}");
+    } else {
+        assert!(r["peak_rss_bytes"].is_null(), "{r}");
+    }
+}

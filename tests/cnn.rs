@@ -106,6 +106,40 @@ fn encrypted_cnn_equals_the_integer_model() {
     }
 }
 
+/// `key_bytes` is what the keys' shapes say: one relinearisation key and one rotation key per
+/// distinct column rotation, each `dnum` digits over the `24 + 6` primes of the key basis, `N`
+/// residues of 4 bytes per prime, and two polynomials a digit (`b_j`, `a_j`) for the baseline
+/// and `cso`, one (`b_j` alone, `a_j` regenerated from the seed) for the seeded keys of `cso+k`.
+#[test]
+fn key_bytes_follow_from_the_key_shapes() {
+    let model = small_model();
+    let p = params();
+    let ctx = RingContext::new(&p).unwrap();
+    let (n, dnum, primes) = (1024u64, 4u64, 24 + 6u64);
+    let circuit_steps = {
+        let bgv = Bgv::cpu(&p).unwrap();
+        CnnCircuit::new(&bgv, &model).unwrap().rotation_steps().to_vec()
+    };
+    // A column rotation by s and by s + N/2 is the same automorphism (rows of N/2 slots).
+    let distinct: std::collections::BTreeSet<i64> = circuit_steps.iter().map(|s| s.rem_euclid(n as i64 / 2)).collect();
+    assert!(!distinct.contains(&0) && !distinct.is_empty(), "{circuit_steps:?}");
+    let keys = 1 + distinct.len() as u64;
+    for (variant, polys_per_digit) in [(Variant::Baseline, 2u64), (Variant::Cso, 2), (Variant::CsoK, 1)] {
+        let run = run_cnn(
+            CpuBackend::new(ctx.clone()),
+            &model,
+            &images(4),
+            options(variant, ReluPath::Table),
+            |_, _| {},
+            None,
+        )
+        .unwrap();
+        assert_eq!(run.key_bytes, keys * dnum * polys_per_digit * primes * n * 4, "{variant}");
+        // The keys are part of the reported device peak.
+        assert!(run.peak_device_bytes > run.key_bytes, "{variant}");
+    }
+}
+
 #[test]
 fn digit_relu_path_equals_the_model_and_its_fault_emulation() {
     let model = small_model();

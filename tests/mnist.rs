@@ -52,6 +52,8 @@ fn encrypted_lr_agrees_with_the_quantised_model() {
         let want = data.iter().filter(|(q, y)| (model.score(q).unwrap() >= 0) == *y).count() as f64 / 1100.0;
         assert_eq!(run.accuracy, want);
         assert!(run.bytes_moved > 0 && run.gpu_dispatches > 0);
+        // Integer weights and a plaintext bias: the server holds no evaluation key.
+        assert_eq!(run.key_bytes, 0);
     }
     assert_eq!(calls, 2 * Variant::ALL.len());
     if let Some(dev) = common::device() {

@@ -751,6 +751,9 @@ pub struct CnnRun {
     /// Resident bytes of the evaluation keys, the prepared plaintexts ([`PREPARED_BUDGET`] at
     /// most) and one batch's input ciphertexts.
     pub peak_device_bytes: u64,
+    /// Resident bytes of the evaluation keys the server holds (relinearisation and rotation
+    /// keys, [`EvaluationKeys::resident_bytes`]; seeded under `cso+k`: `b` halves only).
+    pub key_bytes: u64,
     /// Bytes read and written by the server's kernels (traffic ledger).
     pub bytes_moved: u64,
     /// GPU compute dispatches of the server's backend calls (the traffic ledger's model of the
@@ -878,6 +881,7 @@ pub fn run_cnn<B: Backend>(
         per_image_ms: server_ms / n,
         decrypt_ms,
         peak_device_bytes: peak,
+        key_bytes,
         bytes_moved,
         gpu_dispatches,
         stats,

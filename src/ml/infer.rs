@@ -52,6 +52,9 @@ pub struct LrRun {
     pub decrypt_ms: f64,
     /// Bytes the input ciphertexts of one batch keep resident on the backend, plus the result.
     pub peak_device_bytes: u64,
+    /// Resident bytes of the evaluation keys the server holds: always 0, the weighted sum
+    /// multiplies by integers and adds a plaintext, so no key is generated.
+    pub key_bytes: u64,
     /// Bytes read and written by the server's kernels (traffic ledger), all batches.
     pub bytes_moved: u64,
     /// GPU compute dispatches of the server's backend calls, all batches (the traffic ledger's
@@ -189,6 +192,7 @@ pub fn run_lr<B: Backend>(
         per_image_ms: server_ms / n,
         decrypt_ms,
         peak_device_bytes: peak,
+        key_bytes: 0,
         bytes_moved,
         gpu_dispatches,
     })

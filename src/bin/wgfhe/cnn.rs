@@ -156,6 +156,9 @@ pub(crate) fn run(a: &MnistArgs, variant: Variant) -> Result<()> {
             "batch_ms": run.batch_ms,
             "per_image_ms": run.per_image_ms,
             "peak_device_bytes": run.peak_device_bytes,
+            "key_bytes": run.key_bytes,
+            "peak_rss_bytes": output::peak_rss_bytes(),
+            "peak_rss_note": "VmHWM of the whole process (client key generation, encryption and decryption included); null off Linux",
             "bytes_moved": run.bytes_moved,
             "gpu_dispatches": run.gpu_dispatches,
             "images_per_batch": run.images_per_batch,
@@ -216,6 +219,11 @@ pub(crate) fn run(a: &MnistArgs, variant: Variant) -> Result<()> {
             run.peak_device_bytes as f64 / 1e6,
             run.bytes_moved as f64 / 1e9,
             run.gpu_dispatches
+        );
+        println!(
+            "evaluation keys held by the server {:.1} MB; peak resident memory of the process {} (client work included)",
+            run.key_bytes as f64 / 1e6,
+            output::peak_rss_text()
         );
         let stages: Vec<String> = run
             .stats

@@ -234,6 +234,9 @@ fn run_lr(a: &MnistArgs, variant: Variant) -> wgfhe::Result<()> {
             "encrypt_ms": run.encrypt_ms,
             "decrypt_ms": run.decrypt_ms,
             "peak_device_bytes": run.peak_device_bytes,
+            "key_bytes": run.key_bytes,
+            "peak_rss_bytes": output::peak_rss_bytes(),
+            "peak_rss_note": "VmHWM of the whole process (client key generation, encryption and decryption included); null off Linux",
             "bytes_moved": run.bytes_moved,
             "gpu_dispatches": run.gpu_dispatches,
             "score_mismatches": run.score_mismatches,
@@ -262,6 +265,11 @@ fn run_lr(a: &MnistArgs, variant: Variant) -> wgfhe::Result<()> {
             run.peak_device_bytes as f64 / 1e6,
             run.bytes_moved as f64 / 1e6,
             run.gpu_dispatches
+        );
+        println!(
+            "evaluation keys held by the server {:.1} MB; peak resident memory of the process {} (client work included)",
+            run.key_bytes as f64 / 1e6,
+            output::peak_rss_text()
         );
     }
     if run.agreement < 1.0 || run.score_mismatches > 0 {

@@ -71,3 +71,42 @@ pub(crate) fn image_bar(total: usize, hidden: bool) -> indicatif::ProgressBar {
     );
     bar
 }
+
+/// A field of `/proc/self/status` in KiB (`VmRSS`, `VmHWM`, ...): Linux only; `None` elsewhere
+/// or if it cannot be read.
+pub(crate) fn proc_status_kib(field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.strip_prefix(field).is_some_and(|r| r.starts_with(':')))?;
+    line.get(field.len() + 1..)?.trim().trim_end_matches("kB").trim().parse().ok()
+}
+
+/// The peak resident memory of this process so far in bytes: `VmHWM` of `/proc/self/status`
+/// (Linux; `None` elsewhere). It is the whole process: the client's key generation,
+/// encryption and decryption, the data and the model count as well as the server's work.
+pub(crate) fn peak_rss_bytes() -> Option<u64> {
+    proc_status_kib("VmHWM").map(|k| k * 1024)
+}
+
+/// `peak_rss_bytes` for the text output: `"1234.5 MB"`, or `"unavailable"` off Linux.
+pub(crate) fn peak_rss_text() -> String {
+    peak_rss_bytes().map_or_else(|| "unavailable".to_owned(), |b| format!("{:.1} MB", b as f64 / 1e6))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peak_resident_memory_is_read_on_linux() {
+        if cfg!(target_os = "linux") {
+            let rss = proc_status_kib("VmRSS").unwrap_or(0);
+            // The high-water mark is at least the current resident set.
+            assert!(peak_rss_bytes().is_some_and(|b| b > 0 && b >= rss * 1024));
+            // A field whose name is a prefix of another's is not mistaken for it.
+            assert!(proc_status_kib("Vm").is_none());
+        } else {
+            assert!(peak_rss_bytes().is_none());
+            assert_eq!(peak_rss_text(), "unavailable");
+        }
+    }
+}

@@ -89,9 +89,7 @@ struct Report {
 /// Resident memory of this process in KiB: `VmRSS` of `/proc/self/status` (Linux); `None`
 /// elsewhere or if it cannot be read.
 fn rss_kib() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    line.trim_start_matches("VmRSS:").trim().trim_end_matches("kB").trim().parse().ok()
+    crate::output::proc_status_kib("VmRSS")
 }
 
 /// Runs `wgfhe soak` on the backend `WGFHE_BACKEND` chooses.
