@@ -21,7 +21,8 @@ use wgfhe::backend::{Backend, CpuBackend, GpuBackend};
 use wgfhe::bgv::{Bgv, Ciphertext, EvaluationKeys};
 use wgfhe::compare::poly_eval::{best_dense, dense_cost};
 use wgfhe::compare::{
-    eval_lut, eval_lut_bounded, eval_lut_with_plan, Bounded, EvalPlan, EvalStats, Lut, Objective, Strategy,
+    eval_lut, eval_lut_bounded, eval_lut_set_measured, eval_lut_with_plan, Bounded, EvalPlan, EvalStats, Lut, LutSet,
+    Objective, Strategy,
 };
 use wgfhe::params::{self, Parameters};
 use wgfhe::ring::RingContext;
@@ -421,6 +422,53 @@ fn gpu_tables_at(cpu: &Fixture<CpuBackend>, gpu: &Fixture<GpuBackend>, b: i64, r
         let got = decrypt(gpu, &out_gpu);
         for (&g, &v) in got.iter().zip(&values) {
             assert_eq!(g, modt(reference(v)), "GPU decryption, B' = {b}, x = {v}");
+        }
+    }
+}
+
+/// The working set of a table evaluation (ciphertexts held at once): with the powers released
+/// after their last use and kept at the one level the blocks are formed at, the direct
+/// strategy on dense tables holds at most `k` baby steps + `m - 1` giant steps + `m` pending
+/// products `q G` (one per recursion level) + a quotient and its relinearised form + the block
+/// `r` being added to a product + the `s - 1` results already computed, for `s` tables of `n` coefficients, `m = ceil(log2(n /
+/// k))`; never more than when everything is held to the end; and the ciphertexts are the same
+/// bit for bit either way.
+#[test]
+fn table_working_set_is_bounded() {
+    let f = fixture(&test_params(), 9);
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    for b in [15u64, 63] {
+        let values = inputs(f.bgv.encoder().slots(), b as i64, &mut rng);
+        let x = encrypt(&f, &values, b);
+        let sets = [
+            vec![Lut::less_than(T, b, 3).unwrap()],
+            vec![Lut::relu(T, b).unwrap()],
+            vec![Lut::less_than(T, b, 3).unwrap(), Lut::sign(T, b).unwrap(), Lut::less_than(T, b, -2).unwrap()],
+        ];
+        for tables in sets {
+            let s = tables.len();
+            let set = LutSet::new(tables).unwrap();
+            for (strategy, k) in
+                [(Strategy::Direct, 4), (Strategy::Direct, 8), (Strategy::Direct, 16), (Strategy::EvenOdd, 8)]
+            {
+                let plan = EvalPlan { strategy, baby_steps: k, cost: EvalStats::default() };
+                let (new, _, peak) = eval_lut_set_measured(&f.bgv, &f.keys, &x, &set, &plan, true).unwrap();
+                let (old, _, held) = eval_lut_set_measured(&f.bgv, &f.keys, &x, &set, &plan, false).unwrap();
+                let what = format!("B' = {b}, {s} tables, {strategy:?}, k = {k}");
+                for (a, o) in new.iter().zip(&old) {
+                    assert_eq!(words(&f.bgv, a), words(&f.bgv, o), "{what}");
+                }
+                assert!(peak <= held, "{what}: {peak} > {held}");
+                if strategy == Strategy::Direct
+                    && set.tables().iter().all(|l| l.coefficients().iter().skip(1).all(|&c| c != 0))
+                {
+                    let n = 2 * b as usize + 1;
+                    let m = n.div_ceil(k).next_power_of_two().trailing_zeros() as usize;
+                    let bound = k + (m - 1) + m + 3 + (s - 1);
+                    assert!(peak <= bound, "{what}: {peak} ciphertexts held, bound {bound}");
+                }
+                println!("{what}: peak {peak} ciphertexts (held to the end: {held})");
+            }
         }
     }
 }

@@ -450,7 +450,7 @@ pub fn eval_lut_with_plan<B: Backend>(
     plan: &EvalPlan,
 ) -> Result<(Ciphertext<B>, EvalStats)> {
     check_input(bgv, x, lut.t, lut.domain)?;
-    let (mut outs, stats) = evaluate_on(bgv, keys, x, &[lut.parts()], lut.t, plan)?;
+    let (mut outs, stats, _) = evaluate_on(bgv, keys, x, &[lut.parts()], lut.t, plan, true)?;
     let out = outs.pop().ok_or(Error::InvalidField { field: "lookup table evaluation", reason: "no output" })?;
     Ok((out, stats))
 }
@@ -463,8 +463,10 @@ fn evaluate_on<B: Backend>(
     set: &[Parts<'_>],
     t: Modulus,
     plan: &EvalPlan,
-) -> Result<(Vec<Ciphertext<B>>, EvalStats)> {
+    release: bool,
+) -> Result<(Vec<Ciphertext<B>>, EvalStats, usize)> {
     let mut ops = BgvOps::new(bgv, keys)?;
+    ops.release_powers = release;
     let input = ops.node(x.ct.duplicate(bgv.backend())?, 0);
     let vals = poly_eval::evaluate_set(&mut ops, t, input, set, plan.strategy, plan.baby_steps)?;
     let mut outs = Vec::with_capacity(vals.len());
@@ -483,7 +485,7 @@ fn evaluate_on<B: Backend>(
             }
         });
     }
-    Ok((outs, EvalStats { hmults: ops.hmults, depth, relins: ops.relins }))
+    Ok((outs, EvalStats { hmults: ops.hmults, depth, relins: ops.relins }, ops.peak_ciphertexts))
 }
 
 fn check_input<B: Backend>(bgv: &Bgv<B>, x: &Bounded<B>, t: Modulus, domain: u64) -> Result<()> {
@@ -603,9 +605,29 @@ pub fn eval_lut_set_with_plan<B: Backend>(
     set: &LutSet,
     plan: &EvalPlan,
 ) -> Result<(Vec<Ciphertext<B>>, EvalStats)> {
+    let (outs, stats, _) = eval_lut_set_measured(bgv, keys, x, set, plan, true)?;
+    Ok((outs, stats))
+}
+
+/// [`eval_lut_set_with_plan`], and the working set: the most ciphertexts the evaluation held
+/// at once (its copy of the input, the powers, their copies switched to the levels the blocks
+/// are formed at, relinearised forms, pending products and results; the temporaries inside one
+/// homomorphic operation are not counted). With `release` (what every other evaluation
+/// does) each power is released after its last use, and once every remaining use of a power is
+/// a block formed at one level only that level's copy is kept; without it every power and
+/// its switched copies are held to the end (the former behaviour, for comparison). The
+/// ciphertexts are the same either way.
+pub fn eval_lut_set_measured<B: Backend>(
+    bgv: &Bgv<B>,
+    keys: &EvaluationKeys<B>,
+    x: &Bounded<B>,
+    set: &LutSet,
+    plan: &EvalPlan,
+    release: bool,
+) -> Result<(Vec<Ciphertext<B>>, EvalStats, usize)> {
     check_input(bgv, x, set.t, set.domain)?;
     let parts: Vec<Parts<'_>> = set.tables.iter().map(Lut::parts).collect();
-    evaluate_on(bgv, keys, x, &parts, set.t, plan)
+    evaluate_on(bgv, keys, x, &parts, set.t, plan, release)
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@ pub mod poly_eval;
 pub mod wordwise;
 
 pub use lut::{
-    eval_lut, eval_lut_bounded, eval_lut_set, eval_lut_set_with_plan, eval_lut_with_plan, Bounded, Lut, LutSet, Parity,
+    eval_lut, eval_lut_bounded, eval_lut_set, eval_lut_set_measured, eval_lut_set_with_plan, eval_lut_with_plan,
+    Bounded, Lut, LutSet, Parity,
 };
 pub use poly_eval::{EvalPlan, EvalStats, Objective, Strategy};

@@ -71,8 +71,10 @@
 //! merge of two non-empty halves), its `x p_o(y)` product and its final relinearisation. The
 //! planner picks `k` for the whole set (more polynomials favour more baby steps).
 
+use std::cell::Cell;
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 
 use crate::backend::Backend;
 use crate::bgv::noise::log2_add;
@@ -220,6 +222,24 @@ pub(crate) trait Ops {
     fn settle(&mut self, v: &mut Self::V) {
         let _ = v;
     }
+    /// Whether the evaluator should track the uses of the powers, releasing each after its
+    /// last use and keeping one level's copy where every remaining use is at that level (the
+    /// homomorphic evaluation; the symbolic one has nothing to free).
+    fn tracks_powers(&self) -> bool {
+        false
+    }
+    /// The level of `v` in the form a linear combination reads (0 where levels are not
+    /// modelled).
+    fn level(&self, v: &Self::V) -> usize {
+        let _ = v;
+        0
+    }
+    /// From now on `v` is only read by linear combinations formed at `level`: keep its copy at
+    /// that level alone (the copy a combination would switch it to, so nothing changes).
+    fn collapse(&mut self, v: &mut Self::V, level: usize) -> Result<()> {
+        let _ = (v, level);
+        Ok(())
+    }
 }
 
 /// The polynomial of a table: monomial coefficients and the even/odd parts (all trimmed).
@@ -234,17 +254,160 @@ fn internal(reason: &'static str) -> Error {
     Error::InvalidField { field: "lookup table evaluation", reason }
 }
 
-/// Baby steps `base^1..base^count` and giant steps `base^(k 2^j)`, `1 <= j < m`.
+/// One use of powers: the powers a linear combination reads (`mul: false`), or the giant step
+/// a product reads (`mul: true`). Powers are numbered baby steps first (`0..count`), then the
+/// giant steps `G_1..G_(m-1)`.
+#[derive(Debug, Clone)]
+struct Use {
+    powers: Vec<usize>,
+    mul: bool,
+}
+
+/// What is left of one power's uses during the homomorphic evaluation.
+#[derive(Debug, Clone, Default)]
+struct Remaining {
+    /// Products still to read it.
+    muls: usize,
+    /// Linear combinations still to read it, by the level they are formed at.
+    lins: std::collections::BTreeMap<usize, usize>,
+}
+
+/// How the powers' uses are followed: not at all (symbolic), recorded (a dry run of the same
+/// recursion), or replayed against that record (releasing each power after its last use).
+enum Tracking {
+    Off,
+    Record(Vec<Use>),
+    Replay { uses: Vec<Use>, next: usize, remaining: Vec<Remaining> },
+}
+
+/// Baby steps `base^1..base^count` and giant steps `base^(k 2^j)`, `1 <= j < m` (`None` once
+/// released).
 struct Powers<V> {
     k: usize,
-    baby: Vec<V>,
-    giants: Vec<V>,
+    baby: Vec<Option<V>>,
+    giants: Vec<Option<V>>,
+    tracking: Tracking,
 }
 
 impl<V> Powers<V> {
+    /// The index of giant step `j` among the powers (`G_0 = x^k` is the last baby step).
+    fn giant_index(&self, j: usize) -> usize {
+        if j == 0 {
+            self.k.wrapping_sub(1)
+        } else {
+            self.baby.len() + j - 1
+        }
+    }
+
+    fn get(&self, index: usize) -> Result<&V> {
+        let v = if index < self.baby.len() { self.baby.get(index) } else { self.giants.get(index - self.baby.len()) };
+        v.and_then(Option::as_ref).ok_or(internal("missing or released power"))
+    }
+
+    fn slot(&mut self, index: usize) -> Option<&mut Option<V>> {
+        let n = self.baby.len();
+        if index < n {
+            self.baby.get_mut(index)
+        } else {
+            self.giants.get_mut(index - n)
+        }
+    }
+
     fn giant(&self, j: usize) -> Result<&V> {
-        let g = if j == 0 { self.k.checked_sub(1).and_then(|i| self.baby.get(i)) } else { self.giants.get(j - 1) };
-        g.ok_or(internal("missing giant step"))
+        self.get(self.giant_index(j))
+    }
+
+    /// After the powers are formed: on replay, what each power's remaining uses are (the level
+    /// of a combination is the lowest of its powers' levels, as [`Ops::lin`] forms it).
+    fn start_replay<O: Ops<V = V>>(&mut self, ops: &mut O) -> Result<()> {
+        let Tracking::Replay { uses, remaining, .. } = &mut self.tracking else { return Ok(()) };
+        let count = self.baby.len() + self.giants.len();
+        *remaining = vec![Remaining::default(); count];
+        for u in uses.iter() {
+            let mut level = usize::MAX;
+            for &i in &u.powers {
+                let v = if i < self.baby.len() { self.baby.get(i) } else { self.giants.get(i - self.baby.len()) };
+                let v = v.and_then(Option::as_ref).ok_or(internal("use of a missing power"))?;
+                level = level.min(ops.level(v));
+            }
+            for &i in &u.powers {
+                let r = remaining.get_mut(i).ok_or(internal("use of a missing power"))?;
+                if u.mul {
+                    r.muls += 1;
+                } else {
+                    *r.lins.entry(level).or_default() += 1;
+                }
+            }
+        }
+        // A power read only by combinations at one level: that level's copy from the start.
+        let collapse: Vec<(usize, usize)> = remaining
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.muls == 0 && r.lins.len() == 1)
+            .filter_map(|(i, r)| r.lins.keys().next().map(|&l| (i, l)))
+            .collect();
+        for (i, l) in collapse {
+            if let Some(v) = self.slot(i).and_then(Option::as_mut) {
+                if ops.level(v) > l {
+                    ops.collapse(v, l)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The powers of `u` were just read: recorded, or on replay counted off, each power
+    /// released after its last use and collapsed to one level's copy once every remaining use
+    /// is a combination at that level.
+    fn used<O: Ops<V = V>>(&mut self, ops: &mut O, u: Use) -> Result<()> {
+        let (next_use, remaining) = match &mut self.tracking {
+            Tracking::Off => return Ok(()),
+            Tracking::Record(log) => {
+                log.push(u);
+                return Ok(());
+            }
+            Tracking::Replay { uses, next, remaining } => {
+                let want = uses.get(*next).ok_or(internal("more uses than recorded"))?;
+                if want.powers != u.powers || want.mul != u.mul {
+                    return Err(internal("uses differ from the record"));
+                }
+                *next += 1;
+                (u, std::mem::take(remaining))
+            }
+        };
+        let mut remaining = remaining;
+        let mut level = usize::MAX;
+        for &i in &next_use.powers {
+            level = level.min(ops.level(self.get(i)?));
+        }
+        for &i in &next_use.powers {
+            let r = remaining.get_mut(i).ok_or(internal("use of a missing power"))?;
+            if next_use.mul {
+                r.muls = r.muls.checked_sub(1).ok_or(internal("unrecorded product"))?;
+            } else {
+                let c = r.lins.get_mut(&level).ok_or(internal("unrecorded combination level"))?;
+                *c -= 1;
+                if *c == 0 {
+                    r.lins.remove(&level);
+                }
+            }
+            let (done, single) = (r.muls == 0 && r.lins.is_empty(), r.muls == 0 && r.lins.len() == 1);
+            let target = r.lins.keys().next().copied();
+            let slot = self.slot(i).ok_or(internal("use of a missing power"))?;
+            if done {
+                if let Some(v) = slot.take() {
+                    ops.release(v);
+                }
+            } else if let (true, Some(l), Some(v)) = (single, target, slot.as_mut()) {
+                if ops.level(v) > l {
+                    ops.collapse(v, l)?;
+                }
+            }
+        }
+        if let Tracking::Replay { remaining: r, .. } = &mut self.tracking {
+            *r = remaining;
+        }
+        Ok(())
     }
 }
 
@@ -265,10 +428,10 @@ fn trim(mut c: &[u32]) -> &[u32] {
     c
 }
 
-fn powers<O: Ops>(ops: &mut O, base: O::V, k: usize, max_len: usize) -> Result<Powers<O::V>> {
+fn powers<O: Ops>(ops: &mut O, base: O::V, k: usize, max_len: usize, tracking: Tracking) -> Result<Powers<O::V>> {
     let m = levels(max_len, k);
     let count = if m >= 1 { k } else { max_len.saturating_sub(1).max(1) };
-    let mut baby = Vec::with_capacity(count);
+    let mut baby: Vec<O::V> = Vec::with_capacity(count);
     baby.push(base);
     for i in 2..=count {
         // a = largest power of two below i: x^i = x^a x^(i-a) at depth ceil(log2 i).
@@ -278,35 +441,57 @@ fn powers<O: Ops>(ops: &mut O, base: O::V, k: usize, max_len: usize) -> Result<P
             let rhs = baby.get(i - a - 1).ok_or(internal("missing baby step"))?;
             ops.mul(lhs, rhs)?
         };
+        // The operands were relinearised for the product: every later read takes that form,
+        // so it replaces the degree-2 one now rather than after the last power.
+        for j in [a - 1, i - a - 1] {
+            if let Some(op) = baby.get_mut(j) {
+                ops.settle(op);
+            }
+        }
         baby.push(v);
     }
-    let mut pw = Powers { k, baby, giants: Vec::with_capacity(m.saturating_sub(1)) };
+    let mut pw = Powers {
+        k,
+        baby: baby.into_iter().map(Some).collect(),
+        giants: Vec::with_capacity(m.saturating_sub(1)),
+        tracking,
+    };
     for j in 1..m {
         let sq = {
             let prev = pw.giant(j - 1)?;
             ops.mul(prev, prev)?
         };
-        pw.giants.push(sq);
+        let gi = pw.giant_index(j - 1);
+        if let Some(op) = pw.slot(gi).and_then(Option::as_mut) {
+            ops.settle(op);
+        }
+        pw.giants.push(Some(sq));
     }
     // Every product is formed: the powers that were operands are only read in their
     // relinearised form from here on.
-    for v in pw.baby.iter_mut().chain(pw.giants.iter_mut()) {
+    for v in pw.baby.iter_mut().chain(pw.giants.iter_mut()).flatten() {
         ops.settle(v);
     }
+    pw.start_replay(ops)?;
     Ok(pw)
 }
 
-fn leaf<O: Ops>(ops: &mut O, pw: &Powers<O::V>, c: &[u32], hint: Option<&O::V>) -> Result<Val<O::V>> {
+fn leaf<O: Ops>(ops: &mut O, pw: &mut Powers<O::V>, c: &[u32], hint: Option<&O::V>) -> Result<Val<O::V>> {
     let Some((&c0, rest)) = c.split_first() else { return Ok(Val::Const(0)) };
     if rest.len() > pw.baby.len() {
         return Err(internal("block longer than the baby steps"));
     }
-    let terms: Vec<(u32, &O::V)> =
-        rest.iter().zip(&pw.baby).filter(|(&ci, _)| ci != 0).map(|(&ci, v)| (ci, v)).collect();
-    if terms.is_empty() {
+    let used: Vec<usize> = rest.iter().enumerate().filter(|(_, &ci)| ci != 0).map(|(i, _)| i).collect();
+    if used.is_empty() {
         return Ok(Val::Const(c0));
     }
-    Ok(Val::Enc(ops.lin(&terms, c0, hint)?))
+    let v = {
+        let terms: Vec<(u32, &O::V)> =
+            used.iter().map(|&i| Ok((rest.get(i).copied().unwrap_or(0), pw.get(i)?))).collect::<Result<_>>()?;
+        ops.lin(&terms, c0, hint)?
+    };
+    pw.used(ops, Use { powers: used, mul: false })?;
+    Ok(Val::Enc(v))
 }
 
 fn add_vals<O: Ops>(ops: &mut O, t: Modulus, a: Val<O::V>, b: Val<O::V>) -> Result<Val<O::V>> {
@@ -324,7 +509,7 @@ fn add_vals<O: Ops>(ops: &mut O, t: Modulus, a: Val<O::V>, b: Val<O::V>) -> Resu
 fn rec<O: Ops>(
     ops: &mut O,
     t: Modulus,
-    pw: &Powers<O::V>,
+    pw: &mut Powers<O::V>,
     c: &[u32],
     j: usize,
     hint: Option<&O::V>,
@@ -338,13 +523,18 @@ fn rec<O: Ops>(
         return rec(ops, t, pw, c, j - 1, hint);
     }
     let (low, high) = c.split_at(h);
-    let g = pw.giant(j - 1)?;
+    let gi = pw.giant_index(j - 1);
     let product = match rec(ops, t, pw, high, j - 1, None)? {
         Val::Const(0) => return rec(ops, t, pw, low, j - 1, hint),
-        Val::Const(q) => ops.lin(&[(q, g)], 0, None)?,
+        Val::Const(q) => {
+            let p = ops.lin(&[(q, pw.get(gi)?)], 0, None)?;
+            pw.used(ops, Use { powers: vec![gi], mul: false })?;
+            p
+        }
         Val::Enc(q) => {
-            let p = ops.mul(&q, g)?;
+            let p = ops.mul(&q, pw.get(gi)?)?;
             ops.release(q);
+            pw.used(ops, Use { powers: vec![gi], mul: true })?;
             p
         }
     };
@@ -368,7 +558,7 @@ fn even_odd<O: Ops>(
     ops: &mut O,
     t: Modulus,
     x: &O::V,
-    pw: &Powers<O::V>,
+    pw: &mut Powers<O::V>,
     even: &[u32],
     odd: &[u32],
 ) -> Result<Val<O::V>> {
@@ -394,6 +584,49 @@ fn even_odd<O: Ops>(
     }
 }
 
+/// The values of `set` at `x` before their final relinearisation, and what became of the
+/// tracking (the record of a dry run).
+fn evaluate_raw<O: Ops>(
+    ops: &mut O,
+    t: Modulus,
+    x: O::V,
+    set: &[Parts<'_>],
+    strategy: Strategy,
+    k: usize,
+    tracking: Tracking,
+) -> Result<(Vec<Val<O::V>>, Tracking)> {
+    Ok(match strategy {
+        Strategy::Direct => {
+            let max_len = set.iter().map(|p| trim(p.coeffs).len()).max().unwrap_or(0);
+            let mut pw = powers(ops, x, k, max_len, tracking)?;
+            let mut out = Vec::with_capacity(set.len());
+            for p in set {
+                let c = trim(p.coeffs);
+                out.push(rec(ops, t, &mut pw, c, levels(c.len(), k), None)?);
+            }
+            (out, pw.tracking)
+        }
+        Strategy::EvenOdd => {
+            let max_len = set.iter().map(|p| trim(p.even).len().max(trim(p.odd).len())).max().unwrap_or(0);
+            let mut out = Vec::with_capacity(set.len());
+            if max_len <= 1 {
+                // p = c_0 + c_1 x: no power of y needed.
+                for p in set {
+                    out.push(linear(ops, t, &x, trim(p.even), trim(p.odd))?);
+                }
+                (out, tracking)
+            } else {
+                let y = ops.mul(&x, &x)?;
+                let mut pw = powers(ops, y, k, max_len, tracking)?;
+                for p in set {
+                    out.push(even_odd(ops, t, &x, &mut pw, trim(p.even), trim(p.odd))?);
+                }
+                (out, pw.tracking)
+            }
+        }
+    })
+}
+
 /// Evaluates the polynomials of `set` at `x` with `strategy` and `k` baby steps, sharing one
 /// power basis (the baby and giant steps of `x`, or of `y = x^2`, up to the longest
 /// polynomial), and returns one relinearised value per polynomial.
@@ -408,35 +641,20 @@ pub(crate) fn evaluate_set<O: Ops>(
     if k == 0 {
         return Err(Error::InvalidField { field: "baby_steps", reason: "must be at least 1" });
     }
-    let raw = match strategy {
-        Strategy::Direct => {
-            let max_len = set.iter().map(|p| trim(p.coeffs).len()).max().unwrap_or(0);
-            let pw = powers(ops, x, k, max_len)?;
-            let mut out = Vec::with_capacity(set.len());
-            for p in set {
-                let c = trim(p.coeffs);
-                out.push(rec(ops, t, &pw, c, levels(c.len(), k), None)?);
-            }
-            out
+    let tracking = if ops.tracks_powers() {
+        // A dry run of the same recursion (the symbolic evaluator, whose control flow depends
+        // only on the coefficients) records every use of every power.
+        let mut dry = Count::default();
+        let base = dry.sym(0, false);
+        let (_, log) = evaluate_raw(&mut dry, t, base, set, strategy, k, Tracking::Record(Vec::new()))?;
+        match log {
+            Tracking::Record(uses) => Tracking::Replay { uses, next: 0, remaining: Vec::new() },
+            _ => return Err(internal("no record of the uses")),
         }
-        Strategy::EvenOdd => {
-            let max_len = set.iter().map(|p| trim(p.even).len().max(trim(p.odd).len())).max().unwrap_or(0);
-            let mut out = Vec::with_capacity(set.len());
-            if max_len <= 1 {
-                // p = c_0 + c_1 x: no power of y needed.
-                for p in set {
-                    out.push(linear(ops, t, &x, trim(p.even), trim(p.odd))?);
-                }
-            } else {
-                let y = ops.mul(&x, &x)?;
-                let pw = powers(ops, y, k, max_len)?;
-                for p in set {
-                    out.push(even_odd(ops, t, &x, &pw, trim(p.even), trim(p.odd))?);
-                }
-            }
-            out
-        }
+    } else {
+        Tracking::Off
     };
+    let (raw, _) = evaluate_raw(ops, t, x, set, strategy, k, tracking)?;
     raw.into_iter()
         .map(|v| match v {
             Val::Enc(e) => Ok(Val::Enc(ops.finish(e)?)),
@@ -564,6 +782,24 @@ pub(crate) struct Node<B: Backend> {
     pub ct: Ciphertext<B>,
     pub depth: usize,
     id: usize,
+    _live: Live,
+}
+
+/// Counts the nodes alive: one token per node, given back when the node (or what is left of
+/// it after its ciphertext is moved out) is dropped.
+struct Live(Rc<Cell<usize>>);
+
+impl Live {
+    fn new(count: &Rc<Cell<usize>>) -> Self {
+        count.set(count.get() + 1);
+        Self(Rc::clone(count))
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.0.set(self.0.get().saturating_sub(1));
+    }
 }
 
 /// The evaluator's operations on BGV ciphertexts.
@@ -583,6 +819,14 @@ pub(crate) struct BgvOps<'a, B: Backend> {
     relinearised: HashMap<usize, Ciphertext<B>>,
     /// Constant plaintexts by value.
     constants: HashMap<u32, Plaintext>,
+    /// Nodes alive (the input, powers, pending products, results).
+    live: Rc<Cell<usize>>,
+    /// The most ciphertexts held at once: nodes alive plus cached switched and relinearised
+    /// forms (the temporaries inside one operation not counted).
+    pub peak_ciphertexts: usize,
+    /// Whether powers are released after their last use and collapsed to one level's copy
+    /// (false: every power and its switched copies are held to the end, as before).
+    pub release_powers: bool,
 }
 
 impl<'a, B: Backend> BgvOps<'a, B> {
@@ -598,12 +842,26 @@ impl<'a, B: Backend> BgvOps<'a, B> {
             switched: HashMap::new(),
             relinearised: HashMap::new(),
             constants: HashMap::new(),
+            live: Rc::new(Cell::new(0)),
+            peak_ciphertexts: 0,
+            release_powers: true,
         })
     }
 
     pub(crate) fn node(&mut self, ct: Ciphertext<B>, depth: usize) -> Node<B> {
         self.next_id += 1;
-        Node { ct, depth, id: self.next_id }
+        let node = Node { ct, depth, id: self.next_id, _live: Live::new(&self.live) };
+        self.note_peak();
+        node
+    }
+
+    /// Ciphertexts held now: nodes alive and cached forms.
+    pub(crate) fn held(&self) -> usize {
+        self.live.get() + self.switched.len() + self.relinearised.len()
+    }
+
+    fn note_peak(&mut self) {
+        self.peak_ciphertexts = self.peak_ciphertexts.max(self.held());
     }
 
     /// The constant plaintext `c` in every slot (cached).
@@ -629,6 +887,7 @@ impl<'a, B: Backend> BgvOps<'a, B> {
         let ct = self.bgv.mod_switch_auto(&self.bgv.relinearize(&low, self.keys)?)?;
         self.relins += 1;
         self.relinearised.insert(node.id, ct);
+        self.note_peak();
         Ok(())
     }
 
@@ -655,10 +914,14 @@ impl<'a, B: Backend> BgvOps<'a, B> {
         if source.level() == level {
             return Ok(source);
         }
-        Ok(match self.switched.entry((node.id, level, relinearised)) {
-            Entry::Occupied(e) => e.into_mut(),
-            Entry::Vacant(e) => e.insert(self.bgv.mod_switch_to_level(source, level)?),
-        })
+        let key = (node.id, level, relinearised);
+        if !self.switched.contains_key(&key) {
+            let ct = self.bgv.mod_switch_to_level(source, level)?;
+            self.switched.insert(key, ct);
+            let held = self.live.get() + self.switched.len() + self.relinearised.len();
+            self.peak_ciphertexts = self.peak_ciphertexts.max(held);
+        }
+        self.switched.get(&key).ok_or(internal("switched form missing"))
     }
 
     /// `prod_{level < i <= from} q_i^-1 mod t`: what switching from `from` down to `level`
@@ -802,6 +1065,26 @@ impl<B: Backend> Ops for BgvOps<'_, B> {
             v.ct = ct;
             self.forget(v.id);
         }
+    }
+
+    fn tracks_powers(&self) -> bool {
+        self.release_powers
+    }
+
+    fn level(&self, v: &Node<B>) -> usize {
+        self.operand(v).level()
+    }
+
+    fn collapse(&mut self, v: &mut Node<B>, level: usize) -> Result<()> {
+        // The very copy `at_level` would make (or has made) for the combinations at `level`.
+        let key = (v.id, level, self.relinearised.contains_key(&v.id));
+        let ct = match self.switched.remove(&key) {
+            Some(ct) => ct,
+            None => self.bgv.mod_switch_to_level(self.operand(v), level)?,
+        };
+        self.forget(v.id);
+        v.ct = ct;
+        Ok(())
     }
 }
 
