@@ -72,6 +72,9 @@ pub const MAX_STORAGE_BUFFERS: u32 = 32;
 /// Commands (dispatches, copies, clears) the open encoder holds before it is submitted without
 /// waiting for a flush.
 pub const MAX_PENDING_COMMANDS: usize = 512;
+/// How long a readback waits for its mapping after the device reported the copy done (the
+/// callback may be running on another thread's poll) before it gives up with a typed error.
+const READBACK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
 /// Bytes of the parameter arena of one submission (parameters of a single dispatch larger than
 /// this get a buffer of their own).
 const ARENA_BYTES: u64 = 1 << 20;
@@ -793,11 +796,27 @@ impl GpuDevice {
         self.device
             .poll(wgpu::PollType::wait_indefinitely())
             .map_err(|e| Error::DeviceLost { reason: e.to_string() })?;
-        // The wait covered the copy, so the mapping has resolved (on a device lost meanwhile it
-        // may never: no blocking receive).
-        let mapped = match rx.try_recv() {
-            Ok(r) => r.map_err(|e| Error::ReadbackFailed { reason: e.to_string() }),
-            Err(_) => Err(Error::ReadbackFailed { reason: "the mapping did not complete".into() }),
+        // The wait covered the copy, but the mapping's callback may still be running on another
+        // thread that polls the same device (it runs callbacks of every mapping it finds
+        // resolved), and on a device lost meanwhile it may never run: wait for it in short
+        // steps, polling again, stopping at a loss or after READBACK_PATIENCE.
+        let start = std::time::Instant::now();
+        let mapped = loop {
+            match rx.recv_timeout(std::time::Duration::from_millis(5)) {
+                Ok(r) => break r.map_err(|e| Error::ReadbackFailed { reason: e.to_string() }),
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    break Err(Error::ReadbackFailed { reason: "the mapping's callback was dropped".into() })
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    self.alive()?;
+                    if start.elapsed() > READBACK_PATIENCE {
+                        break Err(Error::ReadbackFailed {
+                            reason: format!("the mapping did not complete within {READBACK_PATIENCE:?}"),
+                        });
+                    }
+                    self.device.poll(wgpu::PollType::Poll).map_err(|e| Error::DeviceLost { reason: e.to_string() })?;
+                }
+            }
         };
         // A loss explains a failed mapping, and voids a successful one.
         self.alive()?;
