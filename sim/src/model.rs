@@ -359,6 +359,12 @@ pub fn launches(d: &Dispatch, costs: &Costs) -> u64 {
     }
 }
 
+/// Passes whose bytes a record counts: all of them for a record with `ntt_passes` (the ledger
+/// since the two-pass NTT), one for an older record.
+fn counted_passes(d: &Dispatch) -> u64 {
+    d.ntt_passes.unwrap_or(1).max(1)
+}
+
 /// Table bytes the model reads for a record. An NTT record that counts full twiddle tables (at
 /// least `2N` words per limb, the ledger's count before compact tables) reads
 /// [`ntt_twiddle_words`] per limb transform (`limb_ntts`, else `limbs`) instead, in the
@@ -370,9 +376,7 @@ pub fn table_bytes(d: &Dispatch, costs: &Costs) -> u64 {
     if !is_ntt(d) || residues == 0 || d.n <= 1 {
         return d.table_bytes;
     }
-    // A record with `ntt_passes` counts the ciphertext bytes of all its passes.
-    let passes_counted = d.ntt_passes.unwrap_or(1).max(1);
-    let word = (d.ciphertext_bytes() / passes_counted / residues).max(1);
+    let word = (d.ciphertext_bytes() / counted_passes(d) / residues).max(1);
     let transforms = d.limb_ntts.unwrap_or(d.limbs);
     if d.table_bytes < 2 * d.n * word * d.limbs {
         return d.table_bytes;
@@ -421,8 +425,7 @@ pub fn predict(gpu: &Gpu, trace: &[Dispatch], opts: &Options) -> Vec<Prediction>
         let c = &opts.costs;
         let p = passes(d, c);
         let launches = launches(d, c);
-        // A record with `ntt_passes` counts the bytes of all its passes; older records count one.
-        let per_pass = if d.ntt_passes.is_some() { p as f64 } else { 1.0 };
+        let per_pass = counted_passes(d) as f64;
         let ct = d.ciphertext_bytes() as f64 / per_pass;
         let written = d.bytes_written as f64 / per_pass;
         let (mut dram, mut hits) = (0.0, 0.0);

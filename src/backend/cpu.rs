@@ -83,30 +83,6 @@ impl CpuBackend {
             buf.par_chunks_exact_mut(n).zip(basis.par_iter()).try_for_each(one)
         }
     }
-
-    /// Applies `f(modulus, a, b)` element by element, limb by limb in parallel.
-    fn zip2(
-        &self,
-        a: &[u32],
-        b: &[u32],
-        basis: &[usize],
-        f: impl Fn(&Modulus, u32, u32) -> u32 + Sync,
-    ) -> Result<Vec<u32>> {
-        self.check("operand a", a, basis.len())?;
-        self.check("operand b", b, basis.len())?;
-        let moduli = self.moduli(basis)?;
-        let n = self.ctx.n();
-        let mut out = vec![0u32; a.len()];
-        out.par_chunks_exact_mut(n)
-            .zip(a.par_chunks_exact(n).zip(b.par_chunks_exact(n)))
-            .zip(moduli.par_iter())
-            .for_each(|((o, (x, y)), m)| {
-                for ((o, &x), &y) in o.iter_mut().zip(x).zip(y) {
-                    *o = f(m, x, y);
-                }
-            });
-        Ok(out)
-    }
 }
 
 impl Backend for CpuBackend {
@@ -180,7 +156,11 @@ impl Backend for CpuBackend {
     }
 
     fn neg(&self, a: &Vec<u32>, basis: &[usize]) -> Result<Vec<u32>> {
-        self.zip2(a, a, basis, |m, x, _| m.neg(x))
+        self.zip2_limbs(a, a, basis, |m, o, x, _| {
+            for (o, &x) in o.iter_mut().zip(x) {
+                *o = m.neg(x);
+            }
+        })
     }
 
     fn mul(&self, a: &Vec<u32>, b: &Vec<u32>, basis: &[usize]) -> Result<Vec<u32>> {
