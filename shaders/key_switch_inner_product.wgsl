@@ -8,12 +8,17 @@
 // written by the previous one. Each output is the canonical residue of the exact sum.
 // One invocation per output limb and 4 consecutive residues (vec4 lanes, shared/zq4.wgsl; for
 // N < 4 the extra lanes repeat the last residue and are not written).
-// params: [log_n, total, log2(N / 4) (0 if N < 4), unused, |q_basis|, |p_basis|, first digit,
-//   digits in this pass (<= 4), seeded mask (bit s: slot s regenerates a_j), accumulate,
-//   table stride, key_0 .. key_7 (the seed's words)];
+// b_j is loaded word by word, or unpacked from a bit-packed key (each limb at the bit width k
+// of its prime, residue j at bits j k .. (j + 1) k of the limb's words, least significant
+// first: backend/fused.rs packed_layout).
+// params: [log_n, total, log2(N / 4) (0 if N < 4), packed mask (bit s: slot s's b_j is
+//   bit-packed), |q_basis|, |p_basis|, first digit, digits in this pass (<= 4), seeded mask
+//   (bit s: slot s regenerates a_j), accumulate, table stride, key_0 .. key_7 (the seed's
+//   words)];
 // table: per output limb (stride 8 + 4 digits): [q, floor(2^32 / q), 0, 2^32 mod q, its Shoup,
-//   key limb, 0, 0], then per digit [source, stream id low, stream id high, 0], source = limb
-//   of c, or limb of the converted buffer with bit 31 set.
+//   key limb, start word of the key limb when packed, its bit width k], then per digit
+//   [source, stream id low, stream id high, 0], source = limb of c, or limb of the converted
+//   buffer with bit 31 set.
 // Outputs: q0 and q1 over q_basis; p holds the p_basis limbs of out0, then those of out1.
 // Key slots: b_s, a_s for the pass's digit s (unused slots and seeded a slots bind any buffer).
 @group(0) @binding(0) var<storage, read> params: array<u32>;
@@ -39,6 +44,31 @@ fn key_b(s: u32, i: vec4<u32>) -> vec4<u32> {
         case 2u: { return vec4<u32>(b2[i.x], b2[i.y], b2[i.z], b2[i.w]); }
         default: { return vec4<u32>(b3[i.x], b3[i.y], b3[i.z], b3[i.w]); }
     }
+}
+
+fn key_b_word(s: u32, w: u32) -> u32 {
+    switch s {
+        case 0u: { return b0[w]; }
+        case 1u: { return b1[w]; }
+        case 2u: { return b2[w]; }
+        default: { return b3[w]; }
+    }
+}
+
+// Residues jj of the packed key limb of slot s starting at word start, k < 32 bits each.
+fn key_b_packed(s: u32, start: u32, k: u32, jj: vec4<u32>) -> vec4<u32> {
+    var v: vec4<u32>;
+    for (var t = 0u; t < 4u; t = t + 1u) {
+        let pos = jj[t] * k;
+        let w = start + (pos >> 5u);
+        let sh = pos & 31u;
+        var x = key_b_word(s, w) >> sh;
+        if (sh + k > 32u) {
+            x = x | (key_b_word(s, w + 1u) << (32u - sh));
+        }
+        v[t] = x & ((1u << k) - 1u);
+    }
+    return v;
 }
 
 fn key_a(s: u32, i: vec4<u32>) -> vec4<u32> {
@@ -120,7 +150,13 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         } else {
             a = key_a(s, kj);
         }
-        s0 = add_wide4(s0, mul_wide4(d, key_b(s, kj)));
+        var b: vec4<u32>;
+        if (((params[3] >> s) & 1u) == 1u) {
+            b = key_b_packed(s, table[tb + 6u], table[tb + 7u], jj);
+        } else {
+            b = key_b(s, kj);
+        }
+        s0 = add_wide4(s0, mul_wide4(d, b));
         s1 = add_wide4(s1, mul_wide4(d, a));
     }
     let r0 = reduce_wide4(s0, radix, radix_shoup, one_shoup, q);

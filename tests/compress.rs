@@ -386,9 +386,9 @@ fn bxt_report_has_every_row() {
     let key: u64 =
         rk.0.digits
             .iter()
-            .flat_map(|d| [Some(&d.b), d.a.as_ref()])
+            .flat_map(|d| [Some(d.b.buffer()), d.a.as_ref().map(|a| a.buffer())])
             .flatten()
-            .map(|poly| be.download(poly.buffer()).unwrap().len() as u64 * 4)
+            .map(|buf| be.download(buf).unwrap().len() as u64 * 4)
             .sum();
     let key_b: u64 = rk.0.digits.iter().map(|d| be.download(d.b.buffer()).unwrap().len() as u64 * 4).sum();
 

@@ -7,7 +7,8 @@
 //! limb, gathers and merges the digits, and divides in the coefficient domain one step at a
 //! time. Every comparison is word for word, over several parameter shapes (dnum 1 to 5, digits
 //! of unequal size, more digits than one GPU pass binds, more limbs than one GPU tile), at every
-//! level, with the BGV plaintext modulus and without, for stored, seeded and mixed keys. The
+//! level, with the BGV plaintext modulus and without, for stored, seeded, mixed, bit-packed and
+//! packed seeded keys, and for keys reduced to the level (or above it). The
 //! bodies run on the CPU (`cpu::*`) and on the GPU (`gpu::*`, whose words must also be the
 //! CPU's, see `common/backends.rs`).
 
@@ -171,16 +172,52 @@ fn key_switch_matches_the_coefficient_domain_algorithm<B: Backend>(make: Make<'_
                 d.a = None;
             }
             let seeded = stored.expand(&be).unwrap().seeded();
+            let packed = stored.expand(&be).unwrap().packed(&be).unwrap();
+            let packed_seeded = seeded.expand(&be).unwrap().seeded().packed(&be).unwrap();
+            assert!(packed_seeded.is_packed() && packed_seeded.is_seeded());
+            assert_eq!(key_words(&be, &packed_seeded), words);
             for level in 0..params.q().len() {
                 let basis = ctx.q_basis(level).unwrap();
                 let c = RnsPoly::<B, Eval>::uniform(&be, &[level as u8; 32], Purpose::Ephemeral, 1, basis).unwrap();
                 let want = reference_key_switch(&ctx, &c.to_host(&be).unwrap(), level, &words, t);
-                for (form, ksk) in [("stored", &stored), ("mixed", &mixed), ("seeded", &seeded)] {
+                // Keys reduced to this level and to the one above, in the stored and the packed
+                // seeded forms.
+                let above = (level + 1).min(params.q().len() - 1);
+                let reduced = stored.at_level(&be, level).unwrap();
+                let reduced_packed = packed_seeded.at_level(&be, above).unwrap();
+                assert_eq!(reduced.level(&be).unwrap(), level);
+                for (form, ksk) in [
+                    ("stored", &stored),
+                    ("mixed", &mixed),
+                    ("seeded", &seeded),
+                    ("packed", &packed),
+                    ("packed seeded", &packed_seeded),
+                    ("reduced to the level", &reduced),
+                    ("packed seeded reduced above the level", &reduced_packed),
+                ] {
                     let (d0, d1) = rlwe::key_switch(&be, &c, ksk, t).unwrap();
                     let what = format!("{} level {level} t {t:?} {form}", params.name());
                     assert!(d0.to_host(&be).unwrap() == want.0 && d1.to_host(&be).unwrap() == want.1, "{what}");
                     log.record(&be, &what, [&d0, &d1]);
                 }
+                if level > 0 {
+                    let below = packed_seeded.at_level(&be, level - 1).unwrap();
+                    assert!(rlwe::key_switch(&be, &c, &below, t).is_err(), "a key below the level is refused");
+                }
+            }
+            // A key generated at a level is the top-level key generated from the same secret
+            // state, restricted to that level.
+            for level in 0..params.q().len() {
+                let sk_again = rlwe::gen_secret_key(&be, Some(&[1; 32])).unwrap();
+                let at = rlwe::gen_key_switch_key_at(&be, other.eval(), &sk_again, scale, level).unwrap();
+                let top = rlwe::gen_key_switch_key(
+                    &be,
+                    other.eval(),
+                    &rlwe::gen_secret_key(&be, Some(&[1; 32])).unwrap(),
+                    scale,
+                )
+                .unwrap();
+                assert_eq!(key_words(&be, &at), key_words(&be, &top.at_level(&be, level).unwrap()), "level {level}");
             }
         }
     }

@@ -23,6 +23,9 @@ use wgfhe::rlwe::{EvaluationKeys, GaloisKey, KeyForm, KeySwitchKey, RelinKey, Se
 
 cpu_and_gpu!(
     bgv_seeded_keys_give_identical_ciphertexts,
+    packed_keys_give_identical_ciphertexts,
+    packed_keys_at_mixed_widths_give_identical_switches,
+    packed_resident_bytes_are_the_packed_words,
     ckks_seeded_keys_give_identical_ciphertexts,
     resident_bytes_halve,
     wire_round_trip_from_a_seeded_key,
@@ -41,6 +44,7 @@ struct Fixture<'l, B: Backend> {
     sk: SecretKey<B>,
     stored: EvaluationKeys<B>,
     seeded: EvaluationKeys<B>,
+    packed: EvaluationKeys<B>,
     log: &'l Transcript,
 }
 
@@ -49,9 +53,11 @@ fn fixture<'l, B: Backend>(make: Make<'_, B>, log: &'l Transcript) -> Fixture<'l
     let sk = bgv.gen_secret_key_from_seed(&[7; 32]).unwrap();
     let stored = bgv.gen_evaluation_keys(&sk, &[1, -3], true).unwrap();
     let seeded = stored.expand(bgv.backend()).unwrap().into_seeded();
+    let packed = seeded.expand(bgv.backend()).unwrap().into_seeded().into_packed(bgv.backend()).unwrap();
     assert!(!stored.is_seeded());
     assert!(seeded.is_seeded());
-    Fixture { bgv, sk, stored, seeded, log }
+    assert!(packed.is_seeded() && packed.is_packed() && !seeded.is_packed());
+    Fixture { bgv, sk, stored, seeded, packed, log }
 }
 
 /// The BGV fixture on the CPU through the traffic ledger.
@@ -86,9 +92,9 @@ fn decrypt<B: Backend>(f: &Fixture<'_, B>, ct: &bgv::Ciphertext<B>) -> Vec<u64> 
 /// The bytes of a key-switching key counted from its buffers: `(all, b halves only)`, 4 bytes
 /// per downloaded word.
 fn counted_bytes<B: Backend>(be: &B, key: &KeySwitchKey<B>) -> (u64, u64) {
-    let words = |p: &RnsPoly<B, Eval>| p.to_host(be).unwrap().len() as u64 * 4;
-    let b: u64 = key.digits.iter().map(|d| words(&d.b)).sum();
-    let a: u64 = key.digits.iter().filter_map(|d| d.a.as_ref()).map(words).sum();
+    let words = |buf: &B::Buffer| be.download(buf).unwrap().len() as u64 * 4;
+    let b: u64 = key.digits.iter().map(|d| words(d.b.buffer())).sum();
+    let a: u64 = key.digits.iter().filter_map(|d| d.a.as_ref()).map(|a| words(a.buffer())).sum();
     (a + b, b)
 }
 
@@ -121,6 +127,112 @@ fn bgv_seeded_keys_give_identical_ciphertexts<B: Backend>(make: Make<'_, B>, log
     let half = v.len() / 2;
     let swapped: Vec<u64> = (0..v.len()).map(|k| v[(k + half) % v.len()]).collect();
     assert_eq!(decrypt(&f, &rotated), swapped);
+}
+
+/// Seeded keys with bit-packed `b` halves (the `b` parts unpacked inside the inner product):
+/// relinearisation, rotations and the row swap at every level give the stored keys' words.
+fn packed_keys_give_identical_ciphertexts<B: Backend>(make: Make<'_, B>, log: &Transcript) {
+    let f = fixture(make, log);
+    let (a, b) = (encrypt(&f, 1), encrypt(&f, 2));
+    for level in [4, 2, 1] {
+        let ca = f.bgv.mod_switch_to_level(&a, level).unwrap();
+        let cb = f.bgv.mod_switch_to_level(&b, level).unwrap();
+        let prod = f.bgv.mul(&ca, &cb).unwrap();
+        let want = f.bgv.relinearize(&prod, &f.stored).unwrap();
+        let got = f.bgv.relinearize(&prod, &f.packed).unwrap();
+        assert_eq!(bgv_hosts(&f, &got), bgv_hosts(&f, &want), "relinearisation at level {level}");
+        for steps in [1, -3] {
+            let want = f.bgv.rotate_columns(&ca, steps, &f.stored).unwrap();
+            let got = f.bgv.rotate_columns(&ca, steps, &f.packed).unwrap();
+            assert_eq!(bgv_hosts(&f, &got), bgv_hosts(&f, &want), "rotation by {steps} at level {level}");
+        }
+        let want = f.bgv.rotate_rows(&ca, &f.stored).unwrap();
+        let got = f.bgv.rotate_rows(&ca, &f.packed).unwrap();
+        assert_eq!(bgv_hosts(&f, &got), bgv_hosts(&f, &want), "row swap at level {level}");
+    }
+    let prod = f.bgv.mul(&a, &a).unwrap();
+    let v = values(f.bgv.params().n(), 1);
+    assert_eq!(
+        decrypt(&f, &f.bgv.relinearize(&prod, &f.packed).unwrap()),
+        v.iter().map(|x| x * x % 65537).collect::<Vec<_>>()
+    );
+}
+
+/// A CKKS set (insecure, for tests) whose primes have different sizes (q of 30, 26, 22 and 18
+/// bits, p of 29 and 20 bits), so packed limbs of different widths meet inside one word.
+fn mixed_widths() -> Parameters {
+    let n = 1u64 << 10;
+    let mut primes: Vec<u64> = Vec::new();
+    for bits in [30, 26, 22, 18, 29, 20] {
+        let p = wgfhe::math::primes::ntt_primes(bits, n, 1, &primes).unwrap();
+        primes.extend(p);
+    }
+    let mut lit = params::ckks_literal("mixed-widths-keys", 10, 4, 2, 4, 16).unwrap();
+    lit.p = primes.split_off(4);
+    lit.q = primes;
+    Parameters::new_insecure_for_tests(lit).unwrap()
+}
+
+/// Key switching under a packed (and packed seeded, and reduced) key at primes of mixed widths
+/// gives the stored key's words at every level.
+fn packed_keys_at_mixed_widths_give_identical_switches<B: Backend>(make: Make<'_, B>, log: &Transcript) {
+    let p = mixed_widths();
+    let be = make(&p);
+    let sk = wgfhe::rlwe::gen_secret_key(&be, Some(&[3; 32])).unwrap();
+    let other = wgfhe::rlwe::gen_secret_key(&be, Some(&[4; 32])).unwrap();
+    let stored = wgfhe::rlwe::gen_key_switch_key(&be, other.eval(), &sk, wgfhe::rlwe::NoiseScale(1)).unwrap();
+    let packed = stored.expand(&be).unwrap().packed(&be).unwrap();
+    let packed_seeded = stored.expand(&be).unwrap().seeded().packed(&be).unwrap();
+    for level in 0..p.q().len() {
+        let basis = be.context().q_basis(level).unwrap();
+        let c =
+            RnsPoly::<B, Eval>::uniform(&be, &[9; 32], wgfhe::math::sampling::Purpose::Ephemeral, 2, basis).unwrap();
+        let (w0, w1) = wgfhe::rlwe::key_switch(&be, &c, &stored, None).unwrap();
+        let reduced = packed_seeded.at_level(&be, level).unwrap();
+        for (form, key) in [("packed", &packed), ("packed seeded", &packed_seeded), ("reduced", &reduced)] {
+            let (d0, d1) = wgfhe::rlwe::key_switch(&be, &c, key, None).unwrap();
+            assert_eq!(d0.to_host(&be).unwrap(), w0.to_host(&be).unwrap(), "{form} level {level}");
+            assert_eq!(d1.to_host(&be).unwrap(), w1.to_host(&be).unwrap(), "{form} level {level}");
+            log.record(&be, form, [&d0, &d1]);
+        }
+    }
+}
+
+/// The resident bytes of a packed seeded key are its packed words: per digit, per prime of the
+/// key's basis, `ceil(N bits(q) / 32)` words of 4 bytes, counted by downloading the buffers; a
+/// key reduced to a level holds only that level's limbs and digits.
+fn packed_resident_bytes_are_the_packed_words<B: Backend>(make: Make<'_, B>, log: &Transcript) {
+    let f = fixture(make, log);
+    let be = f.bgv.backend();
+    let p = f.bgv.params();
+    let ctx = be.context();
+    let rk = f.packed.relin.as_ref().unwrap();
+    let shape = |level: usize| -> u64 {
+        let basis = ctx.qp_basis(level).unwrap();
+        let words: usize =
+            ctx.moduli_of(&basis).unwrap().iter().map(|m| (p.n() * m.bits() as usize).div_ceil(32)).sum();
+        let digits = (0..p.dnum()).filter(|&j| p.digit_range(j).any(|i| i <= level)).count();
+        (digits * words * 4) as u64
+    };
+    let top = p.q().len() - 1;
+    assert_eq!(counted_bytes(be, &rk.0), (shape(top), shape(top)));
+    assert_eq!(rk.resident_bytes(be), shape(top));
+    assert!(rk.resident_bytes(be) < f.seeded.relin.as_ref().unwrap().resident_bytes(be));
+    for level in 0..=top {
+        let reduced = rk.at_level(be, level).unwrap();
+        assert_eq!(reduced.resident_bytes(be), shape(level), "level {level}");
+        assert_eq!(counted_bytes(be, &reduced.0).0, shape(level), "level {level}");
+        log.record(be, "reduced key", [&reduced.0.digits[0].b.to_words(be).unwrap()]);
+    }
+    // Unpacked again, the words are the seeded key's.
+    let back = f.packed.expand(be).unwrap();
+    for (d, e) in back.relin.as_ref().unwrap().0.digits.iter().zip(&f.stored.relin.as_ref().unwrap().0.digits) {
+        assert_eq!(d.b.to_host(be).unwrap(), e.b.to_host(be).unwrap());
+        assert!(!d.b.is_packed());
+    }
+    // The wire form of a packed key is the stored key's; a reduced key has none.
+    assert_eq!(rk.to_bytes(be).unwrap(), f.stored.relin.as_ref().unwrap().to_bytes(be).unwrap());
+    assert!(rk.at_level(be, 1).unwrap().to_bytes(be).is_err());
 }
 
 /// CKKS: HMULT with relinearisation, a rotation and conjugation.
@@ -199,6 +311,19 @@ fn seeded_key_switching_reads_half_the_key_bytes() {
             rs.iter().filter(|r| r.kernel != "key_switch_inner_product").cloned().collect()
         };
         assert_eq!(others(&seeded), others(&stored));
+        // Packed b_j are read at the primes' bit widths.
+        be.take();
+        f.bgv.relinearize(&prod, &f.packed).unwrap();
+        let packed = be.take();
+        let ctx = be.context();
+        let packed_words: u64 = ctx
+            .moduli_of(&ctx.qp_basis(level).unwrap())
+            .unwrap()
+            .iter()
+            .map(|m| (n * u64::from(m.bits())).div_ceil(32))
+            .sum();
+        assert_eq!(key_bytes(&packed), digits * packed_words * 4, "level {level}");
+        assert_eq!(others(&packed), others(&stored));
 
         be.take();
         f.bgv.rotate_columns(&ca, 1, &f.stored).unwrap();
@@ -220,7 +345,7 @@ fn resident_bytes_halve<B: Backend>(make: Make<'_, B>, log: &Transcript) {
     let rk = f.stored.relin.as_ref().unwrap();
     let rk_seeded = f.seeded.relin.as_ref().unwrap();
     for d in &rk.0.digits {
-        log.record(be, "relinearisation key digit", [&d.b, d.a.as_ref().unwrap()]);
+        log.record(be, "relinearisation key digit", [&d.b.to_words(be).unwrap(), d.a.as_ref().unwrap()]);
     }
     let (full, half) = counted_bytes(be, &rk.0);
     assert_eq!(counted_bytes(be, &rk_seeded.0), (half, half), "a seeded key keeps only its b halves");
@@ -327,6 +452,24 @@ fn check_shipped_key_sizes(name: &str) {
     let shape = (digits * 2 * (p.q().len() + p.p().len()) * p.n() * 4) as u64;
     let measure = |key: &KeySwitchKey<CpuBackend>| (key.digits.len(), counted_bytes(be, key));
     let (rk_measured, gk_measured) = (measure(&rk.0), measure(&gk.key));
+    let rk_packed = rk.expand(be).unwrap().seeded().packed(be).unwrap();
+    let gk_packed = gk.expand(be).unwrap().seeded().packed(be).unwrap();
+    let packed_shape: u64 = {
+        let ctx = be.context();
+        let words: usize = ctx
+            .moduli_of(&ctx.qp_basis(p.q().len() - 1).unwrap())
+            .unwrap()
+            .iter()
+            .map(|m| (p.n() * m.bits() as usize).div_ceil(32))
+            .sum();
+        (digits * words * 4) as u64
+    };
+    for (what, packed) in [("relin", &rk_packed.0), ("galois", &gk_packed.key)] {
+        let bytes = packed.resident_bytes(be);
+        println!("{name} {what}: seeded and packed {bytes} bytes");
+        assert_eq!(counted_bytes(be, packed), (bytes, bytes), "{name} {what}");
+        assert_eq!(bytes, packed_shape, "{name} {what}");
+    }
     for (what, (key_digits, (counted, counted_b)), full, half) in [
         ("relin", rk_measured, rk.resident_bytes(be), rk.seeded().resident_bytes(be)),
         ("galois", gk_measured, gk.resident_bytes(be), gk.seeded().resident_bytes(be)),

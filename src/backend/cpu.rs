@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
+use super::fused::unpack_limb;
 use super::key_switching::{convert_positions, DigitSource};
 use super::{Backend, ConvertPart, InnerProductInput, InnerProductSums};
 use crate::error::{Error, Result};
@@ -270,7 +271,7 @@ impl Backend for CpuBackend {
 
     fn key_switch_inner_product(&self, input: &InnerProductInput<'_, Vec<u32>>) -> Result<InnerProductSums<Vec<u32>>> {
         let n = self.ctx.n();
-        let layout = input.layout(Vec::len, n)?;
+        let layout = input.layout(Vec::len, &self.ctx)?;
         let moduli = self.moduli(&layout.primes)?;
         let lq = input.q_basis.len();
         let lp = input.p_basis.len();
@@ -283,12 +284,13 @@ impl Backend for CpuBackend {
             .zip(q1.chunks_exact_mut(n))
             .chain(p0.chunks_exact_mut(n).zip(p1.chunks_exact_mut(n)));
         let tasks: Vec<_> = outs
-            .zip(moduli.iter().zip(&layout.key_positions))
+            .zip(moduli.iter().zip(layout.key_positions.iter().zip(&layout.key_packed)))
             .zip(layout.sources.chunks_exact(layout.digits.max(1)))
             .collect();
-        tasks.into_par_iter().try_for_each(|(((o0, o1), (m, &kp)), sources)| {
+        tasks.into_par_iter().try_for_each(|(((o0, o1), (m, (&kp, &(start, bits)))), sources)| {
             let red = WideReducer::new(*m);
-            // Per digit: its residues, b_j and a_j at this limb (seeded a_j generated once).
+            // Per digit: its residues, b_j and a_j at this limb (packed b_j unpacked and seeded
+            // a_j generated once).
             let mut limbs = Vec::with_capacity(sources.len());
             for (src, k) in sources.iter().zip(input.key) {
                 let d = match *src {
@@ -303,7 +305,20 @@ impl Backend for CpuBackend {
                         v.into()
                     }
                 };
-                limbs.push((d, &k.b[kp * n..(kp + 1) * n], a));
+                let b: std::borrow::Cow<'_, [u32]> = if k.b_packed {
+                    let words = (n * bits as usize).div_ceil(32);
+                    let src = k.b.get(start..start + words).ok_or(Error::DimensionMismatch {
+                        what: "packed key limb",
+                        expected: start + words,
+                        found: k.b.len(),
+                    })?;
+                    let mut v = vec![0u32; n];
+                    unpack_limb(src, bits, &mut v)?;
+                    v.into()
+                } else {
+                    k.b[kp * n..(kp + 1) * n].into()
+                };
+                limbs.push((d, b, a));
             }
             // Blocks of coefficients, so the sums stay in cache.
             let block = INNER_PRODUCT_BLOCK.min(n);

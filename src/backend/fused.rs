@@ -288,6 +288,27 @@ pub fn unpack_residue(words: &[u32], bits: u32, j: usize) -> Result<u32> {
     Ok((lo | hi) & mask)
 }
 
+/// Unpacks a whole packed limb: `out.len()` residues of `bits` bits each from `words` (the
+/// inverse of [`pack_limb`]); [`Error::DimensionMismatch`] if `words` is too short.
+pub fn unpack_limb(words: &[u32], bits: u32, out: &mut [u32]) -> Result<()> {
+    let need = out.len().checked_mul(bits as usize).ok_or(Error::SizeOverflow { what: "packed limb" })?.div_ceil(32);
+    if words.len() < need || bits == 0 || bits > 32 {
+        return Err(Error::DimensionMismatch { what: "packed limb words", expected: need, found: words.len() });
+    }
+    let mask = if bits >= 32 { u32::MAX } else { (1u32 << bits) - 1 };
+    let (mut acc, mut have, mut next) = (0u64, 0u32, words.iter());
+    for o in out {
+        if have < bits {
+            acc |= u64::from(next.next().copied().unwrap_or(0)) << have;
+            have += 32;
+        }
+        *o = (acc as u32) & mask;
+        acc >>= bits;
+        have -= bits;
+    }
+    Ok(())
+}
+
 /// What a program moves and computes, from shapes (identical on every backend): the fields of
 /// one ledger record.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -622,6 +643,10 @@ mod tests {
             for (j, &v) in vals.iter().enumerate() {
                 assert_eq!(unpack_residue(&out, bits, j).unwrap(), v, "bits {bits} j {j}");
             }
+            let mut back = vec![0u32; vals.len()];
+            unpack_limb(&out, bits, &mut back).unwrap();
+            assert_eq!(back, vals, "bits {bits}");
+            assert!(unpack_limb(&out[..out.len() - 1], bits, &mut back).is_err());
         }
     }
 }

@@ -11,6 +11,7 @@
 
 use crate::error::{Error, Result};
 use crate::math::sampling::Seed;
+use crate::ring::RingContext;
 
 /// Most digits one GPU dispatch of the inner product binds (two key buffers each); a key with
 /// more digits takes several passes, each after the first reading and rewriting the sums. The
@@ -30,8 +31,11 @@ pub fn modup_basis(q_basis: &[usize], p_basis: &[usize], digit: &[usize]) -> Vec
 
 /// One digit of a key-switching key, as the inner product reads it.
 pub struct KeyDigitRef<'a, Buf> {
-    /// `b_j` over the key basis (Eval).
+    /// `b_j` over the key basis (Eval): one residue per word, or bit-packed (`b_packed`).
     pub b: &'a Buf,
+    /// Whether `b` is bit-packed: limb after limb, each at the bit width of its prime
+    /// ([`crate::backend::fused::packed_layout`] over the key basis), unpacked inside the kernel.
+    pub b_packed: bool,
     /// `a_j` over the key basis when stored; `None` when it is the uniform stream
     /// `(seed, Purpose::KeySwitchA, index)`, regenerated inside the kernel.
     pub a: Option<&'a Buf>,
@@ -40,6 +44,9 @@ pub struct KeyDigitRef<'a, Buf> {
 }
 
 /// The operands of [`crate::backend::Backend::key_switch_inner_product`].
+///
+/// The key basis may be any basis containing `q_basis ++ p_basis` (a key generated at, or
+/// reduced to, a level at or above `c`'s holds exactly the limbs of that level and `P`).
 pub struct InnerProductInput<'a, Buf> {
     /// The polynomial being switched, Eval over `q_basis`: each digit's own limbs.
     pub c: &'a Buf,
@@ -62,7 +69,11 @@ pub struct InnerProductInput<'a, Buf> {
 
 impl<Buf> std::fmt::Debug for KeyDigitRef<'_, Buf> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("KeyDigitRef").field("stored", &self.a.is_some()).field("index", &self.index).finish()
+        f.debug_struct("KeyDigitRef")
+            .field("stored", &self.a.is_some())
+            .field("b_packed", &self.b_packed)
+            .field("index", &self.index)
+            .finish()
     }
 }
 
@@ -112,6 +123,9 @@ pub struct InnerProductLayout {
     pub sources: Vec<DigitSource>,
     /// Number of digits.
     pub digits: usize,
+    /// Per output limb: the start word and the bit width of its key limb in a bit-packed key
+    /// polynomial over the key basis (read for digits whose `b_j` is packed).
+    pub key_packed: Vec<(usize, u32)>,
 }
 
 fn mismatch(what: &'static str, expected: usize, found: usize) -> Error {
@@ -119,12 +133,13 @@ fn mismatch(what: &'static str, expected: usize, found: usize) -> Error {
 }
 
 impl<Buf> InnerProductInput<'_, Buf> {
-    /// Checks the operands (`len` gives a buffer's words, `n` is the ring degree) and returns
+    /// Checks the operands (`len` gives a buffer's words, `ctx` is the ring) and returns
     /// the layout. Errors: [`Error::KeyDimensions`] with fewer key digits than digits,
     /// [`Error::DimensionMismatch`] for digits that do not partition `q_basis`, a `p_basis`
     /// that meets `q_basis`, a key basis missing an output prime, or a buffer of the wrong
     /// length.
-    pub fn layout(&self, len: impl Fn(&Buf) -> usize, n: usize) -> Result<InnerProductLayout> {
+    pub fn layout(&self, len: impl Fn(&Buf) -> usize, ctx: &RingContext) -> Result<InnerProductLayout> {
+        let n = ctx.n();
         let (lq, lp) = (self.q_basis.len(), self.p_basis.len());
         if self.digits.len() > self.key.len() {
             return Err(Error::KeyDimensions { reason: "fewer key digits than ciphertext digits" });
@@ -153,13 +168,26 @@ impl<Buf> InnerProductInput<'_, Buf> {
         if len(self.converted) != words(converted) {
             return Err(mismatch("key-switch converted digits", words(converted), len(self.converted)));
         }
+        let (packed_limbs, packed_words) = crate::backend::fused::packed_layout(ctx, self.key_basis)?;
         for k in self.key.iter().take(self.digits.len()) {
-            for buf in std::iter::once(k.b).chain(k.a) {
-                if len(buf) != words(self.key_basis.len()) {
-                    return Err(mismatch("key polynomial", words(self.key_basis.len()), len(buf)));
+            let b_words = if k.b_packed { packed_words } else { words(self.key_basis.len()) };
+            if len(k.b) != b_words {
+                return Err(mismatch("key polynomial", b_words, len(k.b)));
+            }
+            if let Some(a) = k.a {
+                if len(a) != words(self.key_basis.len()) {
+                    return Err(mismatch("key polynomial", words(self.key_basis.len()), len(a)));
                 }
             }
         }
+        let key_packed = key_positions
+            .iter()
+            .map(|&kp| {
+                let &(start, _) = packed_limbs.get(kp).ok_or(mismatch("key limb", self.key_basis.len(), kp))?;
+                let prime = *self.key_basis.get(kp).ok_or(mismatch("key limb", self.key_basis.len(), kp))?;
+                Ok((start, ctx.modulus(prime)?.bits()))
+            })
+            .collect::<Result<Vec<_>>>()?;
         let q_pos = |i: usize| self.q_basis.iter().position(|&q| q == i);
         let mut sources = Vec::with_capacity(primes.len() * self.digits.len());
         for &prime in &primes {
@@ -174,13 +202,19 @@ impl<Buf> InnerProductInput<'_, Buf> {
                 offset += others.len();
             }
         }
-        Ok(InnerProductLayout { primes, key_positions, sources, digits: self.digits.len() })
+        Ok(InnerProductLayout { primes, key_positions, sources, digits: self.digits.len(), key_packed })
     }
 
     /// Number of digits whose `a_j` is stored (the rest are regenerated).
     #[must_use]
     pub fn stored_digits(&self) -> usize {
         self.key.iter().take(self.digits.len()).filter(|k| k.a.is_some()).count()
+    }
+
+    /// Number of digits whose `b_j` is bit-packed.
+    #[must_use]
+    pub fn packed_digits(&self) -> usize {
+        self.key.iter().take(self.digits.len()).filter(|k| k.b_packed).count()
     }
 }
 

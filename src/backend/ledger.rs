@@ -567,7 +567,7 @@ impl<B: Backend> Ledger<B> {
             }
             Kernel::KeySwitchInnerProduct { input } => {
                 // Output limbs L (q then p), digits D, stored a_j S: every digit residue and key
-                // residue read once, the seeded a_j regenerated (one ChaCha20 block of 16 words
+                // residue read once (packed b_j at their bit widths), the seeded a_j regenerated (one ChaCha20 block of 16 words
                 // per 4 residues), two sums written; a pass binds at most
                 // INNER_PRODUCT_DIGITS_PER_PASS digits and every later pass reads and rewrites
                 // the sums. Products: two per digit and residue, 4 per regenerated residue, and
@@ -576,8 +576,15 @@ impl<B: Backend> Ledger<B> {
                 let d = input.digits.len() as u64;
                 let stored = input.stored_digits() as u64;
                 let passes = d.div_ceil(INNER_PRODUCT_DIGITS_PER_PASS as u64).max(1);
+                let packed = input.packed_digits() as u64;
                 let words = l * n * WORD;
-                let key_bytes = (d + stored) * words;
+                // A packed b_j is read at its primes' bit widths (whole words per limb).
+                let ctx = self.inner.context();
+                let mut packed_words = 0u64;
+                for &prime in input.q_basis.iter().chain(input.p_basis) {
+                    packed_words += (n * u64::from(ctx.modulus(prime)?.bits())).div_ceil(32);
+                }
+                let key_bytes = (d - packed + stored) * words + packed * packed_words * WORD;
                 let table = (8 + 4 * d) * l * WORD;
                 Record {
                     kernel: name,

@@ -209,8 +209,12 @@ fn run_kernel<B: Backend>(be: &B, kernel: &str, o: &mut Point<B>) -> Result<()> 
             drop(be.scale_down_correction(&o.wide, basis, &o.other, Some(65537), Rounding::Joint)?)
         }
         "key_switch_inner_product" => {
-            let key: Vec<KeyDigitRef<'_, B::Buffer>> =
-                o.keys.iter().zip(0u32..).map(|((b, a), index)| KeyDigitRef { b, a: Some(a), index }).collect();
+            let key: Vec<KeyDigitRef<'_, B::Buffer>> = o
+                .keys
+                .iter()
+                .zip(0u32..)
+                .map(|((b, a), index)| KeyDigitRef { b, b_packed: false, a: Some(a), index })
+                .collect();
             drop(be.key_switch_inner_product(&InnerProductInput {
                 c: &o.a,
                 converted: &o.converted,

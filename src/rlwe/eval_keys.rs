@@ -40,7 +40,24 @@ impl<B: Backend> EvaluationKeys<B> {
         }
     }
 
-    /// The expanded form of every key (a copy; `a` parts regenerated from the seeds).
+    /// Whether every key's `b` parts are bit-packed ([`super::KeySwitchKey::is_packed`]; true
+    /// when there are no keys).
+    #[must_use]
+    pub fn is_packed(&self) -> bool {
+        self.relin.as_ref().is_none_or(|k| k.0.is_packed()) && self.galois.values().all(|k| k.key.is_packed())
+    }
+
+    /// Every key with its `b` parts bit-packed ([`super::KeySwitchKey::packed`]); with
+    /// [`EvaluationKeys::into_seeded`], the keys held in memory are seeds and packed `b` parts.
+    pub fn into_packed(self, backend: &B) -> Result<Self> {
+        Ok(Self {
+            relin: self.relin.map(|k| k.packed(backend)).transpose()?,
+            galois: self.galois.into_iter().map(|(g, k)| Ok((g, k.packed(backend)?))).collect::<Result<_>>()?,
+        })
+    }
+
+    /// The expanded form of every key (a copy; `a` parts regenerated from the seeds, `b` parts
+    /// one residue per word).
     pub fn expand(&self, backend: &B) -> Result<Self> {
         Ok(Self {
             relin: self.relin.as_ref().map(|k| k.expand(backend)).transpose()?,

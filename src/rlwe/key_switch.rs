@@ -92,11 +92,19 @@ pub fn key_switch_with<'a, B: Backend>(
         });
     }
     let p_basis = ctx.p_basis();
-    let key_basis = ctx.qp_basis(ctx.q_count() - 1)?;
+    // The key's basis: q_0..q_l' and P for a key at level l' (the top level unless reduced).
+    let key_basis = ksk.basis()?.clone();
     if p_basis.is_empty()
         || ksk.digits.iter().any(|d| d.b.basis() != &key_basis || d.a.as_ref().is_some_and(|a| a.basis() != &key_basis))
+        || !key_basis
+            .iter()
+            .copied()
+            .eq((0..key_basis.len().saturating_sub(p_basis.len())).chain(p_basis.iter().copied()))
     {
         return Err(Error::KeyDimensions { reason: "key does not cover Q and P" });
+    }
+    if ksk.level(backend)? < level {
+        return Err(Error::KeyDimensions { reason: "key below the level of the ciphertext" });
     }
     let digits: Vec<Vec<usize>> = (0..params.dnum())
         .map(|j| params.digit_range(j).filter(|&i| i <= level).collect::<Vec<_>>())
@@ -120,7 +128,12 @@ pub fn key_switch_with<'a, B: Backend>(
     // The inner product over every digit, stored and seeded a_j alike.
     let key: Vec<KeyDigitRef<'_, B::Buffer>> = used
         .iter()
-        .map(|d| KeyDigitRef { b: d.b.buffer(), a: d.a.as_ref().map(RnsPoly::buffer), index: d.index })
+        .map(|d| KeyDigitRef {
+            b: d.b.buffer(),
+            b_packed: d.b.is_packed(),
+            a: d.a.as_ref().map(RnsPoly::buffer),
+            index: d.index,
+        })
         .collect();
     let sums = backend.key_switch_inner_product(&InnerProductInput {
         c: c.buffer(),

@@ -56,16 +56,35 @@ pub fn gen_key_switch_key<B: Backend>(
     sk: &SecretKey<B>,
     scale: NoiseScale,
 ) -> Result<KeySwitchKey<B>> {
+    gen_key_switch_key_at(backend, s_from, sk, scale, backend.context().q_count() - 1)
+}
+
+/// [`gen_key_switch_key`] at `level`: the key over `q_0..q_level` and `P` only, with the digits
+/// that meet `q_0..q_level`; it switches ciphertexts at every level up to `level`. Its words are
+/// those of the top-level key generated from the same seed and errors, restricted to these limbs
+/// ([`KeySwitchKey::at_level`]).
+pub fn gen_key_switch_key_at<B: Backend>(
+    backend: &B,
+    s_from: &RnsPoly<B, Eval>,
+    sk: &SecretKey<B>,
+    scale: NoiseScale,
+    level: usize,
+) -> Result<KeySwitchKey<B>> {
     sk.check_params(backend)?;
     let ctx = backend.context();
     let params = ctx.params();
     if ctx.p_count() == 0 {
         return Err(Error::KeyDimensions { reason: "parameters without special primes cannot switch keys" });
     }
-    let basis = ctx.qp_basis(ctx.q_count() - 1)?;
-    if s_from.basis() != &basis {
+    if s_from.basis() != &ctx.qp_basis(ctx.q_count() - 1)? {
         return Err(Error::KeyDimensions { reason: "source secret must cover every prime of Q and P" });
     }
+    let basis = ctx.qp_basis(level)?;
+    let (s_from, s) = if level + 1 == ctx.q_count() {
+        (s_from.duplicate(backend)?, sk.eval.duplicate(backend)?)
+    } else {
+        (s_from.select(backend, &basis)?, sk.eval.select(backend, &basis)?)
+    };
     // P mod q_i for every ciphertext prime.
     let p_mod_q: Vec<u32> = ctx
         .params()
@@ -77,7 +96,7 @@ pub fn gen_key_switch_key<B: Backend>(
     let mut digits = Vec::with_capacity(params.dnum());
     for j in 0..params.dnum() {
         let range = params.digit_range(j);
-        if range.is_empty() {
+        if range.is_empty() || range.start > level {
             continue;
         }
         let index = u32::try_from(j).map_err(|_| Error::KeyDimensions { reason: "too many digits" })?;
@@ -94,8 +113,8 @@ pub fn gen_key_switch_key<B: Backend>(
                 }
             })
             .collect::<Result<Vec<u32>>>()?;
-        let b = e.sub(backend, &a.mul(backend, &sk.eval)?)?.add(backend, &s_from.mul_scalar(backend, &gadget)?)?;
-        digits.push(KeyDigit { b, a: Some(a), index });
+        let b = e.sub(backend, &a.mul(backend, &s)?)?.add(backend, &s_from.mul_scalar(backend, &gadget)?)?;
+        digits.push(KeyDigit { b: b.into(), a: Some(a), index });
     }
     Ok(KeySwitchKey { digits, seed, param_id: params.id() })
 }

@@ -14,8 +14,10 @@
 //! the key and summed, and the sum is divided by `P` (ModDown).
 //!
 //! Keys are held *expanded* (both halves of every digit in backend buffers) or *seeded* (only
-//! the `b_j`; the uniform `a_j` are regenerated from the key's seed inside the inner product):
-//! see [`KeySwitchKey`]. The algorithm and its transform counts are on [`key_switch`]'s module
+//! the `b_j`; the uniform `a_j` are regenerated from the key's seed inside the inner product),
+//! with the `b_j` one residue per word or bit-packed at their primes' widths (unpacked inside
+//! the inner product), over the full `Q P` or only the limbs of the highest level the key is
+//! used at ([`KeySwitchKey::at_level`]): see [`KeySwitchKey`]. The algorithm and its transform counts are on [`key_switch`]'s module
 //! (`key_switch.rs`); dropping primes from ciphertexts is [`drop_primes`].
 //!
 //! The ciphertexts of both schemes are built on one core, `CiphertextCore` (crate-internal): the
@@ -37,16 +39,18 @@ pub use eval_keys::{
     apply_galois, galois_element, gen_evaluation_keys, gen_galois_key, gen_relin_key, relinearize, EvaluationKeys,
 };
 pub use key_switch::{key_switch, key_switch_add, key_switch_with};
-pub use keygen::{gen_key_switch_key, gen_public_key, gen_secret_key};
+pub use keygen::{gen_key_switch_key, gen_key_switch_key_at, gen_public_key, gen_secret_key};
 pub use mod_down::{drop_primes, Addend, Epilogue};
 pub use wire::KeyForm;
 
 use std::sync::{Arc, Mutex, PoisonError};
 
+use crate::backend::fused::{pack_limb, packed_layout, unpack_limb};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::math::sampling::{Purpose, Sampler, Seed, SEED_BYTES};
 use crate::poly::{Eval, RnsPoly};
+use crate::ring::Basis;
 
 /// A pair of Eval-domain polynomials: a degree-1 ciphertext or a key-switching result.
 pub type PolyPair<B> = (RnsPoly<B, Eval>, RnsPoly<B, Eval>);
@@ -166,14 +170,137 @@ pub struct PublicKey<B: Backend> {
     pub param_id: u64,
 }
 
-/// One digit of a [`KeySwitchKey`]: `b_j` is always held in a backend buffer, `a_j` either
-/// held too (the *expanded* form) or only implied by the key's seed (the *seeded* form).
+/// A key polynomial `b_j` in the Eval domain over a basis: one residue per `u32` word, or
+/// bit-packed (each limb at the bit width of its prime, [`crate::backend::fused::packed_layout`]),
+/// which the key-switching inner product unpacks as it reads it.
+pub struct KeyPoly<B: Backend> {
+    buffer: B::Buffer,
+    basis: Basis,
+    packed: bool,
+}
+
+impl<B: Backend> std::fmt::Debug for KeyPoly<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Residues are not printed.
+        f.debug_struct("KeyPoly").field("basis", &self.basis).field("packed", &self.packed).finish_non_exhaustive()
+    }
+}
+
+impl<B: Backend> From<RnsPoly<B, Eval>> for KeyPoly<B> {
+    fn from(p: RnsPoly<B, Eval>) -> Self {
+        let (buffer, basis) = p.into_parts();
+        Self { buffer, basis, packed: false }
+    }
+}
+
+impl<B: Backend> KeyPoly<B> {
+    /// The basis.
+    #[must_use]
+    pub fn basis(&self) -> &Basis {
+        &self.basis
+    }
+
+    /// The backend buffer (words or packed, see [`KeyPoly::is_packed`]).
+    #[must_use]
+    pub fn buffer(&self) -> &B::Buffer {
+        &self.buffer
+    }
+
+    /// Whether the residues are bit-packed.
+    #[must_use]
+    pub fn is_packed(&self) -> bool {
+        self.packed
+    }
+
+    /// The residues, one per word, limb-major (unpacked on the host when packed).
+    pub fn to_host(&self, backend: &B) -> Result<Vec<u32>> {
+        let words = backend.download(&self.buffer)?;
+        if !self.packed {
+            return Ok(words);
+        }
+        let ctx = backend.context();
+        let n = ctx.n();
+        let (layout, _) = packed_layout(ctx, &self.basis)?;
+        let mut out = vec![0u32; self.basis.len() * n];
+        for ((&(start, len), m), o) in layout.iter().zip(ctx.moduli_of(&self.basis)?).zip(out.chunks_exact_mut(n)) {
+            let src = words.get(start..start + len).ok_or(Error::DimensionMismatch {
+                what: "packed key words",
+                expected: start + len,
+                found: words.len(),
+            })?;
+            unpack_limb(src, m.bits(), o)?;
+        }
+        Ok(out)
+    }
+
+    /// The polynomial with one residue per word (a copy).
+    pub fn to_words(&self, backend: &B) -> Result<RnsPoly<B, Eval>> {
+        if self.packed {
+            RnsPoly::from_host(backend, &self.to_host(backend)?, self.basis.clone())
+        } else {
+            RnsPoly::from_buffer(backend, backend.duplicate(&self.buffer)?, self.basis.clone())
+        }
+    }
+
+    /// The bit-packed form (packed on the host; unchanged if already packed).
+    pub fn packed(self, backend: &B) -> Result<Self> {
+        if self.packed {
+            return Ok(self);
+        }
+        let ctx = backend.context();
+        let n = ctx.n();
+        let words = backend.download(&self.buffer)?;
+        drop(self.buffer);
+        let (layout, total) = packed_layout(ctx, &self.basis)?;
+        let mut out = vec![0u32; total];
+        for ((&(start, len), m), limb) in layout.iter().zip(ctx.moduli_of(&self.basis)?).zip(words.chunks_exact(n)) {
+            let dst = out.get_mut(start..start + len).ok_or(Error::SizeOverflow { what: "packed key" })?;
+            pack_limb(limb, m.bits(), dst);
+        }
+        Ok(Self { buffer: backend.upload(&out)?, basis: self.basis, packed: true })
+    }
+
+    /// The limbs of `sub` (each in this polynomial's basis), in the same format.
+    pub fn select(&self, backend: &B, sub: &[usize]) -> Result<Self> {
+        if self.packed {
+            let ctx = backend.context();
+            let positions = crate::ring::positions_in(&self.basis, sub)?;
+            let (layout, _) = packed_layout(ctx, &self.basis)?;
+            let words = backend.download(&self.buffer)?;
+            let mut out = Vec::new();
+            for p in positions {
+                let &(start, len) = layout.get(p).ok_or(Error::SizeOverflow { what: "packed key" })?;
+                out.extend_from_slice(words.get(start..start + len).ok_or(Error::SizeOverflow { what: "packed key" })?);
+            }
+            Ok(Self { buffer: backend.upload(&out)?, basis: sub.into(), packed: true })
+        } else {
+            let positions = crate::ring::positions_in(&self.basis, sub)?;
+            Ok(Self { buffer: backend.gather_limbs(&self.buffer, &positions)?, basis: sub.into(), packed: false })
+        }
+    }
+
+    /// A deep copy.
+    pub fn duplicate(&self, backend: &B) -> Result<Self> {
+        Ok(Self { buffer: backend.duplicate(&self.buffer)?, basis: self.basis.clone(), packed: self.packed })
+    }
+
+    /// Bytes the buffer holds (4 a word).
+    #[must_use]
+    pub fn resident_bytes(&self, backend: &B) -> u64 {
+        4 * backend.len(&self.buffer) as u64
+    }
+}
+
+/// One digit of a [`KeySwitchKey`]: `b_j` is always held in a backend buffer (one residue per
+/// word, or bit-packed: [`KeyPoly`]), `a_j` either held too (the *expanded* form) or only
+/// implied by the key's seed (the *seeded* form).
 #[derive(Debug)]
 pub struct KeyDigit<B: Backend> {
-    /// `b_j = -a_j s + E e_j + P g_j s'` over `Q P`.
-    pub b: RnsPoly<B, Eval>,
-    /// `a_j` over `Q P` when stored; `None` when seeded: `a_j` is then the uniform stream
-    /// `(seed, Purpose::KeySwitchA, index)` of the key, regenerated where it is used.
+    /// `b_j = -a_j s + E e_j + P g_j s'` over the key's basis (`Q P`, or `Q_l P` for a key at
+    /// level `l`).
+    pub b: KeyPoly<B>,
+    /// `a_j` over the key's basis when stored; `None` when seeded: `a_j` is then the uniform
+    /// stream `(seed, Purpose::KeySwitchA, index)` of the key, regenerated where it is used.
     pub a: Option<RnsPoly<B, Eval>>,
     /// Stream index of `a_j`: the digit number `j` key generation drew it with.
     pub index: u32,
@@ -204,6 +331,12 @@ impl<B: Backend> KeySwitchKey<B> {
         self.digits.iter().all(|d| d.a.is_none())
     }
 
+    /// Whether every `b_j` is bit-packed ([`KeyPoly::is_packed`]).
+    #[must_use]
+    pub fn is_packed(&self) -> bool {
+        self.digits.iter().all(|d| d.b.is_packed())
+    }
+
     /// The seeded form: drops every stored `a_j` (the seed regenerates them).
     #[must_use]
     pub fn seeded(mut self) -> Self {
@@ -213,33 +346,89 @@ impl<B: Backend> KeySwitchKey<B> {
         self
     }
 
-    /// The expanded form: a copy with every `a_j` held in a buffer (regenerated from the seed
-    /// where the key is seeded, copied where it is stored).
-    pub fn expand(&self, backend: &B) -> Result<Self> {
+    /// The packed form: every `b_j` bit-packed at its primes' widths ([`KeyPoly::packed`]);
+    /// with [`KeySwitchKey::seeded`], the key held in memory is its seed and its packed `b`
+    /// halves. Key switching gives the same words in every form.
+    pub fn packed(self, backend: &B) -> Result<Self> {
+        check_param_id(backend, self.param_id)?;
+        let digits = self
+            .digits
+            .into_iter()
+            .map(|d| Ok(KeyDigit { b: d.b.packed(backend)?, a: d.a, index: d.index }))
+            .collect::<Result<_>>()?;
+        Ok(Self { digits, seed: self.seed, param_id: self.param_id })
+    }
+
+    /// The basis of the key's polynomials: `q_0..q_l` and `P`, `l` the key's level
+    /// ([`KeySwitchKey::level`]).
+    pub fn basis(&self) -> Result<&Basis> {
+        self.digits.first().map(|d| d.b.basis()).ok_or(Error::KeyDimensions { reason: "key without digits" })
+    }
+
+    /// The highest level the key switches at: its number of chain primes less one.
+    pub fn level(&self, backend: &B) -> Result<usize> {
+        let q = backend.context().q_count();
+        self.basis()?
+            .iter()
+            .filter(|&&i| i < q)
+            .count()
+            .checked_sub(1)
+            .ok_or(Error::KeyDimensions { reason: "key without chain primes" })
+    }
+
+    /// The key reduced to `level` (at most the key's own): the limbs of `q_0..q_level` and `P` of
+    /// every digit that meets `q_0..q_level`, in the key's format. Since the gadget `g_j` of a
+    /// digit is `1` on its primes and `0` on every other, and every residue of `a_j` and `e_j` is
+    /// that of one integer polynomial, the reduced key is the key generation's at `level` with
+    /// the same seed and errors, and key switching at any level up to `level` gives the words of
+    /// the original key.
+    pub fn at_level(&self, backend: &B, level: usize) -> Result<Self> {
         check_param_id(backend, self.param_id)?;
         let ctx = backend.context();
-        let basis = ctx.qp_basis(ctx.q_count() - 1)?;
+        let params = ctx.params();
+        if level > self.level(backend)? {
+            return Err(Error::LevelOutOfRange { level, max: self.level(backend)? });
+        }
+        let basis = ctx.qp_basis(level)?;
+        let keep = (0..params.dnum()).filter(|&j| params.digit_range(j).any(|i| i <= level)).count();
+        let digits = self
+            .digits
+            .iter()
+            .take(keep)
+            .map(|d| {
+                let a = d.a.as_ref().map(|a| a.select(backend, &basis)).transpose()?;
+                Ok(KeyDigit { b: d.b.select(backend, &basis)?, a, index: d.index })
+            })
+            .collect::<Result<_>>()?;
+        Ok(Self { digits, seed: self.seed, param_id: self.param_id })
+    }
+
+    /// The expanded form: a copy with every `b_j` one residue per word and every `a_j` held in a
+    /// buffer (regenerated from the seed where the key is seeded, copied where it is stored).
+    pub fn expand(&self, backend: &B) -> Result<Self> {
+        check_param_id(backend, self.param_id)?;
         let digits = self
             .digits
             .iter()
             .map(|d| {
                 let a = match &d.a {
                     Some(a) => a.duplicate(backend)?,
-                    None => RnsPoly::uniform(backend, &self.seed, Purpose::KeySwitchA, d.index, basis.clone())?,
+                    None => RnsPoly::uniform(backend, &self.seed, Purpose::KeySwitchA, d.index, d.b.basis().clone())?,
                 };
-                Ok(KeyDigit { b: d.b.duplicate(backend)?, a: Some(a), index: d.index })
+                Ok(KeyDigit { b: d.b.to_words(backend)?.into(), a: Some(a), index: d.index })
             })
             .collect::<Result<_>>()?;
         Ok(Self { digits, seed: self.seed, param_id: self.param_id })
     }
 
-    /// Bytes the key holds in backend buffers: every `b_j` and every stored `a_j`, 4 bytes a
-    /// residue (the 32-byte seed lives on the host and is not counted). Expanded:
-    /// `digits * 2 * (#Q + #P) * N * 4`; seeded: half of that.
+    /// Bytes the key holds in backend buffers: every `b_j` (packed or not) and every stored
+    /// `a_j`, 4 bytes a buffer word (the 32-byte seed lives on the host and is not counted).
+    /// Expanded: `digits * 2 * (#Q + #P) * N * 4`; seeded: half of that; seeded and packed:
+    /// `digits * sum_i ceil(N bits(q_i) / 32) * 4` over the key's primes.
     #[must_use]
     pub fn resident_bytes(&self, backend: &B) -> u64 {
         let bytes = |p: &RnsPoly<B, Eval>| 4 * backend.len(p.buffer()) as u64;
-        self.digits.iter().map(|d| bytes(&d.b) + d.a.as_ref().map_or(0, bytes)).sum()
+        self.digits.iter().map(|d| d.b.resident_bytes(backend) + d.a.as_ref().map_or(0, bytes)).sum()
     }
 }
 
@@ -274,6 +463,16 @@ impl<B: Backend> RelinKey<B> {
         Ok(Self(self.0.expand(backend)?))
     }
 
+    /// The packed form ([`KeySwitchKey::packed`]).
+    pub fn packed(self, backend: &B) -> Result<Self> {
+        Ok(Self(self.0.packed(backend)?))
+    }
+
+    /// The key reduced to `level` ([`KeySwitchKey::at_level`]).
+    pub fn at_level(&self, backend: &B, level: usize) -> Result<Self> {
+        Ok(Self(self.0.at_level(backend, level)?))
+    }
+
     /// Bytes held in backend buffers ([`KeySwitchKey::resident_bytes`]).
     #[must_use]
     pub fn resident_bytes(&self, backend: &B) -> u64 {
@@ -297,6 +496,16 @@ impl<B: Backend> GaloisKey<B> {
     /// The expanded form ([`KeySwitchKey::expand`]).
     pub fn expand(&self, backend: &B) -> Result<Self> {
         Ok(Self { galois_element: self.galois_element, key: self.key.expand(backend)? })
+    }
+
+    /// The packed form ([`KeySwitchKey::packed`]).
+    pub fn packed(self, backend: &B) -> Result<Self> {
+        Ok(Self { galois_element: self.galois_element, key: self.key.packed(backend)? })
+    }
+
+    /// The key reduced to `level` ([`KeySwitchKey::at_level`]).
+    pub fn at_level(&self, backend: &B, level: usize) -> Result<Self> {
+        Ok(Self { galois_element: self.galois_element, key: self.key.at_level(backend, level)? })
     }
 
     /// Bytes held in backend buffers ([`KeySwitchKey::resident_bytes`]).

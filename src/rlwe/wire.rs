@@ -147,6 +147,10 @@ impl<B: Backend> KeySwitchKey<B> {
         w.put_u64(galois_element);
         w.put_u32(u32::try_from(self.digits.len()).map_err(|_| Error::SizeOverflow { what: "digit count" })?);
         write_seed(w, &self.seed);
+        let ctx = backend.context();
+        if self.basis()? != &ctx.qp_basis(ctx.q_count() - 1)? {
+            return Err(Error::KeyDimensions { reason: "only a key over the full Q P has a wire form" });
+        }
         for d in &self.digits {
             write_residues(w, &d.b.to_host(backend)?);
         }
@@ -181,7 +185,7 @@ impl<B: Backend> KeySwitchKey<B> {
                 }
                 KeyForm::Seeded => None,
             };
-            digits.push(KeyDigit { b, a, index });
+            digits.push(KeyDigit { b: b.into(), a, index });
         }
         Ok((Self { digits, seed, param_id: params.id() }, galois_element))
     }

@@ -97,7 +97,7 @@ pub(super) fn key_switch_inner_product(
     input: &InnerProductInput<'_, GpuBuffer>,
 ) -> Result<InnerProductSums<GpuBuffer>> {
     let n = be.n();
-    let layout = input.layout(|b: &GpuBuffer| b.words, n)?;
+    let layout = input.layout(|b: &GpuBuffer| b.words, &be.ctx)?;
     let need = 7 + 2 * INNER_PRODUCT_DIGITS_PER_PASS as u32;
     if be.dev.max_storage_buffers() < need {
         return Err(Error::AdapterLimit {
@@ -122,13 +122,18 @@ pub(super) fn key_switch_inner_product(
     table_key.extend(key.iter().map(|k| k.index as usize));
     let table = be.table("key_switch_inner_product", &table_key, || {
         let mut t = Vec::with_capacity(layout.primes.len() * stride);
-        for ((&prime, &kp), sources) in
-            layout.primes.iter().zip(&layout.key_positions).zip(layout.sources.chunks_exact(digits.max(1)))
+        for (((&prime, &kp), &(start, bits)), sources) in layout
+            .primes
+            .iter()
+            .zip(&layout.key_positions)
+            .zip(&layout.key_packed)
+            .zip(layout.sources.chunks_exact(digits.max(1)))
         {
             let m = be.ctx.modulus(prime)?;
             let (radix, radix_shoup) = super::rns_kernels::word_radix(m);
             let kp = u32::try_from(kp).map_err(|_| Error::SizeOverflow { what: "key limb" })?;
-            t.extend_from_slice(&[m.value(), m.shoup(1), 0, radix, radix_shoup, kp, 0, 0]);
+            let start = be.total(start)?;
+            t.extend_from_slice(&[m.value(), m.shoup(1), 0, radix, radix_shoup, kp, start, bits]);
             for (src, k) in sources.iter().zip(key) {
                 let word = match *src {
                     DigitSource::Input(l) => be.total(l)?,
@@ -152,11 +157,12 @@ pub(super) fn key_switch_inner_product(
     for (pass, slots) in key.chunks(INNER_PRODUCT_DIGITS_PER_PASS).enumerate() {
         let first = pass * INNER_PRODUCT_DIGITS_PER_PASS;
         let seeded = slots.iter().enumerate().fold(0u32, |m, (s, k)| if k.a.is_none() { m | 1 << s } else { m });
+        let packed = slots.iter().enumerate().fold(0u32, |m, (s, k)| if k.b_packed { m | 1 << s } else { m });
         let mut params = vec![
             be.log_n(),
             be.total(threads)?,
             log_groups,
-            0,
+            packed,
             be.total(lq)?,
             be.total(lp)?,
             be.total(first)?,

@@ -236,7 +236,7 @@ impl InnerProductHost<'_> {
         let key: Vec<KeyDigitRef<'_, B::Buffer>> = bufs
             .iter()
             .zip(0u32..)
-            .map(|((b, a), j)| KeyDigitRef { b, a: stored(j as usize).then_some(a), index: j })
+            .map(|((b, a), j)| KeyDigitRef { b, b_packed: false, a: stored(j as usize).then_some(a), index: j })
             .collect();
         let sums = be.key_switch_inner_product(&InnerProductInput {
             c: &c,
