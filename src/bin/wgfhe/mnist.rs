@@ -164,6 +164,15 @@ pub(crate) fn run(a: &MnistArgs) -> wgfhe::Result<()> {
         return Err(Error::InvalidField { field: "keep", reason: "must be 1, 0.75, 0.5 or 0.25" });
     }
     let variant = Variant::parse(&a.variant)?;
+    if let Some(stage) = &a.stop_after {
+        let stages: &[&str] = if a.model == Model::Cnn { &wgfhe::ml::cnn_infer::STAGES } else { &infer::STAGES };
+        if !stages.contains(&stage.as_str()) {
+            return Err(Error::InvalidField {
+                field: "stop-after",
+                reason: "not a stage of the model: conv, relu1, fc1, relu2 or fc2 for the CNN, score for the LR",
+            });
+        }
+    }
     if a.model == Model::Cnn {
         if a.timed {
             return Err(Error::InvalidField { field: "timed", reason: "--timed is for the LR model only" });

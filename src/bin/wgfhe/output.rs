@@ -92,25 +92,6 @@ pub(crate) fn peak_rss_text() -> String {
     peak_rss_bytes().map_or_else(|| "unavailable".to_owned(), |b| format!("{:.1} MB", b as f64 / 1e6))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn peak_resident_memory_is_read_on_linux() {
-        if cfg!(target_os = "linux") {
-            let rss = proc_status_kib("VmRSS").unwrap_or(0);
-            // The high-water mark is at least the current resident set.
-            assert!(peak_rss_bytes().is_some_and(|b| b > 0 && b >= rss * 1024));
-            // A field whose name is a prefix of another's is not mistaken for it.
-            assert!(proc_status_kib("Vm").is_none());
-        } else {
-            assert!(peak_rss_bytes().is_none());
-            assert_eq!(peak_rss_text(), "unavailable");
-        }
-    }
-}
-
 /// Says on stderr what a checkpointed run resumed from (and any fallback from a damaged stage)
 /// and what it wrote.
 pub(crate) fn checkpoint_notes(checkpoint: Option<&wgfhe::ml::checkpoint::Checkpoint>) {
@@ -142,4 +123,23 @@ pub(crate) fn checkpoint_json(checkpoint: Option<&wgfhe::ml::checkpoint::Checkpo
             "stages_written": cp.writes(),
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peak_resident_memory_is_read_on_linux() {
+        if cfg!(target_os = "linux") {
+            let rss = proc_status_kib("VmRSS").unwrap_or(0);
+            // The high-water mark is at least the current resident set.
+            assert!(peak_rss_bytes().is_some_and(|b| b > 0 && b >= rss * 1024));
+            // A field whose name is a prefix of another's is not mistaken for it.
+            assert!(proc_status_kib("Vm").is_none());
+        } else {
+            assert!(peak_rss_bytes().is_none());
+            assert_eq!(peak_rss_text(), "unavailable");
+        }
+    }
 }
