@@ -3,16 +3,18 @@
 //! as an uninterrupted run with the same key seed (and as the circuit evaluated without a
 //! checkpoint); damaged, truncated or swapped files are typed errors naming the file (a damaged
 //! newest stage falls back to the one before it); a checkpoint of another configuration is a
-//! typed mismatch.
+//! typed mismatch. A checkpoint written on the CPU resumes on the GPU with the same bytes.
 
 #![expect(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic, reason = "tests")]
+
+mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use wgfhe::backend::CpuBackend;
+use wgfhe::backend::{CpuBackend, GpuBackend};
 use wgfhe::bgv::Bgv;
 use wgfhe::compress::{Bxt, Variant};
 use wgfhe::ml::checkpoint::{Checkpoint, MANIFEST};
@@ -359,4 +361,22 @@ fn lr_resumes_after_a_batch_with_the_same_ciphertexts() {
     assert!(notes.iter().any(|n| n.starts_with("batch 0: resumed after stage score")), "{notes:?}");
     assert_eq!((got.accuracy, got.agreement, got.score_mismatches), (want.accuracy, want.agreement, 0));
     assert_eq!(stage_files(&dir.0), stage_files(&whole.0));
+}
+
+#[test]
+fn a_cpu_checkpoint_resumes_on_the_gpu_with_the_same_ciphertexts() {
+    let p = params();
+    let opts = CnnOptions { images: Some(4), ..options(Variant::Cso, ReluPath::Table) };
+    let whole = Scratch::new("gpu-whole");
+    assert_eq!(cnn(&p, &whole.0, opts, None).0.unwrap().score_mismatches, 0);
+    let dir = Scratch::new("gpu");
+    assert!(matches!(cnn(&p, &dir.0, opts, Some("relu1")).0, Err(Error::CheckpointStopped { .. })));
+    if let Some(dev) = common::device() {
+        let mut cp = Checkpoint::open(&dir.0).unwrap().with_key_seed(SEED);
+        let backend = GpuBackend::new(RingContext::new(&p).unwrap(), dev);
+        let run = run_cnn_with(backend, &small_model(), &images(6), opts, Some(&mut cp), |_, _| {}, None).unwrap();
+        assert_eq!(run.score_mismatches, 0);
+        assert!(cp.notes().iter().any(|n| n.starts_with("batch 0: resumed after stage relu1 ")), "{:?}", cp.notes());
+        assert!(stage_files(&dir.0) == stage_files(&whole.0), "the GPU's resumed ciphertexts differ from the CPU's");
+    }
 }
