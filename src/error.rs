@@ -465,6 +465,41 @@ pub enum Error {
         /// The operating system's message.
         reason: String,
     },
+    /// A file of a checkpoint directory ([`crate::ml::checkpoint`]) is missing, truncated,
+    /// damaged or not the object its manifest lists: names the file, with the error met.
+    #[error("checkpoint file {}: {cause}", .path.display())]
+    CheckpointFile {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What was wrong with it (an I/O, wire-format, checksum or manifest error).
+        cause: Box<Error>,
+    },
+    /// A checkpoint directory was written by a run of another configuration (parameter set,
+    /// model, variant, ReLU path, images, key seed or regenerated inputs): resuming from it
+    /// would continue another computation.
+    #[error(
+        "checkpoint {}: the {field} differs (checkpoint: {found}, this run: {expected}); run the command that wrote it, or use another directory",
+        .path.display()
+    )]
+    CheckpointMismatch {
+        /// The manifest.
+        path: std::path::PathBuf,
+        /// What differs.
+        field: &'static str,
+        /// This run's value (public metadata or a digest, never a seed).
+        expected: String,
+        /// The checkpoint's value.
+        found: String,
+    },
+    /// A checkpointed run stopped after a stage as asked (`stop_after`): everything up to it
+    /// is in the checkpoint directory, and running the same job again resumes it.
+    #[error("stopped after stage {stage} of batch {batch} as asked; the checkpoint is complete up to it: run the same command again to resume")]
+    CheckpointStopped {
+        /// Batch index (from 0).
+        batch: usize,
+        /// Stage name.
+        stage: String,
+    },
     /// Encoding a value as JSON, or decoding JSON, failed.
     #[error("JSON {what}: {reason}")]
     Json {

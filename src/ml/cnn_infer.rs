@@ -52,6 +52,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use super::checkpoint::{Checkpoint, CheckpointConfig, Digester};
 use super::cnn::{argmax, patches, CnnBounds, Faults, QuantCnn, Requant, CLASSES, POSITIONS, TAPS};
 use super::mnist::Split;
 use crate::backend::ledger::{write_trace, Ledger, Totals};
@@ -599,66 +600,184 @@ impl CnnCircuit {
         cache: &mut PlaintextCache<B>,
         stats: &mut CnnStats,
     ) -> Result<Ciphertext<B>> {
+        self.evaluate_checkpointed(bxt, keys, inputs, cache, stats, None)
+    }
+
+    /// [`CnnCircuit::evaluate_with`] with a checkpoint: the stages ([`STAGES`]) already
+    /// completed for the checkpoint's current batch are loaded from it instead of computed
+    /// (the newest that loads cleanly), and each stage computed is written to it before the
+    /// next one starts. The same scores ciphertext, word for word. Errors, besides those of
+    /// the circuit: the checkpoint's ([`Error::CheckpointFile`], [`Error::Io`],
+    /// [`Error::CheckpointStopped`] after its `stop_after` stage).
+    pub fn evaluate_checkpointed<B: Backend>(
+        &self,
+        bxt: &Bxt<'_, B>,
+        keys: &EvaluationKeys<B>,
+        inputs: &[BxtCiphertext<B>],
+        cache: &mut PlaintextCache<B>,
+        stats: &mut CnnStats,
+        mut checkpoint: Option<&mut Checkpoint>,
+    ) -> Result<Ciphertext<B>> {
         let bgv = bxt.bgv();
         if inputs.len() != TAPS {
             return Err(Error::DimensionMismatch { what: "input ciphertexts", expected: TAPS, found: inputs.len() });
         }
         let m = &self.model;
         let bounds = self.bounds;
-        let clock = Instant::now();
-        let mut conv = Vec::with_capacity(m.channels);
-        // The conv biases are added at the inputs' level with their correction factor.
-        let (in_level, in_factor) = inputs.first().map_or((0, 1), |c| (c.level(), c.correction_factor()));
-        for (c, (weights, bias)) in m.conv_w.chunks_exact(TAPS).zip(&self.conv_bias).enumerate() {
-            let terms: Vec<(Weight<'_>, &BxtCiphertext<B>)> =
-                weights.iter().zip(inputs).map(|(&w, ct)| (Weight::Int(w), ct)).collect();
-            let z = match cache.prepared(bgv, self.key_conv_bias() + c, bias, in_level, in_factor)? {
-                Some(pp) => bxt.weighted_sum_prepared(&terms, Some(pp))?,
-                None => bxt.weighted_sum(&terms, Some(bias))?,
-            };
-            conv.push(Bounded::fresh(bgv, bxt.materialize(&z)?, bounds.conv)?);
-        }
-        bgv.backend().synchronize()?;
-        stats.conv_ms += clock.elapsed().as_secs_f64() * 1e3;
         stats.noise.clear();
-        if let Some(z) = conv.first() {
-            stats.noise.push(StageNoise::of(bgv, "conv", z.ciphertext()));
+        let mut state = match checkpoint.as_deref_mut() {
+            Some(cp) => match cp.resume(|bytes| bgv.ciphertext_from_bytes(bytes))? {
+                Some((index, cts)) => Stage::restore(index, cts, m.channels)?,
+                None => Stage::Inputs,
+            },
+            None => Stage::Inputs,
+        };
+        if let Some((name, ct)) = state.first() {
+            stats.noise.push(StageNoise::of(bgv, name, ct));
         }
-        let clock = Instant::now();
-        let mut act1 = Vec::with_capacity(m.channels);
-        for z in &conv {
-            act1.push(self.act1.eval(bgv, keys, z, (&self.one, self.key_one()), cache, stats)?);
+        loop {
+            let clock = Instant::now();
+            state = match state {
+                Stage::Inputs => {
+                    let mut conv = Vec::with_capacity(m.channels);
+                    // The conv biases are added at the inputs' level with their correction factor.
+                    let (in_level, in_factor) = inputs.first().map_or((0, 1), |c| (c.level(), c.correction_factor()));
+                    for (c, (weights, bias)) in m.conv_w.chunks_exact(TAPS).zip(&self.conv_bias).enumerate() {
+                        let terms: Vec<(Weight<'_>, &BxtCiphertext<B>)> =
+                            weights.iter().zip(inputs).map(|(&w, ct)| (Weight::Int(w), ct)).collect();
+                        let z = match cache.prepared(bgv, self.key_conv_bias() + c, bias, in_level, in_factor)? {
+                            Some(pp) => bxt.weighted_sum_prepared(&terms, Some(pp))?,
+                            None => bxt.weighted_sum(&terms, Some(bias))?,
+                        };
+                        conv.push(bxt.materialize(&z)?);
+                    }
+                    bgv.backend().synchronize()?;
+                    stats.conv_ms += clock.elapsed().as_secs_f64() * 1e3;
+                    Stage::Conv(conv)
+                }
+                Stage::Conv(conv) => {
+                    let mut act1 = Vec::with_capacity(m.channels);
+                    for z in conv {
+                        let z = Bounded::fresh(bgv, z, bounds.conv)?;
+                        act1.push(self.act1.eval(bgv, keys, &z, (&self.one, self.key_one()), cache, stats)?);
+                    }
+                    bgv.backend().synchronize()?;
+                    stats.relu1_ms += clock.elapsed().as_secs_f64() * 1e3;
+                    Stage::Relu1(act1)
+                }
+                Stage::Relu1(act1) => {
+                    let level = act1.iter().map(Ciphertext::level).min().unwrap_or(0);
+                    let act1 = act1.iter().map(|c| bgv.mod_switch_to_level(c, level)).collect::<Result<Vec<_>>>()?;
+                    let h1 = self.matvec(bgv, keys, &act1, (&self.fc1, 0), cache, stats)?;
+                    drop(act1);
+                    let z2 = add_plain_cached(bgv, cache, &h1, &self.fc1_bias, self.key_fc1_bias())?;
+                    bgv.backend().synchronize()?;
+                    stats.fc1_ms += clock.elapsed().as_secs_f64() * 1e3;
+                    Stage::Fc1(z2)
+                }
+                Stage::Fc1(z2) => {
+                    let z2 = Bounded::fresh(bgv, z2, bounds.fc1)?;
+                    let a2 = self.act2.eval(bgv, keys, &z2, (&self.one, self.key_one()), cache, stats)?;
+                    bgv.backend().synchronize()?;
+                    stats.relu2_ms += clock.elapsed().as_secs_f64() * 1e3;
+                    Stage::Relu2(a2)
+                }
+                Stage::Relu2(a2) => {
+                    let h2 =
+                        self.matvec(bgv, keys, std::slice::from_ref(&a2), (&self.fc2, self.key_fc2()), cache, stats)?;
+                    let scores = add_plain_cached(bgv, cache, &h2, &self.fc2_bias, self.key_fc2_bias())?;
+                    bgv.backend().synchronize()?;
+                    stats.fc2_ms += clock.elapsed().as_secs_f64() * 1e3;
+                    Stage::Fc2(scores)
+                }
+                Stage::Fc2(scores) => return Ok(scores),
+            };
+            if let Some((name, ct)) = state.first() {
+                stats.noise.push(StageNoise::of(bgv, name, ct));
+            }
+            if let Some(cp) = checkpoint.as_deref_mut() {
+                let clock = Instant::now();
+                let objects = state
+                    .ciphertexts()
+                    .iter()
+                    .map(|c| bgv.ciphertext_to_bytes_packed(c))
+                    .collect::<Result<Vec<_>>>()?;
+                let index = state.index().ok_or(Error::InvalidField { field: "cnn", reason: "no stage to record" })?;
+                cp.completed_stage(index, clock.elapsed().as_secs_f64() * 1e3, &objects)?;
+            }
         }
-        drop(conv);
-        if let Some(a) = act1.first() {
-            stats.noise.push(StageNoise::of(bgv, "relu1", a));
+    }
+}
+
+/// The stages of the CNN circuit, in order: what a checkpoint records after each.
+pub const STAGES: [&str; 5] = ["conv", "relu1", "fc1", "relu2", "fc2"];
+
+/// Where the stage loop of [`CnnCircuit::evaluate_checkpointed`] stands: the output of the
+/// last completed stage.
+enum Stage<B: Backend> {
+    /// Nothing computed yet.
+    Inputs,
+    /// One materialised ciphertext per channel.
+    Conv(Vec<Ciphertext<B>>),
+    /// One activation per channel.
+    Relu1(Vec<Ciphertext<B>>),
+    /// The FC100 pre-activation (bias added).
+    Fc1(Ciphertext<B>),
+    /// The second activation.
+    Relu2(Ciphertext<B>),
+    /// The scores.
+    Fc2(Ciphertext<B>),
+}
+
+impl<B: Backend> Stage<B> {
+    /// Index in [`STAGES`] (`None` for the inputs).
+    fn index(&self) -> Option<usize> {
+        match self {
+            Self::Inputs => None,
+            Self::Conv(_) => Some(0),
+            Self::Relu1(_) => Some(1),
+            Self::Fc1(_) => Some(2),
+            Self::Relu2(_) => Some(3),
+            Self::Fc2(_) => Some(4),
         }
-        bgv.backend().synchronize()?;
-        stats.relu1_ms += clock.elapsed().as_secs_f64() * 1e3;
-        let clock = Instant::now();
-        let level = act1.iter().map(Ciphertext::level).min().unwrap_or(0);
-        let act1 = act1.iter().map(|c| bgv.mod_switch_to_level(c, level)).collect::<Result<Vec<_>>>()?;
-        let h1 = self.matvec(bgv, keys, &act1, (&self.fc1, 0), cache, stats)?;
-        let z2 = add_plain_cached(bgv, cache, &h1, &self.fc1_bias, self.key_fc1_bias())?;
-        drop(h1);
-        drop(act1);
-        stats.noise.push(StageNoise::of(bgv, "fc1", &z2));
-        let z2 = Bounded::fresh(bgv, z2, bounds.fc1)?;
-        bgv.backend().synchronize()?;
-        stats.fc1_ms += clock.elapsed().as_secs_f64() * 1e3;
-        let clock = Instant::now();
-        let a2 = self.act2.eval(bgv, keys, &z2, (&self.one, self.key_one()), cache, stats)?;
-        bgv.backend().synchronize()?;
-        stats.relu2_ms += clock.elapsed().as_secs_f64() * 1e3;
-        let clock = Instant::now();
-        stats.noise.push(StageNoise::of(bgv, "relu2", &a2));
-        let h2 = self.matvec(bgv, keys, std::slice::from_ref(&a2), (&self.fc2, self.key_fc2()), cache, stats)?;
-        let scores = add_plain_cached(bgv, cache, &h2, &self.fc2_bias, self.key_fc2_bias())?;
-        drop(h2);
-        bgv.backend().synchronize()?;
-        stats.fc2_ms += clock.elapsed().as_secs_f64() * 1e3;
-        stats.noise.push(StageNoise::of(bgv, "fc2", &scores));
-        Ok(scores)
+    }
+
+    fn ciphertexts(&self) -> Vec<&Ciphertext<B>> {
+        match self {
+            Self::Inputs => Vec::new(),
+            Self::Conv(v) | Self::Relu1(v) => v.iter().collect(),
+            Self::Fc1(c) | Self::Relu2(c) | Self::Fc2(c) => vec![c],
+        }
+    }
+
+    /// The stage's name and first ciphertext (for the noise record).
+    fn first(&self) -> Option<(&'static str, &Ciphertext<B>)> {
+        let name = STAGES.get(self.index()?)?;
+        Some((name, *self.ciphertexts().first()?))
+    }
+
+    /// The stage `index` of [`STAGES`] from its loaded ciphertexts (`channels` for the first
+    /// two stages, one after).
+    fn restore(index: usize, mut cts: Vec<Ciphertext<B>>, channels: usize) -> Result<Self> {
+        let expected = if index < 2 { channels } else { 1 };
+        if cts.len() != expected {
+            return Err(Error::DimensionMismatch {
+                what: "checkpointed stage ciphertexts",
+                expected,
+                found: cts.len(),
+            });
+        }
+        let one = |cts: &mut Vec<Ciphertext<B>>| {
+            cts.pop().ok_or(Error::DimensionMismatch { what: "checkpointed stage ciphertexts", expected: 1, found: 0 })
+        };
+        Ok(match index {
+            0 => Self::Conv(cts),
+            1 => Self::Relu1(cts),
+            2 => Self::Fc1(one(&mut cts)?),
+            3 => Self::Relu2(one(&mut cts)?),
+            4 => Self::Fc2(one(&mut cts)?),
+            _ => return Err(Error::InvalidField { field: "checkpoint", reason: "unknown CNN stage" }),
+        })
     }
 }
 
@@ -782,6 +901,57 @@ pub fn run_cnn<B: Backend>(
     model: &QuantCnn,
     data: &Split,
     options: CnnOptions,
+    progress: impl FnMut(usize, usize),
+    trace: Option<&mut dyn std::io::Write>,
+) -> Result<CnnRun> {
+    run_cnn_with(backend, model, data, options, None, progress, trace)
+}
+
+/// The checkpoint configuration of a CNN run.
+fn checkpoint_config<B: Backend>(
+    bgv: &Bgv<B>,
+    model: &QuantCnn,
+    data: &Split,
+    options: CnnOptions,
+    total: usize,
+    per_batch: usize,
+) -> Result<CheckpointConfig> {
+    let mut digest = Digester::default();
+    for (img, label) in data.images().iter().zip(data.labels()).take(total) {
+        digest.update(img);
+        digest.update(&[*label]);
+    }
+    Ok(CheckpointConfig {
+        model: "cnn".into(),
+        params: bgv.params().name().to_owned(),
+        param_id: format!("{:#018x}", bgv.params().id()),
+        variant: options.variant.name().to_owned(),
+        relu: Some(options.relu.name().to_owned()),
+        kept_digits: match options.relu {
+            ReluPath::Digits { kept } => Some(kept),
+            ReluPath::Table => None,
+        },
+        images: total,
+        images_per_batch: per_batch,
+        model_sha256: super::checkpoint::sha256_hex(model.to_json()?.as_bytes()),
+        data_sha256: digest.finish(),
+        stages: STAGES.iter().map(|s| (*s).to_owned()).collect(),
+    })
+}
+
+/// [`run_cnn`] with a checkpoint ([`super::checkpoint`]): with one, all of the key owner's
+/// randomness derives from the checkpoint's seed, every batch's inputs are checked against the
+/// checkpoint, the completed stages of a batch are loaded instead of computed and each stage
+/// computed is written ([`CnnCircuit::evaluate_checkpointed`]). The server's counts and times
+/// of a resumed run cover only the stages it computed. Errors, besides [`run_cnn`]'s: the
+/// checkpoint's ([`Error::CheckpointMismatch`], [`Error::CheckpointFile`], [`Error::Io`],
+/// [`Error::CheckpointStopped`]).
+pub fn run_cnn_with<B: Backend>(
+    backend: B,
+    model: &QuantCnn,
+    data: &Split,
+    options: CnnOptions,
+    mut checkpoint: Option<&mut Checkpoint>,
     mut progress: impl FnMut(usize, usize),
     mut trace: Option<&mut dyn std::io::Write>,
 ) -> Result<CnnRun> {
@@ -792,7 +962,13 @@ pub fn run_cnn<B: Backend>(
     let total = images.unwrap_or(data.len()).min(data.len());
     let slots = bgv.encoder().slots();
     let clock = Instant::now();
-    let sk = bgv.gen_secret_key()?;
+    let sk = match checkpoint.as_deref_mut() {
+        Some(cp) => {
+            let config = checkpoint_config(&bgv, model, data, options, total, circuit.images_per_batch())?;
+            bgv.gen_secret_key_from_seed(&cp.bind(config)?)?
+        }
+        None => bgv.gen_secret_key()?,
+    };
     let bxt = Bxt::new(&bgv, variant);
     let keys = bxt.prepare_keys(bgv.gen_evaluation_keys(&sk, circuit.rotation_steps(), false)?);
     let keygen_ms = clock.elapsed().as_secs_f64() * 1e3;
@@ -826,9 +1002,17 @@ pub fn run_cnn<B: Backend>(
             .map(|v| bxt.encrypt(&sk, &bgv.encoder().encode(v)?))
             .collect::<Result<Vec<_>>>()?;
         encrypt_ms += clock.elapsed().as_secs_f64() * 1e3;
+        if let Some(cp) = checkpoint.as_deref_mut() {
+            let mut digest = Digester::default();
+            for c in &cts {
+                digest.update(&bxt.to_bytes(c)?);
+            }
+            cp.begin_batch(batches, digest.finish())?;
+        }
         ledger.take();
         let clock = Instant::now();
-        let scores = circuit.evaluate_with(&bxt, &keys, &cts, &mut prepared, &mut stats)?;
+        let scores =
+            circuit.evaluate_checkpointed(&bxt, &keys, &cts, &mut prepared, &mut stats, checkpoint.as_deref_mut())?;
         ledger.synchronize()?;
         server_ms += clock.elapsed().as_secs_f64() * 1e3;
         let records = ledger.take();

@@ -19,6 +19,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use super::checkpoint::{sha256_hex, Checkpoint, CheckpointConfig, Digester};
 use super::lr::{Dataset, QuantLr};
 use crate::backend::ledger::{write_trace, Ledger, Totals};
 use crate::backend::Backend;
@@ -83,6 +84,27 @@ pub fn run_lr<B: Backend>(
     model: &QuantLr,
     data: &Dataset,
     options: LrOptions,
+    progress: impl FnMut(usize, usize),
+    trace: Option<&mut dyn std::io::Write>,
+) -> Result<LrRun> {
+    run_lr_with(backend, model, data, options, None, progress, trace)
+}
+
+/// The one stage of the LR circuit: the score of a batch.
+pub const STAGES: [&str; 1] = ["score"];
+
+/// [`run_lr`] with a checkpoint ([`super::checkpoint`]): with one, all of the key owner's
+/// randomness derives from the checkpoint's seed, every batch's inputs are checked against the
+/// checkpoint, a batch whose score ciphertext is stored is not evaluated again, and each score
+/// computed is written before the next batch starts. Errors, besides [`run_lr`]'s: the
+/// checkpoint's ([`Error::CheckpointMismatch`], [`Error::CheckpointFile`], [`Error::Io`],
+/// [`Error::CheckpointStopped`]).
+pub fn run_lr_with<B: Backend>(
+    backend: B,
+    model: &QuantLr,
+    data: &Dataset,
+    options: LrOptions,
+    mut checkpoint: Option<&mut Checkpoint>,
     mut progress: impl FnMut(usize, usize),
     mut trace: Option<&mut dyn std::io::Write>,
 ) -> Result<LrRun> {
@@ -103,7 +125,32 @@ pub fn run_lr<B: Backend>(
         return Err(Error::BatchingUnavailable { t, n: bgv.params().n() as u64 });
     }
     let tm = Modulus::new(t)?;
-    let sk = bgv.gen_secret_key()?;
+    let sk = match checkpoint.as_deref_mut() {
+        Some(cp) => {
+            let mut digest = Digester::default();
+            for i in 0..total {
+                if let Some((q, label)) = data.sample(i) {
+                    digest.update(q);
+                    digest.update(&[u8::from(label)]);
+                }
+            }
+            let config = CheckpointConfig {
+                model: "lr".into(),
+                params: bgv.params().name().to_owned(),
+                param_id: format!("{:#018x}", bgv.params().id()),
+                variant: variant.name().to_owned(),
+                relu: None,
+                kept_digits: None,
+                images: total,
+                images_per_batch: slots,
+                model_sha256: sha256_hex(model.to_json()?.as_bytes()),
+                data_sha256: digest.finish(),
+                stages: STAGES.iter().map(|s| (*s).to_owned()).collect(),
+            };
+            bgv.gen_secret_key_from_seed(&cp.bind(config)?)?
+        }
+        None => bgv.gen_secret_key()?,
+    };
     let bxt = Bxt::new(&bgv, variant);
     // The bias, prepared once for every batch: the pixel ciphertexts are fresh top-level
     // encryptions, so their weighted sum has the top level's correction factor.
@@ -141,19 +188,39 @@ pub fn run_lr<B: Backend>(
             cts.push(bxt.encrypt(&sk, &bgv.encoder().encode(&column)?)?);
         }
         encrypt_ms += clock.elapsed().as_secs_f64() * 1e3;
+        let mut stored = None;
+        if let Some(cp) = checkpoint.as_deref_mut() {
+            let mut digest = Digester::default();
+            for c in &cts {
+                digest.update(&bxt.to_bytes(c)?);
+            }
+            cp.begin_batch(batches, digest.finish())?;
+            stored = cp.resume(|bytes| bxt.from_bytes(bytes))?.and_then(|(_, mut v)| v.pop());
+        }
         ledger.take();
         // Server: S = sum_i w_i x_i + b.
         let terms: Vec<(Weight<'_>, &BxtCiphertext<Ledger<B>>)> =
             model.weights().iter().zip(&cts).map(|(&w, c)| (Weight::Int(w), c)).collect();
-        if timed {
-            drop(bxt.weighted_sum_prepared(&terms, Some(&bias))?);
-            ledger.synchronize()?;
-            ledger.take();
-        }
-        let clock = Instant::now();
-        let score = bxt.weighted_sum_prepared(&terms, Some(&bias))?;
-        ledger.synchronize()?;
-        server_ms += clock.elapsed().as_secs_f64() * 1e3;
+        let score = match stored {
+            Some(score) => score,
+            None => {
+                if timed {
+                    drop(bxt.weighted_sum_prepared(&terms, Some(&bias))?);
+                    ledger.synchronize()?;
+                    ledger.take();
+                }
+                let clock = Instant::now();
+                let score = bxt.weighted_sum_prepared(&terms, Some(&bias))?;
+                ledger.synchronize()?;
+                server_ms += clock.elapsed().as_secs_f64() * 1e3;
+                if let Some(cp) = checkpoint.as_deref_mut() {
+                    let clock = Instant::now();
+                    let bytes = bxt.to_bytes(&score)?;
+                    cp.completed_stage(0, clock.elapsed().as_secs_f64() * 1e3, &[bytes])?;
+                }
+                score
+            }
+        };
         let records = ledger.take();
         let totals = Totals::of(&records);
         bytes_moved += totals.bytes_read + totals.bytes_written;

@@ -10,9 +10,12 @@
 //!   and optional fault-aware training.
 //! * [`cnn_infer`]: the encrypted inference of the CNN (ReLUs as exact lookup tables, FC layers
 //!   as block-diagonal products with slot rotations).
+//! * [`checkpoint`]: checkpoints of long encrypted runs (each completed stage's ciphertexts on
+//!   disk, atomically, with a manifest), so a stopped run resumes from its last complete stage.
 //! * [`infer`]: the encrypted inference of the logistic regression (one ciphertext per pixel,
 //!   images across slots) under any BXT variant and backend.
 
+pub mod checkpoint;
 pub mod cnn;
 pub mod cnn_infer;
 pub mod infer;

@@ -7,6 +7,7 @@ use std::time::Instant;
 use sha2::{Digest, Sha256};
 use wgfhe::backend::{Backend, BackendTask};
 use wgfhe::compress::Variant;
+use wgfhe::ml::checkpoint::Checkpoint;
 use wgfhe::ml::cnn::{self, CnnConfig, Faults, QuantCnn};
 use wgfhe::ml::cnn_infer::{self, CnnOptions, CnnRun, ReluPath};
 use wgfhe::ml::mnist::{self, Split};
@@ -59,6 +60,7 @@ struct CnnTask<'a, P> {
     options: CnnOptions,
     progress: P,
     trace: Option<&'a mut dyn std::io::Write>,
+    checkpoint: Option<&'a mut Checkpoint>,
 }
 
 impl<P: FnMut(usize, usize)> BackendTask for CnnTask<'_, P> {
@@ -66,7 +68,18 @@ impl<P: FnMut(usize, usize)> BackendTask for CnnTask<'_, P> {
 
     fn run<B: Backend>(self, backend: B) -> Result<Self::Output> {
         let name = backend.name();
-        Ok((name, cnn_infer::run_cnn(backend, self.model, self.test, self.options, self.progress, self.trace)?))
+        Ok((
+            name,
+            cnn_infer::run_cnn_with(
+                backend,
+                self.model,
+                self.test,
+                self.options,
+                self.checkpoint,
+                self.progress,
+                self.trace,
+            )?,
+        ))
     }
 }
 
@@ -88,6 +101,7 @@ pub(crate) fn run(a: &MnistArgs, variant: Variant) -> Result<()> {
     let choice = a.backend_choice()?;
     let say = |msg: String| a.say(msg);
     let mut trace = Trace::create(a.trace.as_deref())?;
+    let mut checkpoint = a.open_checkpoint()?;
     let start = Instant::now();
     let data = a.load_data()?;
     say(format!(
@@ -131,9 +145,12 @@ pub(crate) fn run(a: &MnistArgs, variant: Variant) -> Result<()> {
         options: CnnOptions { images: Some(total), variant, relu },
         progress: |done: usize, _| bar.set_position(done as u64),
         trace: output::trace_writer(&mut trace),
+        checkpoint: checkpoint.as_mut(),
     };
-    let (backend_name, run) = choice.with_backend(RingContext::new(&params)?, task)?;
+    let result = choice.with_backend(RingContext::new(&params)?, task);
     bar.finish_and_clear();
+    output::checkpoint_notes(checkpoint.as_ref());
+    let (backend_name, run) = result?;
     output::finish_trace(trace)?;
     if a.json {
         let value = serde_json::json!({
@@ -170,6 +187,7 @@ pub(crate) fn run(a: &MnistArgs, variant: Variant) -> Result<()> {
             "table_domains": [run.table_domains.0, run.table_domains.1],
             "stats": run.stats,
             "faults": faults,
+            "checkpoint": output::checkpoint_json(checkpoint.as_ref()),
         });
         println!("{value:#}");
     } else {

@@ -58,6 +58,9 @@ enum Command {
     Soak(soak::SoakArgs),
 }
 
+/// Exit status of a run stopped by `--stop-after` (its checkpoint complete up to that stage).
+const STOPPED: u8 = 3;
+
 fn main() -> ExitCode {
     let res = match Cli::parse().command {
         Command::Params { json } => params::run(json),
@@ -70,6 +73,12 @@ fn main() -> ExitCode {
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,
+        // A checkpointed run stopped between stages as asked (`--stop-after`): not a failure
+        // of the computation, and distinguishable from one.
+        Err(e @ wgfhe::Error::CheckpointStopped { .. }) => {
+            eprintln!("{e}");
+            ExitCode::from(STOPPED)
+        }
         Err(e) => {
             eprintln!("error: {e}");
             if let Some(hint) = check::hint(&e) {

@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use wgfhe::backend::{Backend, BackendChoice, BackendTask};
 use wgfhe::compress::Variant;
+use wgfhe::ml::checkpoint::Checkpoint;
 use wgfhe::ml::infer::{self, LrOptions, LrRun};
 use wgfhe::ml::lr::{self, Dataset, QuantLr};
 use wgfhe::ml::mnist;
@@ -72,6 +73,17 @@ pub(crate) struct MnistArgs {
     /// Time every dispatch (`elapsed_ns` in the trace; serialises the queue; LR only).
     #[arg(long)]
     pub(crate) timed: bool,
+    /// Checkpoint directory: write each completed stage's ciphertexts there (checksummed wire
+    /// format, atomically, with a manifest.json), and when DIR already holds a checkpoint,
+    /// resume from its last complete stage (the same command must be run: another
+    /// configuration is refused). The keys come from a seed kept in DIR: keep DIR like a secret
+    /// key.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) checkpoint: Option<std::path::PathBuf>,
+    /// Stop with exit status 3 once STAGE has been written to the checkpoint (for testing
+    /// resumption; CNN stages conv, relu1, fc1, relu2, fc2; LR stage score).
+    #[arg(long, hide = true, value_name = "STAGE", requires = "checkpoint")]
+    pub(crate) stop_after: Option<String>,
     /// Print one JSON object instead of the summary.
     #[arg(long)]
     pub(crate) json: bool,
@@ -102,6 +114,17 @@ impl MnistArgs {
             );
         }
         mnist::load(&self.data)
+    }
+
+    /// The checkpoint of `--checkpoint` (its directory created, its manifest read), with
+    /// `--stop-after`.
+    pub(crate) fn open_checkpoint(&self) -> wgfhe::Result<Option<Checkpoint>> {
+        let Some(dir) = &self.checkpoint else { return Ok(None) };
+        let cp = Checkpoint::open(dir)?;
+        Ok(Some(match &self.stop_after {
+            Some(stage) => cp.stop_after(stage),
+            None => cp,
+        }))
     }
 
     /// Prints `msg` unless `--json`.
@@ -141,6 +164,15 @@ pub(crate) fn run(a: &MnistArgs) -> wgfhe::Result<()> {
         return Err(Error::InvalidField { field: "keep", reason: "must be 1, 0.75, 0.5 or 0.25" });
     }
     let variant = Variant::parse(&a.variant)?;
+    if let Some(stage) = &a.stop_after {
+        let stages: &[&str] = if a.model == Model::Cnn { &wgfhe::ml::cnn_infer::STAGES } else { &infer::STAGES };
+        if !stages.contains(&stage.as_str()) {
+            return Err(Error::InvalidField {
+                field: "stop-after",
+                reason: "not a stage of the model: conv, relu1, fc1, relu2 or fc2 for the CNN, score for the LR",
+            });
+        }
+    }
     if a.model == Model::Cnn {
         if a.timed {
             return Err(Error::InvalidField { field: "timed", reason: "--timed is for the LR model only" });
@@ -163,6 +195,7 @@ struct LrTask<'a, P> {
     options: LrOptions,
     progress: P,
     trace: Option<&'a mut dyn std::io::Write>,
+    checkpoint: Option<&'a mut Checkpoint>,
 }
 
 impl<P: FnMut(usize, usize)> BackendTask for LrTask<'_, P> {
@@ -170,7 +203,18 @@ impl<P: FnMut(usize, usize)> BackendTask for LrTask<'_, P> {
 
     fn run<B: Backend>(self, backend: B) -> wgfhe::Result<Self::Output> {
         let name = backend.name();
-        Ok((name, infer::run_lr(backend, self.model, self.test, self.options, self.progress, self.trace)?))
+        Ok((
+            name,
+            infer::run_lr_with(
+                backend,
+                self.model,
+                self.test,
+                self.options,
+                self.checkpoint,
+                self.progress,
+                self.trace,
+            )?,
+        ))
     }
 }
 
@@ -180,6 +224,7 @@ fn run_lr(a: &MnistArgs, variant: Variant) -> wgfhe::Result<()> {
     let params = resolve_params(a.params.as_deref().unwrap_or(params::LR_SET), a.insecure)?;
     let choice = a.backend_choice()?;
     let mut trace = Trace::create(a.trace.as_deref())?;
+    let mut checkpoint = a.open_checkpoint()?;
     let start = Instant::now();
     let data = a.load_data()?;
     let train = Dataset::from_binary(&data.train.three_vs_eight());
@@ -212,9 +257,12 @@ fn run_lr(a: &MnistArgs, variant: Variant) -> wgfhe::Result<()> {
         options: LrOptions { images: Some(total), variant, timed: a.timed },
         progress: |done: usize, _| bar.set_position(done as u64),
         trace: output::trace_writer(&mut trace),
+        checkpoint: checkpoint.as_mut(),
     };
-    let (backend_name, run) = choice.with_backend(RingContext::new(&params)?, task)?;
+    let result = choice.with_backend(RingContext::new(&params)?, task);
     bar.finish_and_clear();
+    crate::output::checkpoint_notes(checkpoint.as_ref());
+    let (backend_name, run) = result?;
     output::finish_trace(trace)?;
     if a.json {
         let value = serde_json::json!({
@@ -240,6 +288,7 @@ fn run_lr(a: &MnistArgs, variant: Variant) -> wgfhe::Result<()> {
             "bytes_moved": run.bytes_moved,
             "gpu_dispatches": run.gpu_dispatches,
             "score_mismatches": run.score_mismatches,
+            "checkpoint": output::checkpoint_json(checkpoint.as_ref()),
         });
         println!("{value:#}");
     } else {

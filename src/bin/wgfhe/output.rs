@@ -92,6 +92,39 @@ pub(crate) fn peak_rss_text() -> String {
     peak_rss_bytes().map_or_else(|| "unavailable".to_owned(), |b| format!("{:.1} MB", b as f64 / 1e6))
 }
 
+/// Says on stderr what a checkpointed run resumed from (and any fallback from a damaged stage)
+/// and what it wrote.
+pub(crate) fn checkpoint_notes(checkpoint: Option<&wgfhe::ml::checkpoint::Checkpoint>) {
+    let Some(cp) = checkpoint else { return };
+    for note in cp.notes() {
+        eprintln!("checkpoint: {note}");
+    }
+    let writes = cp.writes();
+    if !writes.is_empty() {
+        let bytes: u64 = writes.iter().map(|w| w.bytes).sum();
+        let ms: f64 = writes.iter().map(|w| w.serialize_ms + w.write_ms).sum();
+        eprintln!(
+            "checkpoint: {} stage(s) written to {} ({:.1} MB, {:.0} ms serialising and writing)",
+            writes.len(),
+            cp.dir().display(),
+            bytes as f64 / 1e6,
+            ms
+        );
+    }
+}
+
+/// The `checkpoint` object of `--json`: the directory, what was resumed, and each stage
+/// written with its size and times (`null` without `--checkpoint`).
+pub(crate) fn checkpoint_json(checkpoint: Option<&wgfhe::ml::checkpoint::Checkpoint>) -> serde_json::Value {
+    checkpoint.map_or(serde_json::Value::Null, |cp| {
+        serde_json::json!({
+            "dir": cp.dir().display().to_string(),
+            "notes": cp.notes(),
+            "stages_written": cp.writes(),
+        })
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,382 @@
+//! Checkpoints of encrypted runs (`wgfhe::ml::checkpoint`) on small insecure sets: a run
+//! stopped after any stage and resumed ends with the same scores and the same ciphertext bytes
+//! as an uninterrupted run with the same key seed (and as the circuit evaluated without a
+//! checkpoint); damaged, truncated or swapped files are typed errors naming the file (a damaged
+//! newest stage falls back to the one before it); a checkpoint of another configuration is a
+//! typed mismatch. A checkpoint written on the CPU resumes on the GPU with the same bytes.
+
+#![expect(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic, reason = "tests")]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use wgfhe::backend::{CpuBackend, GpuBackend};
+use wgfhe::bgv::Bgv;
+use wgfhe::compress::{Bxt, Variant};
+use wgfhe::ml::checkpoint::{Checkpoint, MANIFEST};
+use wgfhe::ml::cnn::{QuantCnn, Requant, CLASSES, POSITIONS, TAPS};
+use wgfhe::ml::cnn_infer::{run_cnn_with, CnnCircuit, CnnOptions, CnnRun, CnnStats, ReluPath, STAGES};
+use wgfhe::ml::infer::{run_lr_with, LrOptions, LrRun};
+use wgfhe::ml::lr::{Dataset, QuantLr};
+use wgfhe::ml::mnist::{Split, PIXELS};
+use wgfhe::params::{self, Parameters};
+use wgfhe::ring::RingContext;
+use wgfhe::Error;
+
+const SEED: [u8; 32] = [42; 32];
+
+/// A directory of the test's own, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("wgfhe-checkpoint-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        Self(dir)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The small sparse model of `tests/cnn.rs` (short tables).
+fn small_model() -> QuantCnn {
+    let (channels, hidden) = (2, 5);
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    let mut conv_w = vec![0i64; channels * TAPS];
+    for c in 0..channels {
+        conv_w[c * TAPS + rng.random_range(0..TAPS)] = 1;
+        conv_w[c * TAPS + rng.random_range(0..TAPS)] -= 1;
+        conv_w[c * TAPS + 12] += 1;
+    }
+    let features = channels * POSITIONS;
+    let mut fc1_w = vec![0i64; hidden * features];
+    for n in 0..hidden {
+        for _ in 0..3 {
+            fc1_w[n * features + rng.random_range(0..features)] = if rng.random_bool(0.5) { 1 } else { -1 };
+        }
+    }
+    let fc2_w: Vec<i64> = (0..CLASSES * hidden).map(|_| rng.random_range(-2..=2)).collect();
+    QuantCnn {
+        channels,
+        hidden,
+        conv_w,
+        conv_b: vec![-3, 2],
+        act1: Requant { shift: 2, clip: 7 },
+        fc1_w,
+        fc1_b: (0..hidden as i64).map(|n| n - 2).collect(),
+        act2: Requant { shift: 0, clip: 7 },
+        fc2_w,
+        fc2_b: (0..CLASSES as i64).map(|m| m % 3).collect(),
+    }
+}
+
+fn images(n: usize) -> Split {
+    let mut rng = ChaCha8Rng::seed_from_u64(4);
+    let imgs: Vec<[u8; PIXELS]> = (0..n)
+        .map(|_| {
+            let mut img = [0u8; PIXELS];
+            for v in &mut img {
+                if rng.random_bool(0.3) {
+                    *v = rng.random_range(0..=255);
+                }
+            }
+            img
+        })
+        .collect();
+    Split::new(imgs, (0..n).map(|i| (i % 10) as u8).collect()).unwrap()
+}
+
+fn params() -> Parameters {
+    params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 24, p_primes: 6, dnum: 4 }, 65_537).unwrap()
+}
+
+fn digit_params() -> Parameters {
+    params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 60, p_primes: 15, dnum: 4 }, 65_537).unwrap()
+}
+
+fn options(variant: Variant, relu: ReluPath) -> CnnOptions {
+    // N = 1024: four images per batch; six images make two batches.
+    CnnOptions { images: Some(6), variant, relu }
+}
+
+/// One CNN run in `dir` (the key seed [`SEED`], `stop` as `stop_after`).
+fn cnn(p: &Parameters, dir: &Path, opts: CnnOptions, stop: Option<&str>) -> (Result<CnnRun, Error>, Vec<String>) {
+    let mut cp = Checkpoint::open(dir).unwrap().with_key_seed(SEED);
+    if let Some(s) = stop {
+        cp = cp.stop_after(s);
+    }
+    let backend = CpuBackend::new(RingContext::new(p).unwrap());
+    let run = run_cnn_with(backend, &small_model(), &images(6), opts, Some(&mut cp), |_, _| {}, None);
+    (run, cp.notes().to_vec())
+}
+
+/// The `.wgfh` files of `dir` with their bytes.
+fn stage_files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "wgfh"))
+        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap()))
+        .collect()
+}
+
+/// What two runs must share: the decrypted outcome.
+fn outcome(r: &CnnRun) -> (usize, usize, f64, f64, usize) {
+    (r.images, r.batches, r.accuracy, r.emulation_agreement, r.score_mismatches)
+}
+
+/// The scores ciphertext of batch 0 computed without any checkpoint, with the same key seed
+/// and the same order of draws from it as a checkpointed run, serialised as a checkpoint
+/// writes it.
+fn plain_scores(p: &Parameters, opts: CnnOptions) -> Vec<u8> {
+    let bgv = Bgv::cpu(p).unwrap();
+    let model = small_model();
+    let circuit = CnnCircuit::with_relu(&bgv, &model, opts.relu).unwrap();
+    let sk = bgv.gen_secret_key_from_seed(&SEED).unwrap();
+    let bxt = Bxt::new(&bgv, opts.variant);
+    let keys = bxt.prepare_keys(bgv.gen_evaluation_keys(&sk, circuit.rotation_steps(), false).unwrap());
+    let data = images(6);
+    let imgs: Vec<&[u8; PIXELS]> = data.images().iter().take(circuit.images_per_batch()).collect();
+    let cts: Vec<_> = circuit
+        .client_inputs(&imgs, bgv.encoder().slots())
+        .unwrap()
+        .iter()
+        .map(|v| bxt.encrypt(&sk, &bgv.encoder().encode(v).unwrap()).unwrap())
+        .collect();
+    let scores = circuit.evaluate(&bxt, &keys, &cts, &mut CnnStats::default()).unwrap();
+    bgv.ciphertext_to_bytes_packed(&scores).unwrap()
+}
+
+/// Stops a run after `stop` (then after each later stage in turn when `step`), resumes it to
+/// the end, and checks it against the uninterrupted run in `whole`: same outcome, same files.
+fn stop_and_resume(p: &Parameters, opts: CnnOptions, whole: &Path, name: &str, stops: &[&str]) {
+    let (want, _) = cnn(p, whole, opts, None);
+    let want = want.unwrap();
+    assert_eq!(want.score_mismatches, 0);
+    let want_files = stage_files(whole);
+    // Two stages kept per batch: the last two of each.
+    let kept: Vec<String> =
+        (0..2).flat_map(|b| [format!("b{b:06}-fc2-000.wgfh"), format!("b{b:06}-relu2-000.wgfh")]).collect();
+    assert_eq!(want_files.keys().cloned().collect::<Vec<_>>(), kept);
+    let dir = Scratch::new(name);
+    for stop in stops {
+        let (run, _) = cnn(p, &dir.0, opts, Some(stop));
+        match run {
+            Err(Error::CheckpointStopped { batch: 0, stage }) => assert_eq!(stage, *stop),
+            other => panic!("stop after {stop}: {other:?}"),
+        }
+    }
+    let (got, notes) = cnn(p, &dir.0, opts, None);
+    let got = got.unwrap();
+    let last = stops.last().unwrap();
+    assert!(notes.iter().any(|n| n.starts_with(&format!("batch 0: resumed after stage {last} "))), "{notes:?}");
+    assert_eq!(outcome(&got), outcome(&want));
+    assert_eq!(stage_files(&dir.0), want_files, "after stopping at {stops:?}");
+}
+
+#[test]
+fn table_path_resumes_after_every_stage_with_the_same_ciphertexts() {
+    let p = params();
+    let opts = options(Variant::Cso, ReluPath::Table);
+    let whole = Scratch::new("table-whole");
+    // Stopped after each stage of the first batch in turn (each run resumes the last one),
+    // then resumed to the end.
+    stop_and_resume(&p, opts, &whole.0, "table-steps", &STAGES);
+    // The checkpointed circuit is the plain circuit: the same scores ciphertext.
+    assert_eq!(stage_files(&whole.0)["b000000-fc2-000.wgfh"], plain_scores(&p, opts));
+    // Stopped once in the middle, under the baseline variant.
+    let base = options(Variant::Baseline, ReluPath::Table);
+    let whole = Scratch::new("table-base-whole");
+    stop_and_resume(&p, base, &whole.0, "table-base", &["fc1"]);
+}
+
+#[test]
+fn digit_path_resumes_with_the_same_ciphertexts() {
+    let p = digit_params();
+    let opts = options(Variant::Cso, ReluPath::Digits { kept: 2 });
+    let whole = Scratch::new("digits-whole");
+    stop_and_resume(&p, opts, &whole.0, "digits", &["relu1"]);
+    assert_eq!(stage_files(&whole.0)["b000000-fc2-000.wgfh"], plain_scores(&p, opts));
+}
+
+/// Flips one byte of `dir/name` in the middle.
+fn damage(dir: &Path, name: &str) {
+    let path = dir.join(name);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x40;
+    std::fs::write(&path, bytes).unwrap();
+}
+
+#[test]
+fn damaged_files_are_typed_errors_naming_them_or_fall_back_to_the_stage_before() {
+    let p = params();
+    let opts = options(Variant::Cso, ReluPath::Table);
+    let dir = Scratch::new("damage");
+    let (want, _) = cnn(&p, &dir.0, opts, None);
+    let want = want.unwrap();
+    let want_files = stage_files(&dir.0);
+    let fc2 = "b000001-fc2-000.wgfh";
+    let relu2 = "b000001-relu2-000.wgfh";
+
+    // A damaged newest stage: the run falls back to the stage before, recomputes the newest
+    // and rewrites it, with the same result.
+    damage(&dir.0, fc2);
+    let (got, notes) = cnn(&p, &dir.0, opts, None);
+    assert_eq!(outcome(&got.unwrap()), outcome(&want));
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains(fc2) && n.contains("checksum mismatch") && n.contains("falling back to stage relu2")),
+        "{notes:?}"
+    );
+    assert_eq!(stage_files(&dir.0), want_files);
+
+    // Both kept stages damaged: the newest's error, naming its file.
+    damage(&dir.0, fc2);
+    damage(&dir.0, relu2);
+    match cnn(&p, &dir.0, opts, None).0 {
+        Err(Error::CheckpointFile { path, cause }) => {
+            assert_eq!(path, dir.0.join(fc2));
+            assert!(matches!(*cause, Error::Checksum { .. }), "{cause:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // A truncated file (relu2 of batch 1 restored, fc2 cut short).
+    std::fs::write(dir.0.join(relu2), &want_files[relu2]).unwrap();
+    std::fs::write(dir.0.join(fc2), &want_files[fc2][..want_files[fc2].len() - 10]).unwrap();
+    let (got, notes) = cnn(&p, &dir.0, opts, None);
+    assert_eq!(outcome(&got.unwrap()), outcome(&want));
+    assert!(notes.iter().any(|n| n.contains(fc2) && n.contains("declared length")), "{notes:?}");
+    assert_eq!(stage_files(&dir.0), want_files);
+
+    // A valid object that is not the one listed: batch 0's scores in place of batch 1's (and
+    // batch 1's relu2 missing).
+    std::fs::write(dir.0.join(fc2), &want_files["b000000-fc2-000.wgfh"]).unwrap();
+    std::fs::remove_file(dir.0.join(relu2)).unwrap();
+    match cnn(&p, &dir.0, opts, None).0 {
+        Err(Error::CheckpointFile { path, cause }) => {
+            assert_eq!(path, dir.0.join(fc2));
+            assert!(cause.to_string().contains("not the one the manifest lists"), "{cause}");
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // A manifest that does not parse, or that lists a file that is not the checkpoint's own.
+    let manifest = dir.0.join(MANIFEST);
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(&manifest, &text[..text.len() / 2]).unwrap();
+    match Checkpoint::open(&dir.0) {
+        Err(e @ Error::CheckpointFile { .. }) => {
+            assert!(e.to_string().starts_with(&format!("checkpoint file {}: JSON", manifest.display())), "{e}");
+        }
+        other => panic!("{other:?}"),
+    }
+    std::fs::write(&manifest, text.replace("\"b000000-fc2-000.wgfh\"", "\"../elsewhere.wgfh\"")).unwrap();
+    assert!(matches!(Checkpoint::open(&dir.0), Err(Error::CheckpointFile { path, .. }) if path == manifest));
+}
+
+#[test]
+fn a_checkpoint_of_another_configuration_is_refused() {
+    let p = params();
+    let opts = options(Variant::Cso, ReluPath::Table);
+    let dir = Scratch::new("mismatch");
+    assert!(matches!(cnn(&p, &dir.0, opts, Some("conv")).0, Err(Error::CheckpointStopped { .. })));
+    let field_of = |r: Result<CnnRun, Error>| match r {
+        Err(Error::CheckpointMismatch { path, field, .. }) => {
+            assert_eq!(path, dir.0.join(MANIFEST));
+            field
+        }
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(field_of(cnn(&p, &dir.0, options(Variant::Baseline, ReluPath::Table), None).0), "variant");
+    assert_eq!(field_of(cnn(&p, &dir.0, CnnOptions { images: Some(5), ..opts }, None).0), "number of images");
+    let digits = digit_params();
+    assert_eq!(field_of(cnn(&digits, &dir.0, opts, None).0), "parameter set");
+    // Another key seed.
+    let mut cp = Checkpoint::open(&dir.0).unwrap().with_key_seed([7; 32]);
+    let backend = CpuBackend::new(RingContext::new(&p).unwrap());
+    let run = run_cnn_with(backend, &small_model(), &images(6), opts, Some(&mut cp), |_, _| {}, None);
+    assert_eq!(field_of(run), "key seed");
+    // Another model.
+    let mut model = small_model();
+    model.fc2_b[0] += 1;
+    let mut cp = Checkpoint::open(&dir.0).unwrap().with_key_seed(SEED);
+    let backend = CpuBackend::new(RingContext::new(&p).unwrap());
+    let run = run_cnn_with(backend, &model, &images(6), opts, Some(&mut cp), |_, _| {}, None);
+    assert_eq!(field_of(run), "model weights (SHA-256)");
+    // Inputs that do not match the recorded digest (keys regenerated differently).
+    let manifest = dir.0.join(MANIFEST);
+    let mut m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    m["batches"][0]["inputs_sha256"] = serde_json::Value::from("00".repeat(32));
+    std::fs::write(&manifest, serde_json::to_string(&m).unwrap()).unwrap();
+    assert!(field_of(cnn(&p, &dir.0, opts, None).0).starts_with("encrypted inputs"));
+    // An unknown stop stage.
+    let mut cp = Checkpoint::open(&dir.0).unwrap().stop_after("pool");
+    let backend = CpuBackend::new(RingContext::new(&p).unwrap());
+    let run = run_cnn_with(backend, &small_model(), &images(6), opts, Some(&mut cp), |_, _| {}, None);
+    assert!(matches!(run, Err(Error::InvalidField { field: "stop-after", .. })), "{run:?}");
+}
+
+/// A 16-feature logistic regression on random 4-bit pixels: two batches of 1024 slots.
+fn lr_run(dir: &Path, stop: Option<&str>) -> (Result<LrRun, Error>, Vec<String>) {
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let dim = 16;
+    let n = 1500;
+    let q: Vec<u8> = (0..n * dim).map(|_| rng.random_range(0..16)).collect();
+    let y: Vec<bool> = (0..n).map(|_| rng.random_bool(0.5)).collect();
+    let data = Dataset::new(dim, q, y).unwrap();
+    let model = QuantLr::new((0..dim as i64).map(|i| i % 15 - 7).collect(), -3, 4).unwrap();
+    let mut cp = Checkpoint::open(dir).unwrap().with_key_seed(SEED);
+    if let Some(s) = stop {
+        cp = cp.stop_after(s);
+    }
+    let p =
+        params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 3, p_primes: 1, dnum: 3 }, 65_537).unwrap();
+    let backend = CpuBackend::new(RingContext::new(&p).unwrap());
+    let opts = LrOptions { images: None, variant: Variant::Cso, timed: false };
+    let run = run_lr_with(backend, &model, &data, opts, Some(&mut cp), |_, _| {}, None);
+    (run, cp.notes().to_vec())
+}
+
+#[test]
+fn lr_resumes_after_a_batch_with_the_same_ciphertexts() {
+    let whole = Scratch::new("lr-whole");
+    let want = lr_run(&whole.0, None).0.unwrap();
+    assert_eq!((want.batches, want.score_mismatches), (2, 0));
+    let dir = Scratch::new("lr");
+    assert!(matches!(lr_run(&dir.0, Some("score")).0, Err(Error::CheckpointStopped { batch: 0, .. })));
+    assert_eq!(stage_files(&dir.0).len(), 1);
+    let (got, notes) = lr_run(&dir.0, None);
+    let got = got.unwrap();
+    assert!(notes.iter().any(|n| n.starts_with("batch 0: resumed after stage score")), "{notes:?}");
+    assert_eq!((got.accuracy, got.agreement, got.score_mismatches), (want.accuracy, want.agreement, 0));
+    assert_eq!(stage_files(&dir.0), stage_files(&whole.0));
+}
+
+#[test]
+fn a_cpu_checkpoint_resumes_on_the_gpu_with_the_same_ciphertexts() {
+    let p = params();
+    let opts = CnnOptions { images: Some(4), ..options(Variant::Cso, ReluPath::Table) };
+    let whole = Scratch::new("gpu-whole");
+    assert_eq!(cnn(&p, &whole.0, opts, None).0.unwrap().score_mismatches, 0);
+    let dir = Scratch::new("gpu");
+    assert!(matches!(cnn(&p, &dir.0, opts, Some("relu1")).0, Err(Error::CheckpointStopped { .. })));
+    if let Some(dev) = common::device() {
+        let mut cp = Checkpoint::open(&dir.0).unwrap().with_key_seed(SEED);
+        let backend = GpuBackend::new(RingContext::new(&p).unwrap(), dev);
+        let run = run_cnn_with(backend, &small_model(), &images(6), opts, Some(&mut cp), |_, _| {}, None).unwrap();
+        assert_eq!(run.score_mismatches, 0);
+        assert!(cp.notes().iter().any(|n| n.starts_with("batch 0: resumed after stage relu1 ")), "{:?}", cp.notes());
+        assert!(stage_files(&dir.0) == stage_files(&whole.0), "the GPU's resumed ciphertexts differ from the CPU's");
+    }
+}
