@@ -12,9 +12,12 @@
 //!   as block-diagonal products with slot rotations).
 //! * [`infer`]: the encrypted inference of the logistic regression (one ciphertext per pixel,
 //!   images across slots) under any BXT variant and backend.
+//! * [`split`]: the client's and the server's steps of both models on their own (keys,
+//!   inputs, evaluation, scores), for parties that share only keys and ciphertexts.
 
 pub mod cnn;
 pub mod cnn_infer;
 pub mod infer;
 pub mod lr;
 pub mod mnist;
+pub mod split;
