@@ -32,6 +32,7 @@
 pub mod encoder;
 pub mod precision;
 mod prepared;
+mod wire;
 
 pub use encoder::Encoder;
 pub use precision::{precision_stats, PrecisionStats};

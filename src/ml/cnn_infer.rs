@@ -53,7 +53,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::checkpoint::{Checkpoint, CheckpointConfig, Digester};
-use super::cnn::{argmax, patches, CnnBounds, Faults, QuantCnn, Requant, CLASSES, POSITIONS, TAPS};
+use super::cnn::{argmax, CnnBounds, Faults, QuantCnn, Requant, CLASSES, POSITIONS, TAPS};
 use super::mnist::Split;
 use crate::backend::ledger::{write_trace, Ledger, Totals};
 use crate::backend::Backend;
@@ -471,17 +471,7 @@ impl CnnCircuit {
                 found: images.len(),
             });
         }
-        let mut cols = vec![vec![0u64; slots]; TAPS];
-        for (i, img) in images.iter().enumerate() {
-            for (p, patch) in patches(img).iter().enumerate() {
-                for (k, &x) in patch.iter().enumerate() {
-                    if let Some(slot) = cols.get_mut(k).and_then(|c| c.get_mut(i * BLOCK + p)) {
-                        *slot = u64::from(x);
-                    }
-                }
-            }
-        }
-        Ok(cols)
+        super::split::cnn_client_columns(images, slots)
     }
 
     /// The diagonal product of `inputs` (same level) with `diags`, whose plaintexts have the

@@ -14,6 +14,8 @@
 //!   disk, atomically, with a manifest), so a stopped run resumes from its last complete stage.
 //! * [`infer`]: the encrypted inference of the logistic regression (one ciphertext per pixel,
 //!   images across slots) under any BXT variant and backend.
+//! * [`split`]: the client's and the server's steps of both models on their own (keys,
+//!   inputs, evaluation, scores), for parties that share only keys and ciphertexts.
 
 pub mod checkpoint;
 pub mod cnn;
@@ -21,3 +23,4 @@ pub mod cnn_infer;
 pub mod infer;
 pub mod lr;
 pub mod mnist;
+pub mod split;

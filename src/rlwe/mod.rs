@@ -28,6 +28,7 @@
 mod ciphertext;
 mod encryption;
 mod eval_keys;
+mod key_set_wire;
 mod key_switch;
 mod keygen;
 mod mod_down;

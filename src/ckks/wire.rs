@@ -1,0 +1,296 @@
+//! Wire format of CKKS objects (see [`crate::serial`] for the container), laid out as BGV's
+//! ([`crate::bgv`]'s `wire` module) with the CKKS metadata in place of the correction factor
+//! and the noise estimate.
+//!
+//! | object | payload |
+//! |---|---|
+//! | `Ciphertext` | level `u32`, degree `u8`, scale `f64`, slots `u32`, representation `u8` (1 = Eval), then `degree + 1` residue blocks over `q_0..q_level` |
+//! | `SeededCiphertext` | level `u32`, degree `u8` (must be 1), scale `f64`, slots `u32`, representation `u8`, generator `u8` (1 = ChaCha20), seed length `u8` (32), seed, then the residue block of `c_0`; `c_1` is regenerated from the seed |
+//! | `Plaintext` | `N` as `u32`, level `u32`, scale `f64`, slots `u32`, then `N` coefficients as `i128` |
+//!
+//! Loading checks, after the container's checksum ([`crate::serial::read_object`]) and before
+//! allocating: parameter id and scheme, level range, degree, scale (finite and positive),
+//! slots (a power of two, at most `N/2`), representation tag, generator id and seed length;
+//! the residue reader then checks lengths and every residue. A plaintext's coefficients must
+//! fit its level's modulus as [`Ckks::encode`] requires.
+
+use super::{Ciphertext, Ckks, Plaintext};
+use crate::backend::Backend;
+use crate::error::{Error, Result};
+use crate::math::sampling::Purpose;
+use crate::poly::{Eval, Representation, RnsPoly};
+use crate::rlwe::wire::{check_header, read_seed, write_seed};
+use crate::rlwe::CiphertextCore;
+use crate::serial::{read_object, read_residues, write_object, write_residues, ObjectType, Reader, Writer};
+
+impl<B: Backend> Ckks<B> {
+    /// Serialises a ciphertext; a fresh symmetric one is written as `c_0` and the seed of `c_1`.
+    pub fn ciphertext_to_bytes(&self, ct: &Ciphertext<B>) -> Result<Vec<u8>> {
+        self.ciphertext_to_bytes_with(ct, true)
+    }
+
+    /// Serialises a ciphertext with every polynomial stored (never seeded).
+    pub fn ciphertext_to_bytes_unseeded(&self, ct: &Ciphertext<B>) -> Result<Vec<u8>> {
+        self.ciphertext_to_bytes_with(ct, false)
+    }
+
+    fn ciphertext_to_bytes_with(&self, ct: &Ciphertext<B>, seeded: bool) -> Result<Vec<u8>> {
+        self.check_ct(ct)?;
+        let mut w = Writer::new();
+        w.put_u32(u32::try_from(ct.level()).map_err(|_| Error::SizeOverflow { what: "level" })?);
+        w.put_u8(u8::try_from(ct.degree()).map_err(|_| Error::SizeOverflow { what: "degree" })?);
+        w.put_f64(ct.scale);
+        w.put_u32(u32::try_from(ct.slots).map_err(|_| Error::SizeOverflow { what: "slots" })?);
+        w.put_u8(Eval::TAG);
+        let object = match (ct.core.seed().filter(|_| seeded), ct.core.polys()) {
+            (Some(seed), [c0, _]) => {
+                write_seed(&mut w, seed);
+                write_residues(&mut w, &c0.to_host(self.backend())?);
+                ObjectType::SeededCiphertext
+            }
+            _ => {
+                for p in ct.core.polys() {
+                    write_residues(&mut w, &p.to_host(self.backend())?);
+                }
+                ObjectType::Ciphertext
+            }
+        };
+        Ok(write_object(object, self.params().scheme(), self.params().id(), w.as_bytes()))
+    }
+
+    /// [`Error::InvalidField`] unless `scale` is finite and positive (a normal `f64`).
+    fn check_scale(scale: f64) -> Result<()> {
+        if !scale.is_normal() || scale < 0.0 {
+            return Err(Error::InvalidField { field: "scale", reason: "not a finite positive value" });
+        }
+        Ok(())
+    }
+
+    /// [`Error::InvalidField`] unless `slots` is a power of two of at most `N/2`.
+    fn check_slots(&self, slots: usize) -> Result<()> {
+        if !slots.is_power_of_two() || slots > self.encoder.max_slots() {
+            return Err(Error::InvalidField { field: "slots", reason: "not a power of two of at most N/2" });
+        }
+        Ok(())
+    }
+
+    /// Loads a ciphertext (plain or seeded), validating everything before allocating.
+    pub fn ciphertext_from_bytes(&self, bytes: &[u8]) -> Result<Ciphertext<B>> {
+        let object = match bytes.get(6).copied().map(ObjectType::try_from) {
+            Some(Ok(ObjectType::SeededCiphertext)) => ObjectType::SeededCiphertext,
+            _ => ObjectType::Ciphertext,
+        };
+        let (h, payload) = read_object(bytes, object)?;
+        check_header(self.backend(), &h)?;
+        let mut r = Reader::new(payload);
+        let level = r.get_u32()? as usize;
+        if level > self.max_level() {
+            return Err(Error::LevelOutOfRange { level, max: self.max_level() });
+        }
+        let degree = usize::from(r.get_u8()?);
+        if degree == 0 {
+            return Err(Error::CiphertextDegree { degree, expected: 1 });
+        }
+        if degree > 2 {
+            return Err(Error::CountTooLarge { what: "ciphertext degree", found: degree as u64, limit: 2 });
+        }
+        let scale = r.get_f64()?;
+        Self::check_scale(scale)?;
+        let slots = r.get_u32()? as usize;
+        self.check_slots(slots)?;
+        let tag = r.get_u8()?;
+        if tag != Eval::TAG {
+            return Err(Error::InvalidRepresentation { tag });
+        }
+        let ctx = self.backend().context();
+        let basis = ctx.q_basis(level)?;
+        let moduli = ctx.moduli_of(&basis)?;
+        let n = ctx.n();
+        let mut seed = None;
+        let mut polys = Vec::with_capacity(degree + 1);
+        if object == ObjectType::SeededCiphertext {
+            if degree != 1 {
+                return Err(Error::SeedNotAllowed { reason: "only degree-1 ciphertexts can be seeded" });
+            }
+            let s = read_seed(&mut r)?;
+            let c0 = read_residues(&mut r, &moduli, n)?;
+            polys.push(RnsPoly::<B, Eval>::from_host(self.backend(), &c0, basis.clone())?);
+            polys.push(RnsPoly::<B, Eval>::uniform(self.backend(), &s, Purpose::CiphertextA, 0, basis)?);
+            seed = Some(s);
+        } else {
+            for _ in 0..=degree {
+                let c = read_residues(&mut r, &moduli, n)?;
+                polys.push(RnsPoly::<B, Eval>::from_host(self.backend(), &c, basis.clone())?);
+            }
+        }
+        r.finish()?;
+        Ok(Ciphertext { core: CiphertextCore::from_parts(polys, seed, self.params().id())?, scale, slots })
+    }
+
+    /// Serialises a plaintext.
+    pub fn plaintext_to_bytes(&self, pt: &Plaintext) -> Result<Vec<u8>> {
+        if pt.param_id != self.params().id() {
+            return Err(Error::ParameterMismatch { expected: self.params().id(), found: pt.param_id });
+        }
+        let mut w = Writer::new();
+        w.put_u32(u32::try_from(pt.coeffs.len()).map_err(|_| Error::SizeOverflow { what: "plaintext length" })?);
+        w.put_u32(u32::try_from(pt.level).map_err(|_| Error::SizeOverflow { what: "level" })?);
+        w.put_f64(pt.scale);
+        w.put_u32(u32::try_from(pt.slots).map_err(|_| Error::SizeOverflow { what: "slots" })?);
+        for c in &pt.coeffs {
+            w.put_bytes(&c.to_le_bytes());
+        }
+        Ok(write_object(ObjectType::Plaintext, self.params().scheme(), self.params().id(), w.as_bytes()))
+    }
+
+    /// Loads a plaintext, validating as the module says.
+    pub fn plaintext_from_bytes(&self, bytes: &[u8]) -> Result<Plaintext> {
+        let (h, payload) = read_object(bytes, ObjectType::Plaintext)?;
+        check_header(self.backend(), &h)?;
+        let mut r = Reader::new(payload);
+        let n = r.get_u32()? as usize;
+        if n != self.params().n() {
+            return Err(Error::DimensionMismatch { what: "plaintext length", expected: self.params().n(), found: n });
+        }
+        let level = r.get_u32()? as usize;
+        if level > self.max_level() {
+            return Err(Error::LevelOutOfRange { level, max: self.max_level() });
+        }
+        let scale = r.get_f64()?;
+        Self::check_scale(scale)?;
+        let slots = r.get_u32()? as usize;
+        self.check_slots(slots)?;
+        let raw = r.get_bytes(n.checked_mul(16).ok_or(Error::SizeOverflow { what: "plaintext length" })?)?;
+        r.finish()?;
+        let limit = self.log_q_at(level) - 2.0;
+        let mut coeffs = Vec::with_capacity(n);
+        for (index, chunk) in raw.chunks_exact(16).enumerate() {
+            let mut b = [0u8; 16];
+            b.copy_from_slice(chunk);
+            let c = i128::from_le_bytes(b);
+            let value_log2 = (c.unsigned_abs() as f64).log2();
+            if value_log2 >= limit {
+                return Err(Error::EncodingOverflow { index, value_log2, limit_log2: limit });
+            }
+            coeffs.push(c);
+        }
+        Ok(Plaintext { coeffs, scale, slots, level, param_id: self.params().id() })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![expect(clippy::unwrap_used, clippy::indexing_slicing, reason = "tests")]
+
+    use super::*;
+    use crate::backend::CpuBackend;
+    use crate::ckks::ScalePolicy;
+    use crate::params::{insecure_test_bgv, insecure_test_ckks, TestRing};
+    use crate::serial::{update_checksum, HEADER_LEN};
+
+    const RING: TestRing = TestRing { log_n: 6, q_primes: 4, p_primes: 1, dnum: 4 };
+
+    fn ckks() -> Ckks<CpuBackend> {
+        Ckks::cpu(&insecure_test_ckks(RING, 25).unwrap(), ScalePolicy::Single).unwrap()
+    }
+
+    fn close(got: &[num_complex::Complex64], want: &[f64]) {
+        for (z, w) in got.iter().zip(want) {
+            assert!((z.re - w).abs() < 1e-2, "{z} vs {w}");
+        }
+    }
+
+    #[test]
+    fn ciphertexts_and_plaintexts_round_trip() {
+        let ckks = ckks();
+        let sk = ckks.gen_secret_key_from_seed(&[2; 32]).unwrap();
+        let keys = ckks.gen_evaluation_keys(&sk, &[], false).unwrap();
+        let v = [0.5, -1.25, 3.0, 0.0];
+        let pt = ckks.encode_real(&v).unwrap();
+        let ct = ckks.encrypt_symmetric(&sk, &pt).unwrap();
+        let seeded = ckks.ciphertext_to_bytes(&ct).unwrap();
+        let plain = ckks.ciphertext_to_bytes_unseeded(&ct).unwrap();
+        assert_eq!(seeded[6], ObjectType::SeededCiphertext.tag());
+        assert_eq!(plain[6], ObjectType::Ciphertext.tag());
+        assert!(seeded.len() < plain.len());
+        for b in [&seeded, &plain] {
+            let back = ckks.ciphertext_from_bytes(b).unwrap();
+            assert_eq!((back.level(), back.slots(), back.scale()), (ct.level(), ct.slots(), ct.scale()));
+            close(&ckks.decrypt(&sk, &back).unwrap(), &v);
+            // The same bytes again.
+            assert_eq!(ckks.ciphertext_to_bytes(&back).unwrap(), **b);
+        }
+        // A degree-2 product and a rescaled one, lower level and another scale.
+        let sq = ckks.mul(&ct, &ct).unwrap();
+        let back = ckks.ciphertext_from_bytes(&ckks.ciphertext_to_bytes(&sq).unwrap()).unwrap();
+        assert_eq!(back.degree(), 2);
+        let r = ckks.rescale(&ckks.relinearize(&back, &keys).unwrap()).unwrap();
+        let back = ckks.ciphertext_from_bytes(&ckks.ciphertext_to_bytes(&r).unwrap()).unwrap();
+        assert_eq!((back.level(), back.scale()), (r.level(), r.scale()));
+        close(&ckks.decrypt(&sk, &back).unwrap(), &[0.25, 1.5625, 9.0, 0.0]);
+        let pb = ckks.plaintext_to_bytes(&pt).unwrap();
+        assert!(ckks.plaintext_from_bytes(&pb).unwrap() == pt);
+    }
+
+    #[test]
+    fn damaged_and_hostile_objects_are_typed_errors() {
+        let ckks = ckks();
+        let sk = ckks.gen_secret_key_from_seed(&[3; 32]).unwrap();
+        let pt = ckks.encode_real(&[1.0, 2.0]).unwrap();
+        let ct = ckks.encrypt_symmetric(&sk, &pt).unwrap();
+        let objects = [ckks.ciphertext_to_bytes(&ct).unwrap(), ckks.ciphertext_to_bytes_unseeded(&ct).unwrap()];
+        for bytes in &objects {
+            for cut in 0..bytes.len() {
+                assert!(ckks.ciphertext_from_bytes(&bytes[..cut]).is_err(), "cut {cut}");
+            }
+            for i in (HEADER_LEN..bytes.len()).step_by(7) {
+                let mut b = bytes.clone();
+                b[i] ^= 0x04;
+                assert!(matches!(ckks.ciphertext_from_bytes(&b), Err(Error::Checksum { .. })), "byte {i}");
+            }
+            // Resealed hostile metadata: level, degree, scale, slots, representation.
+            let field = |offset: usize, value: &[u8]| {
+                let mut b = bytes.clone();
+                b[HEADER_LEN + offset..HEADER_LEN + offset + value.len()].copy_from_slice(value);
+                update_checksum(&mut b).unwrap();
+                ckks.ciphertext_from_bytes(&b)
+            };
+            assert!(matches!(field(0, &99u32.to_le_bytes()), Err(Error::LevelOutOfRange { .. })));
+            assert!(matches!(field(4, &[0]), Err(Error::CiphertextDegree { .. })));
+            assert!(matches!(field(4, &[3]), Err(Error::CountTooLarge { .. })));
+            for bad in [f64::NAN, f64::INFINITY, -1.0, 0.0] {
+                assert!(matches!(field(5, &bad.to_le_bytes()), Err(Error::InvalidField { field: "scale", .. })));
+            }
+            for bad in [0u32, 3, 64] {
+                assert!(matches!(field(13, &bad.to_le_bytes()), Err(Error::InvalidField { field: "slots", .. })));
+            }
+            assert!(matches!(field(17, &[0]), Err(Error::InvalidRepresentation { .. })));
+            // Trailing bytes.
+            let mut b = bytes.clone();
+            b.push(0);
+            let len = (b.len() - HEADER_LEN) as u64;
+            b[16..24].copy_from_slice(&len.to_le_bytes());
+            update_checksum(&mut b).unwrap();
+            assert!(ckks.ciphertext_from_bytes(&b).is_err());
+        }
+        // A degree-2 ciphertext claimed seeded.
+        let sq = ckks.ciphertext_to_bytes(&ckks.mul(&ct, &ct).unwrap()).unwrap();
+        let mut b = sq.clone();
+        b[6] = ObjectType::SeededCiphertext.tag();
+        update_checksum(&mut b).unwrap();
+        assert!(matches!(ckks.ciphertext_from_bytes(&b), Err(Error::SeedNotAllowed { .. })));
+        // A plaintext coefficient beyond the level's modulus.
+        let mut pb = ckks.plaintext_to_bytes(&pt).unwrap();
+        pb[HEADER_LEN + 20..HEADER_LEN + 36].copy_from_slice(&(i128::MAX).to_le_bytes());
+        update_checksum(&mut pb).unwrap();
+        assert!(matches!(ckks.plaintext_from_bytes(&pb), Err(Error::EncodingOverflow { .. })));
+        // Objects of another set or scheme.
+        let other = Ckks::cpu(&insecure_test_ckks(RING, 24).unwrap(), ScalePolicy::Single).unwrap();
+        assert!(matches!(other.ciphertext_from_bytes(&objects[0]), Err(Error::ParameterMismatch { .. })));
+        let bgv = crate::bgv::Bgv::cpu(&insecure_test_bgv(RING, 257).unwrap()).unwrap();
+        let bsk = bgv.gen_secret_key_from_seed(&[1; 32]).unwrap();
+        let bct = bgv.encrypt_symmetric(&bsk, &bgv.encoder().encode(&[1]).unwrap()).unwrap();
+        let bytes = bgv.ciphertext_to_bytes(&bct).unwrap();
+        assert!(ckks.ciphertext_from_bytes(&bytes).is_err());
+    }
+}
