@@ -20,6 +20,7 @@ use wgfhe::ml::cnn_infer::{run_cnn, CnnCircuit, CnnOptions, CnnStats, ReluPath, 
 use wgfhe::ml::mnist::{Split, PIXELS};
 use wgfhe::params::{self, Parameters};
 use wgfhe::ring::RingContext;
+use wgfhe::rlwe::{KeyPlan, KeyStorage};
 use wgfhe::Error;
 
 /// A small model with sparse weights, so the tables are short (domains about 30 and 20).
@@ -106,25 +107,43 @@ fn encrypted_cnn_equals_the_integer_model() {
     }
 }
 
-/// `key_bytes` is what the keys' shapes say: one relinearisation key and one rotation key per
-/// distinct column rotation, each `dnum` digits over the `24 + 6` primes of the key basis, `N`
-/// residues of 4 bytes per prime, and two polynomials a digit (`b_j`, `a_j`) for the baseline
-/// and `cso`, one (`b_j` alone, `a_j` regenerated from the seed) for the seeded keys of `cso+k`.
+/// `key_bytes` is what the keys' shapes say. Every key at the top would be one relinearisation
+/// key and one rotation key per distinct column rotation, each `dnum` digits over the `24 + 6`
+/// primes of the key basis, `N` residues of 4 bytes per prime, and two polynomials a digit
+/// (`b_j`, `a_j`) for the baseline and `cso`, one (`b_j` alone, `a_j` regenerated from the seed)
+/// for the seeded keys of `cso+k`; the run generates the circuit's plan instead (each key at the
+/// highest level it is used at, the digits and limbs of that level), whose bytes are
+/// [`KeyPlan::resident_bytes`] and fewer.
 #[test]
 fn key_bytes_follow_from_the_key_shapes() {
     let model = small_model();
     let p = params();
     let ctx = RingContext::new(&p).unwrap();
     let (n, dnum, primes) = (1024u64, 4u64, 24 + 6u64);
-    let circuit_steps = {
+    let (circuit_steps, plan) = {
         let bgv = Bgv::cpu(&p).unwrap();
-        CnnCircuit::new(&bgv, &model).unwrap().rotation_steps().to_vec()
+        let circuit = CnnCircuit::new(&bgv, &model).unwrap();
+        (circuit.rotation_steps().to_vec(), circuit.key_plan(&p, Variant::Cso).unwrap())
     };
     // A column rotation by s and by s + N/2 is the same automorphism (rows of N/2 slots).
     let distinct: std::collections::BTreeSet<i64> = circuit_steps.iter().map(|s| s.rem_euclid(n as i64 / 2)).collect();
     assert!(!distinct.contains(&0) && !distinct.is_empty(), "{circuit_steps:?}");
     let keys = 1 + distinct.len() as u64;
-    for (variant, polys_per_digit) in [(Variant::Baseline, 2u64), (Variant::Cso, 2), (Variant::CsoK, 1)] {
+    // Every key at the top: the shapes above.
+    let elements: Vec<usize> =
+        distinct.iter().map(|&s| wgfhe::rlwe::galois_element(3, s, n as usize)).collect::<Vec<_>>();
+    let top = KeyPlan::top(p.q().len(), &elements);
+    assert_eq!(top.resident_bytes(&ctx, KeyStorage::Stored).unwrap(), keys * dnum * 2 * primes * n * 4);
+    // The plan: relinearisation at the top (the first ReLU multiplies fresh inputs), every
+    // rotation key of the circuit below it.
+    assert_eq!(plan.relin, Some(p.q().len() - 1));
+    assert!(plan.galois.keys().all(|g| top.galois.contains_key(g)), "{plan:?}");
+    assert!(plan.galois.values().all(|&l| l < p.q().len() - 1), "{plan:?}");
+    for (variant, storage) in [
+        (Variant::Baseline, KeyStorage::Stored),
+        (Variant::Cso, KeyStorage::Stored),
+        (Variant::CsoK, KeyStorage::Seeded),
+    ] {
         let run = run_cnn(
             CpuBackend::new(ctx.clone()),
             &model,
@@ -134,10 +153,51 @@ fn key_bytes_follow_from_the_key_shapes() {
             None,
         )
         .unwrap();
-        assert_eq!(run.key_bytes, keys * dnum * polys_per_digit * primes * n * 4, "{variant}");
+        assert_eq!(run.score_mismatches, 0, "{variant}");
+        let want = plan.resident_bytes(&ctx, storage).unwrap();
+        assert_eq!(run.key_bytes, want, "{variant}");
+        assert!(want < top.resident_bytes(&ctx, storage).unwrap(), "{variant}");
         // The keys are part of the reported device peak.
         assert!(run.peak_device_bytes > run.key_bytes, "{variant}");
     }
+}
+
+/// The top-level keys reduced to the levels of the circuit's plan for a batch give the scores
+/// ciphertext of the top-level keys word for word (every switch at level l reads the limbs of
+/// q_0..q_l and P, which a key reduced to l' >= l holds with the same words) and hold fewer
+/// bytes; keys generated at the planned levels hold the plan's bytes and give the right scores.
+#[test]
+fn planned_keys_give_the_top_level_keys_words() {
+    let model = small_model();
+    let p = digit_params();
+    let data = images(4);
+    let be = CpuBackend::new(RingContext::new(&p).unwrap());
+    let bgv = Bgv::new(be).unwrap();
+    let circuit = CnnCircuit::with_relu(&bgv, &model, ReluPath::digits(0.5).unwrap()).unwrap();
+    let sk = bgv.gen_secret_key_from_seed(&[21; 32]).unwrap();
+    let bxt = Bxt::new(&bgv, Variant::Cso);
+    let imgs: Vec<&[u8; PIXELS]> = data.images().iter().take(circuit.images_per_batch()).collect();
+    let inputs = circuit.client_inputs(&imgs, bgv.encoder().slots()).unwrap();
+    let plan = circuit.key_plan_for(&p, Variant::Cso, std::slice::from_ref(&inputs)).unwrap();
+    let top = bgv.gen_evaluation_keys(&sk, circuit.rotation_steps(), false).unwrap();
+    // The top-level keys reduced to the plan (the same randomness), seeded and packed.
+    let reduced = top.reduced_to(bgv.backend(), &plan).unwrap().into_seeded().into_packed(bgv.backend()).unwrap();
+    assert!(reduced.resident_bytes(bgv.backend()) < top.resident_bytes(bgv.backend()) / 2);
+    // Keys generated at the planned levels (their own randomness): other words, the same scores.
+    let generated = bgv.gen_planned_keys(&sk, &plan).unwrap();
+    let ctx = bgv.backend().context();
+    assert_eq!(generated.resident_bytes(bgv.backend()), plan.resident_bytes(ctx, KeyStorage::Stored).unwrap());
+    let cts: Vec<_> = inputs.iter().map(|v| bxt.encrypt(&sk, &bgv.encoder().encode(v).unwrap()).unwrap()).collect();
+    let mut words = Vec::new();
+    for keys in [&top, &reduced, &generated] {
+        let scores = circuit.evaluate(&bxt, keys, &cts, &mut CnnStats::default()).unwrap();
+        let dec = bgv.encoder().decode_signed(&bgv.decrypt(&sk, &scores).unwrap()).unwrap();
+        for (i, img) in imgs.iter().enumerate() {
+            assert_eq!(dec[i * BLOCK..i * BLOCK + CLASSES], circuit.expected_scores(img)[..], "image {i}");
+        }
+        words.push(bgv.ciphertext_to_bytes_unseeded(&scores).unwrap());
+    }
+    assert!(words[0] == words[1], "the reduced keys' scores ciphertext differs from the top-level keys'");
 }
 
 #[test]

@@ -20,6 +20,7 @@ pub mod fused;
 pub mod gpu;
 pub mod key_switching;
 pub mod ledger;
+pub mod shape;
 pub mod wrapper;
 
 use std::sync::Arc;
@@ -32,6 +33,7 @@ use crate::ring::RingContext;
 pub use cpu::CpuBackend;
 pub use gpu::GpuBackend;
 pub use key_switching::{ConvertPart, InnerProductInput, InnerProductSums, KeyDigitRef};
+pub use shape::ShapeBackend;
 pub use wrapper::{BackendWrapper, Kernel, KernelOutput};
 
 /// The kernel-level operation set.

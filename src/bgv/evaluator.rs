@@ -48,6 +48,12 @@ impl<B: Backend> Bgv<B> {
         rlwe::gen_evaluation_keys(self.backend(), sk, &elements, self.scale())
     }
 
+    /// Evaluation keys generated at the levels of `plan` ([`rlwe::gen_planned_keys`]; a plan
+    /// from [`Bgv::plan_keys`]).
+    pub fn gen_planned_keys(&self, sk: &SecretKey<B>, plan: &rlwe::KeyPlan) -> Result<EvaluationKeys<B>> {
+        rlwe::gen_planned_keys(self.backend(), sk, plan, self.scale())
+    }
+
     // ---- helpers -----------------------------------------------------------------------------
 
     fn same_level(&self, a: &Ciphertext<B>, b: &Ciphertext<B>) -> Result<()> {
@@ -249,6 +255,17 @@ impl<B: Backend> Bgv<B> {
         if ct.degree() != 2 {
             return Err(Error::CiphertextDegree { degree: ct.degree(), expected: 2 });
         }
+        let switched;
+        let ct = match keys.relin.as_ref() {
+            Some(k) => match self.to_key_level(ct, &k.0)? {
+                Some(c) => {
+                    switched = c;
+                    &switched
+                }
+                None => ct,
+            },
+            None => ct,
+        };
         let core = ct.core.relinearize(self.backend(), keys, Some(self.t.value()))?;
         self.backend().flush()?;
         let noise = log2_add(ct.noise_log2, self.noise.key_switch(ct.level()));
@@ -388,11 +405,35 @@ impl<B: Backend> Bgv<B> {
         what: &str,
     ) -> Result<Ciphertext<B>> {
         self.check_ct(ct)?;
+        let switched;
+        let ct = match keys.galois.get(&g) {
+            Some(k) => match self.to_key_level(ct, &k.key)? {
+                Some(c) => {
+                    switched = c;
+                    &switched
+                }
+                None => ct,
+            },
+            None => ct,
+        };
         let core = ct.core.apply_galois(self.backend(), g, keys, what, Some(self.t.value()))?;
         self.backend().flush()?;
         let noise = log2_add(ct.noise_log2, self.noise.key_switch(ct.level()));
         self.check_noise(noise, ct.level())?;
         Ok(Ciphertext { core, correction: ct.correction, noise_log2: noise })
+    }
+
+    /// `ct` switched down to the level of `key` when the key holds fewer levels than `ct` (a key
+    /// generated at the highest level a plan expected it at, [`Bgv::gen_planned_keys`], met by
+    /// a ciphertext that kept more primes): modulus switching preserves the plaintext and the
+    /// noise estimate follows it, so the result decrypts as any switched ciphertext does (its
+    /// words are not those of a switch at the higher level). `None` when the key covers `ct`.
+    fn to_key_level(&self, ct: &Ciphertext<B>, key: &rlwe::KeySwitchKey<B>) -> Result<Option<Ciphertext<B>>> {
+        let level = key.level(self.backend())?;
+        if level >= ct.level() {
+            return Ok(None);
+        }
+        self.mod_switch_to_level(ct, level).map(Some)
     }
 
     /// Rotates both rows of the slot matrix left by `steps` (negative: right) (HROTATE).

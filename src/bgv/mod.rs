@@ -25,7 +25,7 @@ use std::sync::Arc;
 use num_bigint::BigUint;
 use num_traits::ToPrimitive;
 
-use crate::backend::{Backend, CpuBackend};
+use crate::backend::{Backend, CpuBackend, ShapeBackend};
 use crate::error::{Error, Result};
 use crate::math::rns::{for_each_coefficient, limbs_of, RnsBasis};
 use crate::math::sampling::{Sampler, Seed};
@@ -153,6 +153,31 @@ pub struct Bgv<B: Backend> {
     t: Modulus,
     encoder: Encoder,
     noise: NoiseModel,
+}
+
+impl Bgv<ShapeBackend> {
+    /// The plan of the evaluation keys a computation needs ([`rlwe::KeyPlan`]): `run` is
+    /// called with a BGV instance of `params` on the shape-only backend ([`ShapeBackend`]), a
+    /// secret key and the relinearisation key plus the column rotations by `steps` (and the row
+    /// swap if asked), all at the top level; the plan holds each key `run` switched under, at
+    /// the highest level it did. Levels follow from shapes and the noise model, never from
+    /// residues, so the plan is that of the same computation on any backend from inputs with
+    /// the same noise estimates. Errors: those of `run`, and [`Error::KeyDimensions`] for a
+    /// switch under a key outside the set.
+    pub fn plan_keys(
+        params: &Parameters,
+        steps: &[i64],
+        row_swap: bool,
+        run: impl FnOnce(&Self, &SecretKey<ShapeBackend>, &EvaluationKeys<ShapeBackend>) -> Result<()>,
+    ) -> Result<rlwe::KeyPlan> {
+        let bgv = Self::new(ShapeBackend::new(RingContext::new(params)?))?;
+        let sk = bgv.gen_secret_key_from_seed(&[0; 32])?;
+        let keys = bgv.gen_evaluation_keys(&sk, steps, row_swap)?;
+        let before = bgv.backend().key_switches().len();
+        run(&bgv, &sk, &keys)?;
+        let uses = bgv.backend().key_switches();
+        rlwe::KeyPlan::from_uses(&keys, uses.get(before..).unwrap_or_default())
+    }
 }
 
 impl Bgv<CpuBackend> {

@@ -65,7 +65,7 @@ use crate::compare::wordwise::EncryptedDigits;
 use crate::compress::{Bxt, BxtCiphertext, Variant, Weight};
 use crate::error::{Error, Result};
 use crate::math::zq::Modulus;
-use crate::rlwe::EvaluationKeys;
+use crate::rlwe::{EvaluationKeys, KeyPlan};
 
 /// Slots per image.
 pub const BLOCK: usize = 256;
@@ -397,6 +397,49 @@ impl CnnCircuit {
     #[must_use]
     pub fn rotation_steps(&self) -> &[i64] {
         &self.steps
+    }
+
+    /// The evaluation keys the server's circuit needs at `params` under `variant`, each at the
+    /// highest level it is used at ([`Bgv::plan_keys`]: the circuit run on the shape-only
+    /// backend). Fresh inputs' noise estimates depend on their plaintexts' norms, so the
+    /// circuit is run twice, on inputs of zeros and on inputs of pseudo-random 4-bit pixels in
+    /// every image's 169 slots (what [`CnnCircuit::client_inputs`] lays out), and every key
+    /// keeps the higher of its two levels. A batch whose ciphertexts would reach a rotation or
+    /// relinearisation above its key's level fails with [`Error::KeyDimensions`]; it never
+    /// computes a wrong result. Rotation steps the circuit never takes get no key.
+    pub fn key_plan(&self, params: &crate::params::Parameters, variant: Variant) -> Result<KeyPlan> {
+        let slots = crate::params::Parameters::n(params);
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut pixel = |s: usize| -> u64 {
+            if s % BLOCK >= POSITIONS {
+                return 0;
+            }
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            (state >> 60) & 15
+        };
+        let random: Vec<Vec<u64>> = (0..TAPS).map(|_| (0..slots).map(&mut pixel).collect()).collect();
+        self.key_plan_for(params, variant, &[vec![vec![0; slots]; TAPS], random])
+    }
+
+    /// [`CnnCircuit::key_plan`] from the circuit run on each of `inputs` (the 25 slot vectors
+    /// of a batch each, as [`CnnCircuit::client_inputs`] lays them out).
+    pub fn key_plan_for(
+        &self,
+        params: &crate::params::Parameters,
+        variant: Variant,
+        inputs: &[Vec<Vec<u64>>],
+    ) -> Result<KeyPlan> {
+        let mut plan = KeyPlan::default();
+        for batch in inputs {
+            let run = Bgv::plan_keys(params, &self.steps, false, |bgv, sk, keys| {
+                let bxt = Bxt::new(bgv, variant);
+                let cts =
+                    batch.iter().map(|v| bxt.encrypt(sk, &bgv.encoder().encode(v)?)).collect::<Result<Vec<_>>>()?;
+                self.evaluate(&bxt, keys, &cts, &mut CnnStats::default()).map(drop)
+            })?;
+            plan.merge(&run);
+        }
+        Ok(plan)
     }
 
     /// Images per batch (`slots / 256`).
@@ -960,7 +1003,9 @@ pub fn run_cnn_with<B: Backend>(
         None => bgv.gen_secret_key()?,
     };
     let bxt = Bxt::new(&bgv, variant);
-    let keys = bxt.prepare_keys(bgv.gen_evaluation_keys(&sk, circuit.rotation_steps(), false)?);
+    // The keys the circuit's plan needs, each at the highest level it is used at.
+    let plan = circuit.key_plan(bgv.params(), variant)?;
+    let keys = bxt.prepare_keys(bgv.gen_planned_keys(&sk, &plan)?);
     let keygen_ms = clock.elapsed().as_secs_f64() * 1e3;
     let key_bytes = keys.resident_bytes(ledger);
     let mut stats = CnnStats::default();

@@ -1,9 +1,13 @@
 //! Evaluation keys and the scheme-independent operations that use them: relinearisation and
 //! Galois automorphisms (rotations, row swaps, conjugation).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
-use super::{gen_key_switch_key, key_switch_add, Addend, GaloisKey, NoiseScale, PolyPair, RelinKey, SecretKey};
+use super::{
+    gen_key_switch_key, gen_key_switch_key_at, key_switch_add, Addend, GaloisKey, NoiseScale, PolyPair, RelinKey,
+    SecretKey,
+};
+use crate::backend::shape::{KeySwitchUse, ShapeBackend};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::poly::{Eval, RnsPoly};
@@ -65,12 +69,153 @@ impl<B: Backend> EvaluationKeys<B> {
         })
     }
 
+    /// The keys of `plan`, each reduced to its planned level ([`super::KeySwitchKey::at_level`]):
+    /// the same words, limb for limb, as these keys at every level up to the plan's. Errors:
+    /// [`Error::MissingRelinKey`] or [`Error::MissingGaloisKey`] for a planned key that is not
+    /// here; [`Error::LevelOutOfRange`] for a planned level above a key's own.
+    pub fn reduced_to(&self, backend: &B, plan: &KeyPlan) -> Result<Self> {
+        let relin = match plan.relin {
+            Some(level) => Some(self.relin.as_ref().ok_or(Error::MissingRelinKey)?.at_level(backend, level)?),
+            None => None,
+        };
+        let galois = plan
+            .galois
+            .iter()
+            .map(|(&g, &level)| {
+                let k = self.galois.get(&g).ok_or_else(|| Error::MissingGaloisKey {
+                    galois_element: g as u64,
+                    rotation: "a planned rotation".to_string(),
+                })?;
+                Ok((g, k.at_level(backend, level)?))
+            })
+            .collect::<Result<_>>()?;
+        Ok(Self { relin, galois })
+    }
+
     /// Bytes the keys hold in backend buffers ([`super::KeySwitchKey::resident_bytes`]).
     #[must_use]
     pub fn resident_bytes(&self, backend: &B) -> u64 {
         self.relin.as_ref().map_or(0, |k| k.resident_bytes(backend))
             + self.galois.values().map(|k| k.resident_bytes(backend)).sum::<u64>()
     }
+}
+
+/// Which evaluation keys a computation needs and the highest level it uses each at: the plan of
+/// a key set generated at the levels where the keys are used ([`gen_planned_keys`]). A key at
+/// level `l` holds the limbs of `q_0..q_l` and `P` of the digits that meet `q_0..q_l`
+/// ([`super::KeySwitchKey::at_level`]) and switches ciphertexts at every level up to `l` with
+/// the words of the top-level key.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct KeyPlan {
+    /// Level of the relinearisation key (`None`: no relinearisation).
+    pub relin: Option<usize>,
+    /// Level of each Galois key, by Galois element.
+    pub galois: BTreeMap<usize, usize>,
+}
+
+/// The storage form a key set is sized in ([`KeyPlan::resident_bytes`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyStorage {
+    /// `b` and `a` halves, one residue per word.
+    Stored,
+    /// `b` halves only, one residue per word ([`super::KeySwitchKey::seeded`]).
+    Seeded,
+    /// `b` halves only, bit-packed ([`super::KeySwitchKey::packed`]).
+    SeededPacked,
+}
+
+impl KeyPlan {
+    /// Every key at the top level: the plan of [`gen_evaluation_keys`] for `elements` (1 and
+    /// duplicates skipped), with a relinearisation key.
+    #[must_use]
+    pub fn top(q_count: usize, elements: &[usize]) -> Self {
+        let top = q_count.saturating_sub(1);
+        Self { relin: Some(top), galois: elements.iter().filter(|&&g| g != 1).map(|&g| (g, top)).collect() }
+    }
+
+    /// Both plans' keys, each at the higher of its levels.
+    pub fn merge(&mut self, other: &Self) {
+        if let Some(l) = other.relin {
+            self.relin = Some(self.relin.map_or(l, |m| m.max(l)));
+        }
+        for (&g, &l) in &other.galois {
+            let m = self.galois.entry(g).or_insert(l);
+            *m = (*m).max(l);
+        }
+    }
+
+    /// The plan of the key switches a shape-backend run made with `keys` (generated on that
+    /// backend): each key used, at the highest level it was used at; keys never used are left
+    /// out. Errors: [`Error::KeyDimensions`] for a switch under a key that is not in `keys`.
+    pub fn from_uses(keys: &EvaluationKeys<ShapeBackend>, uses: &[KeySwitchUse]) -> Result<Self> {
+        let id = |k: &super::KeySwitchKey<ShapeBackend>| k.digits.first().map(|d| d.b.buffer().id());
+        let relin = keys.relin.as_ref().and_then(|k| id(&k.0));
+        let galois: HashMap<u64, usize> = keys.galois.iter().filter_map(|(&g, k)| id(&k.key).map(|i| (i, g))).collect();
+        let mut plan = Self::default();
+        for u in uses {
+            if Some(u.key) == relin {
+                plan.relin = Some(plan.relin.map_or(u.level, |l| l.max(u.level)));
+            } else if let Some(&g) = galois.get(&u.key) {
+                let l = plan.galois.entry(g).or_insert(u.level);
+                *l = (*l).max(u.level);
+            } else {
+                return Err(Error::KeyDimensions { reason: "a key switch under a key outside the set" });
+            }
+        }
+        Ok(plan)
+    }
+
+    /// Bytes the planned keys hold in `storage` over `ctx`, computed from shapes: per key at
+    /// level `l`, per digit meeting `q_0..q_l`, the limbs of `q_0..q_l` and `P` (`N` words each,
+    /// twice when stored; `ceil(N bits(q) / 32)` words packed), 4 bytes a word. These are the
+    /// [`EvaluationKeys::resident_bytes`] of [`gen_planned_keys`]' keys in that form.
+    pub fn resident_bytes(&self, ctx: &crate::ring::RingContext, storage: KeyStorage) -> Result<u64> {
+        let params = ctx.params();
+        let n = ctx.n() as u64;
+        let key = |level: usize| -> Result<u64> {
+            let basis = ctx.qp_basis(level)?;
+            let digits = (0..params.dnum()).filter(|&j| params.digit_range(j).any(|i| i <= level)).count() as u64;
+            let words: u64 = match storage {
+                KeyStorage::Stored => 2 * basis.len() as u64 * n,
+                KeyStorage::Seeded => basis.len() as u64 * n,
+                KeyStorage::SeededPacked => {
+                    ctx.moduli_of(&basis)?.iter().map(|m| (n * u64::from(m.bits())).div_ceil(32)).sum()
+                }
+            };
+            Ok(4 * digits * words)
+        };
+        let mut total = self.relin.map(key).transpose()?.unwrap_or(0);
+        for &l in self.galois.values() {
+            total += key(l)?;
+        }
+        Ok(total)
+    }
+}
+
+/// The keys of `plan`, each generated at its planned level ([`gen_key_switch_key_at`]).
+pub fn gen_planned_keys<B: Backend>(
+    backend: &B,
+    sk: &SecretKey<B>,
+    plan: &KeyPlan,
+    scale: NoiseScale,
+) -> Result<EvaluationKeys<B>> {
+    let relin = match plan.relin {
+        Some(level) => {
+            let s2 = sk.eval().mul(backend, sk.eval())?;
+            Some(RelinKey(gen_key_switch_key_at(backend, &s2, sk, scale, level)?))
+        }
+        None => None,
+    };
+    let two_n = 2 * backend.context().n();
+    let mut galois = HashMap::with_capacity(plan.galois.len());
+    for (&g, &level) in &plan.galois {
+        if g.is_multiple_of(2) || g >= two_n {
+            return Err(Error::InvalidField { field: "galois element", reason: "must be odd and below 2N" });
+        }
+        let sg = sk.eval().automorphism(backend, g)?;
+        galois.insert(g, GaloisKey { galois_element: g, key: gen_key_switch_key_at(backend, &sg, sk, scale, level)? });
+    }
+    Ok(EvaluationKeys { relin, galois })
 }
 
 /// The relinearisation key (`s^2 -> s`).

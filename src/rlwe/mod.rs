@@ -37,7 +37,8 @@ pub mod wire;
 pub(crate) use ciphertext::{zip_padded, CiphertextCore};
 pub use encryption::{decrypt_polys, encrypt_public, encrypt_symmetric};
 pub use eval_keys::{
-    apply_galois, galois_element, gen_evaluation_keys, gen_galois_key, gen_relin_key, relinearize, EvaluationKeys,
+    apply_galois, galois_element, gen_evaluation_keys, gen_galois_key, gen_planned_keys, gen_relin_key, relinearize,
+    EvaluationKeys, KeyPlan, KeyStorage,
 };
 pub use key_switch::{key_switch, key_switch_add, key_switch_with};
 pub use keygen::{gen_key_switch_key, gen_key_switch_key_at, gen_public_key, gen_secret_key};
