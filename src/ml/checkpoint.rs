@@ -154,6 +154,7 @@ pub struct Checkpoint {
     batch: usize,
     notes: Vec<String>,
     writes: Vec<StageWrite>,
+    inputs_ms: f64,
 }
 
 /// Lowercase hexadecimal.
@@ -273,6 +274,7 @@ impl Checkpoint {
             batch: 0,
             notes: Vec::new(),
             writes: Vec::new(),
+            inputs_ms: 0.0,
         })
     }
 
@@ -356,6 +358,13 @@ impl Checkpoint {
     #[must_use]
     pub fn writes(&self) -> &[StageWrite] {
         &self.writes
+    }
+
+    /// Time spent serialising and hashing the encrypted inputs of every batch for their
+    /// digests (ms).
+    #[must_use]
+    pub fn inputs_digest_ms(&self) -> f64 {
+        self.inputs_ms
     }
 
     /// `(batch, stage)` of every completed stage the manifest lists.
@@ -444,11 +453,13 @@ impl Checkpoint {
         self.manifest.as_mut().ok_or(Error::InvalidField { field: "checkpoint", reason: "used before bind" })
     }
 
-    /// Starts batch `batch`, whose encrypted inputs have the digest `inputs_sha256`: checks it
-    /// against the manifest's record if the batch was started before (an
-    /// [`Error::CheckpointMismatch`] if the regenerated keys or inputs differ), else records it.
-    pub(crate) fn begin_batch(&mut self, batch: usize, inputs_sha256: String) -> Result<()> {
+    /// Starts batch `batch`, whose encrypted inputs have the digest `inputs_sha256` (computed
+    /// in `digest_ms`): checks it against the manifest's record if the batch was started before
+    /// (an [`Error::CheckpointMismatch`] if the regenerated keys or inputs differ), else
+    /// records it.
+    pub(crate) fn begin_batch(&mut self, batch: usize, inputs_sha256: String, digest_ms: f64) -> Result<()> {
         self.batch = batch;
+        self.inputs_ms += digest_ms;
         let path = self.manifest_path();
         let m = self.manifest_mut()?;
         match m.batches.get(batch) {

@@ -1038,11 +1038,12 @@ pub fn run_cnn_with<B: Backend>(
             .collect::<Result<Vec<_>>>()?;
         encrypt_ms += clock.elapsed().as_secs_f64() * 1e3;
         if let Some(cp) = checkpoint.as_deref_mut() {
+            let clock = Instant::now();
             let mut digest = Digester::default();
             for c in &cts {
                 digest.update(&bxt.to_bytes(c)?);
             }
-            cp.begin_batch(batches, digest.finish())?;
+            cp.begin_batch(batches, digest.finish(), clock.elapsed().as_secs_f64() * 1e3)?;
         }
         ledger.take();
         let clock = Instant::now();

@@ -190,11 +190,12 @@ pub fn run_lr_with<B: Backend>(
         encrypt_ms += clock.elapsed().as_secs_f64() * 1e3;
         let mut stored = None;
         if let Some(cp) = checkpoint.as_deref_mut() {
+            let clock = Instant::now();
             let mut digest = Digester::default();
             for c in &cts {
                 digest.update(&bxt.to_bytes(c)?);
             }
-            cp.begin_batch(batches, digest.finish())?;
+            cp.begin_batch(batches, digest.finish(), clock.elapsed().as_secs_f64() * 1e3)?;
             stored = cp.resume(|bytes| bxt.from_bytes(bytes))?.and_then(|(_, mut v)| v.pop());
         }
         ledger.take();

@@ -104,11 +104,13 @@ pub(crate) fn checkpoint_notes(checkpoint: Option<&wgfhe::ml::checkpoint::Checkp
         let bytes: u64 = writes.iter().map(|w| w.bytes).sum();
         let ms: f64 = writes.iter().map(|w| w.serialize_ms + w.write_ms).sum();
         eprintln!(
-            "checkpoint: {} stage(s) written to {} ({:.1} MB, {:.0} ms serialising and writing)",
+            "checkpoint: {} stage(s) written to {} ({:.1} MB, {:.0} ms serialising and writing; {:.0} ms hashing the \
+             inputs)",
             writes.len(),
             cp.dir().display(),
             bytes as f64 / 1e6,
-            ms
+            ms,
+            cp.inputs_digest_ms()
         );
     }
 }
@@ -121,6 +123,7 @@ pub(crate) fn checkpoint_json(checkpoint: Option<&wgfhe::ml::checkpoint::Checkpo
             "dir": cp.dir().display().to_string(),
             "notes": cp.notes(),
             "stages_written": cp.writes(),
+            "inputs_digest_ms": cp.inputs_digest_ms(),
         })
     })
 }
