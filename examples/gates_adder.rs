@@ -18,7 +18,7 @@ fn main() -> wgfhe::Result<()> {
     let ek = Arc::new(sk.evaluation_key(&[2; 32])?.expand(&ctx)?);
     let mut ev = GateEvaluator::new(ek);
     let mut rng = Sampler::from_seed(&[3; 32], Purpose::Ephemeral, 0);
-    let mut enc = |v: u8, rng: &mut Sampler| -> wgfhe::Result<Vec<LweCiphertext>> {
+    let enc = |v: u8, rng: &mut Sampler| -> wgfhe::Result<Vec<LweCiphertext>> {
         (0..8).map(|i| sk.encrypt_bit((v >> i) & 1 == 1, rng)).collect()
     };
     let pairs = [(0u8, 0u8), (200, 99), (17, 250), (255, 1), (128, 128), (73, 73)];
