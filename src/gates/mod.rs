@@ -11,7 +11,7 @@
 //!   domain: `2 * digits` rows `(a, a s + e + bit * g_l * (1 or -s))`, `a` seeded.
 //! * **Bootstrap** of an LWE ciphertext mod `q` with a test vector `tv`: scale `(a, b)` by `2N/q`
 //!   (exact, `q | 2N`), blind-rotate `X^{-b} tv` by `sum a_i s_i` (GINX/CGGI,
-//!   [`rotate`](self) module docs), extract the constant coefficient as an LWE sample of
+//!   the `rotate` module), extract the constant coefficient as an LWE sample of
 //!   dimension `N` mod `Q`, switch modulus `Q -> q_ks` (rounding), key-switch `N -> n` modulo
 //!   `q_ks` with OpenFHE's table method (the key holds LWE encryptions of `v B_ks^j s_N[i]` for
 //!   every digit value `v`; seeded `a`, `u16` words since `q_ks <= 2^16`), switch `q_ks -> q`.
@@ -28,7 +28,7 @@
 //! seeded ([`SeededEvaluationKey`], `b` halves only: what is stored) and expanded for use
 //! ([`EvaluationKey`], what is resident).
 
-mod params;
+pub mod params;
 pub(crate) mod rotate;
 
 use std::fmt;
