@@ -90,6 +90,31 @@ pub enum Error {
         name: String,
     },
 
+    /// A gate (FHEW/TFHE) parameter set is inconsistent or unsupported.
+    #[error("invalid gate parameters {name:?}: {reason}")]
+    InvalidGateParameters {
+        /// The set's name.
+        name: String,
+        /// Which check failed.
+        reason: String,
+    },
+    /// Gate ciphertexts or keys made under different secret keys or parameter sets were combined.
+    #[error("gate key mismatch: expected key id {expected:#018x}, found {found:#018x}")]
+    GateKeyMismatch {
+        /// Id of the key in use.
+        expected: u64,
+        /// Id carried by the object.
+        found: u64,
+    },
+    /// A gate message or lookup table does not fit the message space.
+    #[error("gate message {value} does not fit {bits} bit(s)")]
+    GateMessage {
+        /// The value given (a public plaintext or table entry).
+        value: u64,
+        /// Message bits.
+        bits: u32,
+    },
+
     // ---- objects and operations -------------------------------------------------------------
     /// An object belongs to other parameters.
     #[error("parameter id mismatch: expected {expected:#018x}, found {found:#018x}")]

@@ -20,7 +20,9 @@
 //!   or `Eval`) is part of its type.
 //! * [`rlwe`]: keys, encryption, decryption, hybrid key switching, Galois automorphisms.
 //! * [`bgv`] and [`ckks`]: the schemes (batch and coefficient encoding, modulus switching; the
-//!   canonical-embedding encoder, rescaling, conjugation).
+//!   canonical-embedding encoder, rescaling, conjugation); beside them [`gates`]: bootstrapped
+//!   Boolean gates and small lookup tables (FHEW/TFHE family: LWE mod a power of two, RGSW over
+//!   one NTT prime, GINX blind rotation).
 //! * [`compress`]: BXT memory compression (seeded halves, bit-packed limbs, fused operations).
 //! * [`compare`]: range-restricted lookup tables (ReLU, sign, comparisons), word-wise
 //!   comparisons on digit vectors and digit extraction, on BGV ciphertexts.
@@ -37,6 +39,7 @@ pub mod ckks;
 pub mod compare;
 pub mod compress;
 pub mod error;
+pub mod gates;
 pub mod math;
 pub mod ml;
 pub mod params;

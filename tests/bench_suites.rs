@@ -293,3 +293,37 @@ fn bxt_plots_are_svg() {
         assert!(svg.contains("<svg") && svg.contains("hmult"), "{svg:.200}");
     }
 }
+
+/// The gates suite at the insecure toy set, without OpenFHE: one CPU row per gate with the
+/// documented fields, sane numbers and no failures.
+#[test]
+fn gates_suite_runs_at_the_toy_set() {
+    use wgfhe::bench::gates;
+    use wgfhe::gates::Gate;
+    let config = gates::Config {
+        sets: vec![wgfhe::gates::TOY.into()],
+        gates: vec![Gate::And, Gate::Xor],
+        reps: 3,
+        warmup: 1,
+        batch: 4,
+        threads: 1,
+        failure_samples: 20,
+        openfhe: false,
+        openfhe_python: None,
+    };
+    let r = gates::run(&config).unwrap();
+    assert_eq!(r.rows.len(), 2);
+    let json = serde_json::to_value(&r).unwrap();
+    for row in json["rows"].as_array().unwrap() {
+        for key in
+            ["gate", "params", "backend", "median_ms", "p95_ms", "gates_per_s", "key_bytes", "failure_rate", "ratio"]
+        {
+            assert!(row.get(key).is_some(), "{key}");
+        }
+        assert_eq!(row["params"], "gates-toy");
+        assert!(row["median_ms"].as_f64().unwrap() > 0.0);
+        assert!(row["p95_ms"].as_f64().unwrap() >= row["median_ms"].as_f64().unwrap());
+        assert!(row["key_bytes"].as_u64().unwrap() > row["key_bytes_stored"].as_u64().unwrap());
+        assert_eq!(row["failure_rate"].as_f64(), Some(0.0));
+    }
+}

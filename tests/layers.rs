@@ -23,7 +23,7 @@ const LAYERS: &[&[&str]] = &[
     &["testing"],
     &["poly"],
     &["rlwe"],
-    &["bgv", "ckks"],
+    &["bgv", "ckks", "gates"],
     &["compress"],
     &["compare"],
     &["ml"],

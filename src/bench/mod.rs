@@ -5,6 +5,7 @@
 pub mod anchors;
 pub mod bxt;
 pub mod compare;
+pub mod gates;
 pub mod kernels;
 pub mod plots;
 pub mod stages;

@@ -26,6 +26,9 @@ pub(crate) enum Suite {
     Ledger,
     /// NTT against tfhe-ntt, scheme operations against OpenFHE (if installed).
     Anchors,
+    /// Bootstrapped Boolean gates (single-gate latency, batch throughput, key bytes, failure
+    /// rate) against OpenFHE BinFHE STD128 GINX (if installed), single thread.
+    Gates,
 }
 
 /// Options of `wgfhe bench`.
@@ -80,6 +83,18 @@ pub(crate) struct BenchArgs {
     /// Write SVG charts of the report into this directory (kernels, bxt and ledger suites).
     #[arg(long)]
     plot: Option<PathBuf>,
+    /// Gate parameter sets of the gates suite (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = "gates-std128,gates-std128-bb,gates-std128-lf")]
+    gate_params: Vec<String>,
+    /// Gates of the gates suite (comma-separated: and, or, nand, nor, xor, xnor).
+    #[arg(long, value_delimiter = ',', default_value = "and")]
+    gates: Vec<String>,
+    /// Gates of the gates suite's batch and failure measurements.
+    #[arg(long, default_value_t = 64)]
+    gate_batch: usize,
+    /// Skip OpenFHE in the gates suite.
+    #[arg(long)]
+    no_openfhe: bool,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -123,7 +138,37 @@ pub(crate) fn run(a: &BenchArgs) -> wgfhe::Result<()> {
         Suite::Anchors => anchors_suite(a),
         Suite::Bxt => bxt_suite(a),
         Suite::Compare => compare_suite(a),
+        Suite::Gates => gates_suite(a),
     }
+}
+
+/// The gates suite (CPU, one thread for single gates; the batch in a pool of the first
+/// `--threads` count).
+fn gates_suite(a: &BenchArgs) -> wgfhe::Result<()> {
+    let gates = a
+        .gates
+        .iter()
+        .map(|g| {
+            wgfhe::gates::Gate::ALL
+                .into_iter()
+                .find(|x| x.name() == g.as_str())
+                .ok_or(Error::InvalidField { field: "gates", reason: "unknown gate (and, or, nand, nor, xor, xnor)" })
+        })
+        .collect::<wgfhe::Result<Vec<_>>>()?;
+    let config = wgfhe::bench::gates::Config {
+        sets: a.gate_params.clone(),
+        gates,
+        reps: a.reps,
+        warmup: 3,
+        batch: a.gate_batch,
+        threads: a.threads.first().copied().unwrap_or(1),
+        failure_samples: a.gate_batch,
+        openfhe: !a.no_openfhe,
+        openfhe_python: std::env::var_os("WGFHE_OPENFHE_PYTHON").map(PathBuf::from),
+    };
+    let report = wgfhe::bench::gates::run(&config)?;
+    let table = report.table();
+    output::print_report(&report, table, a.json)
 }
 
 /// The device of a report: the adapter, or the CPU; with `host`, the host machine too.
