@@ -271,6 +271,11 @@ fn damaged_files_are_typed_errors_naming_them_or_fall_back_to_the_stage_before()
         other => panic!("{other:?}"),
     }
 
+    // The seed never shows in the checkpoint's Debug form.
+    let seed_hex: String = SEED.iter().map(|b| format!("{b:02x}")).collect();
+    let cp = Checkpoint::open(&dir.0).unwrap();
+    assert!(!format!("{cp:?}").contains(&seed_hex) && format!("{cp:?}").contains("fc2"), "{cp:?}");
+
     // A manifest that does not parse, or that lists a file that is not the checkpoint's own.
     let manifest = dir.0.join(MANIFEST);
     let text = std::fs::read_to_string(&manifest).unwrap();
