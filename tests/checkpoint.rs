@@ -192,10 +192,15 @@ fn table_path_resumes_after_every_stage_with_the_same_ciphertexts() {
     stop_and_resume(&p, opts, &whole.0, "table-steps", &STAGES);
     // The checkpointed circuit is the plain circuit: the same scores ciphertext.
     assert_eq!(stage_files(&whole.0)["b000000-fc2-000.wgfh"], plain_scores(&p, opts));
-    // Stopped once in the middle, under the baseline variant.
-    let base = options(Variant::Baseline, ReluPath::Table);
-    let whole = Scratch::new("table-base-whole");
-    stop_and_resume(&p, base, &whole.0, "table-base", &["fc1"]);
+    // Stopped once, under every other variant.
+    for (variant, stop) in
+        [(Variant::Baseline, "fc1"), (Variant::C, "conv"), (Variant::Cs, "relu2"), (Variant::CsoK, "relu1")]
+    {
+        let opts = options(variant, ReluPath::Table);
+        let whole = Scratch::new(&format!("table-{variant}-whole"));
+        stop_and_resume(&p, opts, &whole.0, &format!("table-{variant}"), &[stop]);
+        assert_eq!(stage_files(&whole.0)["b000000-fc2-000.wgfh"], plain_scores(&p, opts), "{variant}");
+    }
 }
 
 #[test]
