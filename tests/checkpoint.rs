@@ -192,10 +192,15 @@ fn table_path_resumes_after_every_stage_with_the_same_ciphertexts() {
     stop_and_resume(&p, opts, &whole.0, "table-steps", &STAGES);
     // The checkpointed circuit is the plain circuit: the same scores ciphertext.
     assert_eq!(stage_files(&whole.0)["b000000-fc2-000.wgfh"], plain_scores(&p, opts));
-    // Stopped once in the middle, under the baseline variant.
-    let base = options(Variant::Baseline, ReluPath::Table);
-    let whole = Scratch::new("table-base-whole");
-    stop_and_resume(&p, base, &whole.0, "table-base", &["fc1"]);
+    // Stopped once, under every other variant.
+    for (variant, stop) in
+        [(Variant::Baseline, "fc1"), (Variant::C, "conv"), (Variant::Cs, "relu2"), (Variant::CsoK, "relu1")]
+    {
+        let opts = options(variant, ReluPath::Table);
+        let whole = Scratch::new(&format!("table-{variant}-whole"));
+        stop_and_resume(&p, opts, &whole.0, &format!("table-{variant}"), &[stop]);
+        assert_eq!(stage_files(&whole.0)["b000000-fc2-000.wgfh"], plain_scores(&p, opts), "{variant}");
+    }
 }
 
 #[test]
@@ -270,6 +275,11 @@ fn damaged_files_are_typed_errors_naming_them_or_fall_back_to_the_stage_before()
         }
         other => panic!("{other:?}"),
     }
+
+    // The seed never shows in the checkpoint's Debug form.
+    let seed_hex: String = SEED.iter().map(|b| format!("{b:02x}")).collect();
+    let cp = Checkpoint::open(&dir.0).unwrap();
+    assert!(!format!("{cp:?}").contains(&seed_hex) && format!("{cp:?}").contains("fc2"), "{cp:?}");
 
     // A manifest that does not parse, or that lists a file that is not the checkpoint's own.
     let manifest = dir.0.join(MANIFEST);

@@ -113,8 +113,8 @@ struct BatchRecord {
     stages: Vec<StageRecord>,
 }
 
-/// The manifest.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The manifest (no `Debug`: it holds the key seed).
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Manifest {
     format: u32,
@@ -144,8 +144,8 @@ pub struct StageWrite {
     pub write_ms: f64,
 }
 
-/// A checkpoint directory (see the [module documentation](self)).
-#[derive(Debug)]
+/// A checkpoint directory (see the [module documentation](self)). Its `Debug` form shows
+/// the directory and progress, never the key seed.
 pub struct Checkpoint {
     dir: PathBuf,
     manifest: Option<Manifest>,
@@ -155,6 +155,18 @@ pub struct Checkpoint {
     notes: Vec<String>,
     writes: Vec<StageWrite>,
     inputs_ms: f64,
+}
+
+impl std::fmt::Debug for Checkpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Checkpoint")
+            .field("dir", &self.dir)
+            .field("config", &self.manifest.as_ref().map(|m| &m.config))
+            .field("completed", &self.completed())
+            .field("stop_after", &self.stop_after)
+            .field("batch", &self.batch)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Lowercase hexadecimal.
@@ -546,11 +558,17 @@ impl Checkpoint {
         Ok(out)
     }
 
-    /// Records stage `stage_index` of the current batch as completed with the serialised
-    /// `objects` (written atomically before the manifest lists them), drops the stages older
-    /// than the one before it, and stops the run if `stop_after` names this stage.
-    pub(crate) fn completed_stage(&mut self, stage_index: usize, serialize_ms: f64, objects: &[Vec<u8>]) -> Result<()> {
-        let clock = Instant::now();
+    /// Records stage `stage_index` of the current batch as completed with `count` objects,
+    /// object `i` serialised by `serialize(i)` and written atomically before the next is
+    /// serialised (one object's bytes in memory at a time) and before the manifest lists the
+    /// stage; drops the stages older than the one before it, and stops the run if
+    /// `stop_after` names this stage.
+    pub(crate) fn completed_stage(
+        &mut self,
+        stage_index: usize,
+        count: usize,
+        mut serialize: impl FnMut(usize) -> Result<Vec<u8>>,
+    ) -> Result<()> {
         let batch = self.batch;
         let path = self.manifest_path();
         let stage = self
@@ -559,12 +577,20 @@ impl Checkpoint {
             .and_then(|m| m.config.stages.get(stage_index))
             .cloned()
             .ok_or_else(|| file_error(&path, Error::InvalidField { field: "manifest", reason: "unknown stage" }))?;
-        let mut files = Vec::with_capacity(objects.len());
-        for (i, bytes) in objects.iter().enumerate() {
+        let (mut serialize_ms, mut write_ms) = (0.0, 0.0);
+        let mut files = Vec::with_capacity(count);
+        for i in 0..count {
+            let clock = Instant::now();
+            let bytes = serialize(i)?;
+            serialize_ms += clock.elapsed().as_secs_f64() * 1e3;
+            let clock = Instant::now();
             let name = file_name(batch, &stage, i);
-            write_atomic(&self.dir, &name, bytes)?;
-            files.push(FileRecord { name, bytes: bytes.len() as u64, crc32c: crc32c::crc32c(bytes) });
+            write_atomic(&self.dir, &name, &bytes)?;
+            write_ms += clock.elapsed().as_secs_f64() * 1e3;
+            files.push(FileRecord { name, bytes: bytes.len() as u64, crc32c: crc32c::crc32c(&bytes) });
         }
+        let bytes = files.iter().map(|f| f.bytes).sum();
+        let clock = Instant::now();
         let m = self.manifest_mut()?;
         let stages = m.config.stages.clone();
         let b = m.batches.get_mut(batch).ok_or_else(|| {
@@ -586,10 +612,10 @@ impl Checkpoint {
         self.writes.push(StageWrite {
             batch,
             stage: stage.clone(),
-            files: objects.len(),
-            bytes: objects.iter().map(|o| o.len() as u64).sum(),
+            files: count,
+            bytes,
             serialize_ms,
-            write_ms: clock.elapsed().as_secs_f64() * 1e3,
+            write_ms: write_ms + clock.elapsed().as_secs_f64() * 1e3,
         });
         if self.stop_after.as_deref() == Some(stage.as_str()) {
             return Err(Error::CheckpointStopped { batch, stage });

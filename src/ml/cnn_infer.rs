@@ -729,14 +729,16 @@ impl CnnCircuit {
                 stats.noise.push(StageNoise::of(bgv, name, ct));
             }
             if let Some(cp) = checkpoint.as_deref_mut() {
-                let clock = Instant::now();
-                let objects = state
-                    .ciphertexts()
-                    .iter()
-                    .map(|c| bgv.ciphertext_to_bytes_packed(c))
-                    .collect::<Result<Vec<_>>>()?;
                 let index = state.index().ok_or(Error::InvalidField { field: "cnn", reason: "no stage to record" })?;
-                cp.completed_stage(index, clock.elapsed().as_secs_f64() * 1e3, &objects)?;
+                let cts = state.ciphertexts();
+                cp.completed_stage(index, cts.len(), |i| {
+                    let ct = cts.get(i).ok_or(Error::DimensionMismatch {
+                        what: "stage ciphertexts",
+                        expected: i + 1,
+                        found: cts.len(),
+                    })?;
+                    bgv.ciphertext_to_bytes_packed(ct)
+                })?;
             }
         }
     }
