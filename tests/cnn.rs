@@ -120,10 +120,12 @@ fn key_bytes_follow_from_the_key_shapes() {
     let p = params();
     let ctx = RingContext::new(&p).unwrap();
     let (n, dnum, primes) = (1024u64, 4u64, 24 + 6u64);
+    let data = images(4);
     let (circuit_steps, plan) = {
         let bgv = Bgv::cpu(&p).unwrap();
         let circuit = CnnCircuit::new(&bgv, &model).unwrap();
-        (circuit.rotation_steps().to_vec(), circuit.key_plan(&p, Variant::Cso).unwrap())
+        let first: Vec<&[u8; PIXELS]> = data.images().iter().take(circuit.images_per_batch()).collect();
+        (circuit.rotation_steps().to_vec(), circuit.key_plan(&p, Variant::Cso, &first).unwrap())
     };
     // A column rotation by s and by s + N/2 is the same automorphism (rows of N/2 slots).
     let distinct: std::collections::BTreeSet<i64> = circuit_steps.iter().map(|s| s.rem_euclid(n as i64 / 2)).collect();
@@ -144,15 +146,9 @@ fn key_bytes_follow_from_the_key_shapes() {
         (Variant::Cso, KeyStorage::Stored),
         (Variant::CsoK, KeyStorage::Seeded),
     ] {
-        let run = run_cnn(
-            CpuBackend::new(ctx.clone()),
-            &model,
-            &images(4),
-            options(variant, ReluPath::Table),
-            |_, _| {},
-            None,
-        )
-        .unwrap();
+        let run =
+            run_cnn(CpuBackend::new(ctx.clone()), &model, &data, options(variant, ReluPath::Table), |_, _| {}, None)
+                .unwrap();
         assert_eq!(run.score_mismatches, 0, "{variant}");
         let want = plan.resident_bytes(&ctx, storage).unwrap();
         assert_eq!(run.key_bytes, want, "{variant}");

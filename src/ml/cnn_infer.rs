@@ -399,30 +399,27 @@ impl CnnCircuit {
         &self.steps
     }
 
-    /// The evaluation keys the server's circuit needs at `params` under `variant`, each at the
-    /// highest level it is used at ([`Bgv::plan_keys`]: the circuit run on the shape-only
-    /// backend). Fresh inputs' noise estimates depend on their plaintexts' norms, so the
-    /// circuit is run twice, on inputs of zeros and on inputs of pseudo-random 4-bit pixels in
-    /// every image's 169 slots (what [`CnnCircuit::client_inputs`] lays out), and every key
-    /// keeps the higher of its two levels. A batch whose ciphertexts would reach a rotation or
-    /// relinearisation above its key's level fails with [`Error::KeyDimensions`]; it never
-    /// computes a wrong result. Rotation steps the circuit never takes get no key.
-    pub fn key_plan(&self, params: &crate::params::Parameters, variant: Variant) -> Result<KeyPlan> {
-        let slots = crate::params::Parameters::n(params);
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut pixel = |s: usize| -> u64 {
-            if s % BLOCK >= POSITIONS {
-                return 0;
-            }
-            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-            (state >> 60) & 15
-        };
-        let random: Vec<Vec<u64>> = (0..TAPS).map(|_| (0..slots).map(&mut pixel).collect()).collect();
-        self.key_plan_for(params, variant, &[vec![vec![0; slots]; TAPS], random])
+    /// The evaluation keys the server's circuit needs at `params` under `variant` for a batch
+    /// of `images`, each key at the highest level it is used at ([`Bgv::plan_keys`]: the
+    /// circuit run on the shape-only backend on the batch's inputs,
+    /// [`CnnCircuit::key_plan_for`]). Levels follow from the noise estimates, and fresh inputs'
+    /// estimates depend on their plaintexts' norms, so another batch may reach a rotation or
+    /// the relinearisation one level above the plan's; it is then switched down to the key's
+    /// level there ([`Bgv::relinearize`], [`Bgv::apply_galois`]): correct scores, one level
+    /// less of budget. Rotation steps the circuit never takes get no key.
+    pub fn key_plan(
+        &self,
+        params: &crate::params::Parameters,
+        variant: Variant,
+        images: &[&super::mnist::Image],
+    ) -> Result<KeyPlan> {
+        let inputs = self.client_inputs(images, params.n())?;
+        self.key_plan_for(params, variant, std::slice::from_ref(&inputs))
     }
 
-    /// [`CnnCircuit::key_plan`] from the circuit run on each of `inputs` (the 25 slot vectors
-    /// of a batch each, as [`CnnCircuit::client_inputs`] lays them out).
+    /// The plan of the keys the circuit uses on each of `inputs` (the 25 slot vectors of a
+    /// batch each, as [`CnnCircuit::client_inputs`] lays them out), every key at the highest
+    /// level any of them uses it at.
     pub fn key_plan_for(
         &self,
         params: &crate::params::Parameters,
@@ -917,6 +914,11 @@ pub struct CnnRun {
     pub stats: CnnStats,
 }
 
+/// Images in the first batch of a run of `total` images.
+fn per_batch(circuit: &CnnCircuit, total: usize) -> usize {
+    circuit.images_per_batch().min(total)
+}
+
 /// What [`run_cnn`] runs.
 #[derive(Debug, Clone, Copy)]
 pub struct CnnOptions {
@@ -1005,8 +1007,10 @@ pub fn run_cnn_with<B: Backend>(
         None => bgv.gen_secret_key()?,
     };
     let bxt = Bxt::new(&bgv, variant);
-    // The keys the circuit's plan needs, each at the highest level it is used at.
-    let plan = circuit.key_plan(bgv.params(), variant)?;
+    // The keys the circuit's plan for the first batch needs, each at the highest level it is
+    // used at.
+    let first: Vec<&super::mnist::Image> = data.images().iter().take(per_batch(&circuit, total)).collect();
+    let plan = circuit.key_plan(bgv.params(), variant, &first)?;
     let keys = bxt.prepare_keys(bgv.gen_planned_keys(&sk, &plan)?);
     let keygen_ms = clock.elapsed().as_secs_f64() * 1e3;
     let key_bytes = keys.resident_bytes(ledger);
