@@ -171,6 +171,7 @@ def main() -> None:
     ap.add_argument("--variant", default="cso")
     ap.add_argument("--relu", default="lut", choices=["lut", "digits"])
     ap.add_argument("--keep", type=float, default=1.0)
+    ap.add_argument("--threads-per-worker", type=int, help="RAYON_NUM_THREADS of each server (default: all cores)")
     ap.add_argument("--address", help="an existing Ray cluster (default: start a local one)")
     a = ap.parse_args()
     if a.insecure_demo:
@@ -186,7 +187,7 @@ def main() -> None:
         ray.init(address=a.address)
     else:
         ray.init(num_cpus=max(a.workers, 1), object_store_memory=200 * 1024 * 1024, include_dashboard=False)
-    report = run(params, model_json, images, a.workers, a.backend, a.variant, a.relu, a.keep)
+    report = run(params, model_json, images, a.workers, a.backend, a.variant, a.relu, a.keep, a.threads_per_worker)
     print(json.dumps(report, indent=2))
 
 

@@ -47,7 +47,7 @@ use wgfhe::ml::cnn::{QuantCnn, Requant, CLASSES, POSITIONS, TAPS};
 use wgfhe::ml::lr::QuantLr;
 use wgfhe::ml::mnist;
 use wgfhe::params::{self, Parameters, ParametersLiteral, TestRing};
-use wgfhe::rlwe::{GaloisKey, KeyForm, PublicKey, RelinKey, SecretKey};
+use wgfhe::rlwe::{EvaluationKeys, GaloisKey, KeyForm, PublicKey, RelinKey, SecretKey};
 use wgfhe::serial::{self, ObjectType, Reader, HEADER_LEN};
 use wgfhe::Result;
 
@@ -227,7 +227,8 @@ struct Objects {
     params: Parameters,
     primes: Vec<u64>,
     /// Valid objects by target: parameters, secret, public, relinearisation and Galois keys,
-    /// plaintexts, ciphertexts, BXT ciphertexts.
+    /// plaintexts, ciphertexts, BXT ciphertexts, evaluation key sets, CKKS plaintexts and
+    /// ciphertexts.
     wire: Vec<Vec<Vec<u8>>>,
 }
 
@@ -245,6 +246,8 @@ fn objects() -> Objects {
     let ckks = Ckks::cpu(&cp, ScalePolicy::Single).unwrap();
     let csk = ckks.gen_secret_key_from_seed(&[6; 32]).unwrap();
     let cbe = ckks.backend();
+    let cpt = ckks.encode_real(&[0.5, -1.5, 2.25]).unwrap();
+    let cct = ckks.encrypt_symmetric(&csk, &cpt).unwrap();
     let wire = vec![
         vec![p.to_bytes(), cp.to_bytes()],
         vec![sk.to_bytes(be).unwrap(), csk.to_bytes(cbe).unwrap()],
@@ -265,6 +268,16 @@ fn objects() -> Objects {
             bgv.ciphertext_to_bytes(&sq).unwrap(),
         ],
         vec![bxt.to_bytes(&bxt_ct).unwrap()],
+        vec![
+            bgv.gen_evaluation_keys(&sk, &[1], true).unwrap().to_bytes(be).unwrap(),
+            ckks.gen_evaluation_keys(&csk, &[1], false).unwrap().to_bytes(cbe).unwrap(),
+        ],
+        vec![ckks.plaintext_to_bytes(&cpt).unwrap()],
+        vec![
+            ckks.ciphertext_to_bytes(&cct).unwrap(),
+            ckks.ciphertext_to_bytes_unseeded(&cct).unwrap(),
+            ckks.ciphertext_to_bytes(&ckks.mul(&cct, &cct).unwrap()).unwrap(),
+        ],
     ];
     let primes = p.literal().q.iter().chain(&p.literal().p).copied().chain([65537]).collect();
     Objects { bgv, ckks, params: p, primes, wire }
@@ -276,8 +289,10 @@ fn wire_decoders_never_panic() {
     let (be, cbe) = (o.bgv.backend(), o.ckks.backend());
     let all: Vec<Vec<u8>> = o.wire.concat();
     let primes = &o.primes[..];
-    let [params_seeds, sk_seeds, pk_seeds, rk_seeds, gk_seeds, pt_seeds, ct_seeds, bxt_seeds] = &o.wire[..] else {
-        panic!("eight seed groups")
+    let [params_seeds, sk_seeds, pk_seeds, rk_seeds, gk_seeds, pt_seeds, ct_seeds, bxt_seeds, set_seeds, cpt_seeds, cct_seeds] =
+        &o.wire[..]
+    else {
+        panic!("eleven seed groups")
     };
     fuzz("read_object", &all, &all, primes, true, |b| {
         let mut last = Ok(());
@@ -348,6 +363,14 @@ fn wire_decoders_never_panic() {
     fuzz("ciphertext", ct_seeds, &all, primes, true, |b| o.bgv.ciphertext_from_bytes(b).map(drop));
     let bxt = Bxt::new(&o.bgv, Variant::Cs);
     fuzz("bxt", bxt_seeds, &all, primes, true, |b| bxt.from_bytes(b).map(drop));
+    fuzz("key_set", set_seeds, &all, primes, true, |b| {
+        let seeded = EvaluationKeys::from_bytes_as(be, b, KeyForm::Seeded).map(drop);
+        let expanded = EvaluationKeys::from_bytes(be, b).map(drop);
+        assert_eq!(seeded.is_ok(), expanded.is_ok(), "both forms accept the same bytes");
+        either(expanded, EvaluationKeys::from_bytes(cbe, b).map(drop))
+    });
+    fuzz("ckks_plaintext", cpt_seeds, &all, primes, true, |b| o.ckks.plaintext_from_bytes(b).map(drop));
+    fuzz("ckks_ciphertext", cct_seeds, &all, primes, true, |b| o.ckks.ciphertext_from_bytes(b).map(drop));
     assert!(o.params.is_insecure());
 }
 

@@ -1,8 +1,8 @@
 //! `wgfhe._wgfhe`: the native module of the Python package `wgfhe` (see `python/wgfhe/` for
 //! the package and its type stubs).
 //!
-//! A [`Client`] holds the only secret key and exchanges bytes in the library's wire format; a
-//! [`Server`] is built from parameters and evaluation-key bytes and has no way to decrypt.
+//! A `Client` holds the only secret key and exchanges bytes in the library's wire format; a
+//! `Server` is built from parameters and evaluation-key bytes and has no way to decrypt.
 //! Every library error becomes a `wgfhe.WgfheError` with the library's message; long work runs
 //! with the interpreter released (other Python threads run meanwhile) and reports progress
 //! through an optional callback.
@@ -329,14 +329,12 @@ impl Client {
     ) -> PyResult<Bound<'py, PyBytes>> {
         let bytes = match self.params.scheme() {
             Scheme::Bgv => {
-                let v: PyArrayLike1<'_, i64, AllowTypeChange> = values.extract()?;
-                let col = vec![v.as_array().to_vec()];
+                let col = vec![int_values(values)?];
                 let var = crate::variant(variant)?;
                 py.detach(|| self.core.encrypt_ints(&col, var)).py_err()?.pop().unwrap_or_default()
             }
             Scheme::Ckks => {
-                let v: PyArrayLike1<'_, f64, AllowTypeChange> = values.extract()?;
-                let v = v.as_array().to_vec();
+                let v = real_values(values)?;
                 py.detach(|| self.core.encrypt_reals(&v)).py_err()?
             }
         };
@@ -445,9 +443,30 @@ struct Server {
 
 fn plain_values(scheme: Scheme, values: &Bound<'_, PyAny>) -> PyResult<Values> {
     Ok(match scheme {
-        Scheme::Bgv => Values::Ints(values.extract::<PyArrayLike1<'_, i64, AllowTypeChange>>()?.as_array().to_vec()),
-        Scheme::Ckks => Values::Reals(values.extract::<PyArrayLike1<'_, f64, AllowTypeChange>>()?.as_array().to_vec()),
+        Scheme::Bgv => Values::Ints(int_values(values)?),
+        Scheme::Ckks => Values::Reals(real_values(values)?),
     })
+}
+
+/// The numpy dtype kind (`"i"`, `"u"`, `"b"`, `"f"`, ...) of `values` as an array.
+fn kind(values: &Bound<'_, PyAny>) -> PyResult<String> {
+    values.py().import("numpy")?.call_method1("asarray", (values,))?.getattr("dtype")?.getattr("kind")?.extract()
+}
+
+/// Integers (BGV slot values): integer or boolean arrays only, never a silent cast of reals.
+fn int_values(values: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
+    if !matches!(kind(values)?.as_str(), "i" | "u" | "b") {
+        return Err(lib_err(wgfhe::Error::InvalidField { field: "values", reason: "BGV takes integers" }));
+    }
+    Ok(values.extract::<PyArrayLike1<'_, i64, AllowTypeChange>>()?.as_array().to_vec())
+}
+
+/// Reals (CKKS slot values): integer or real arrays.
+fn real_values(values: &Bound<'_, PyAny>) -> PyResult<Vec<f64>> {
+    if !matches!(kind(values)?.as_str(), "i" | "u" | "b" | "f") {
+        return Err(lib_err(wgfhe::Error::InvalidField { field: "values", reason: "CKKS takes real numbers" }));
+    }
+    Ok(values.extract::<PyArrayLike1<'_, f64, AllowTypeChange>>()?.as_array().to_vec())
 }
 
 #[pymethods]

@@ -173,8 +173,17 @@ def test_bad_input_raises_the_library_error(bgv_params, ckks_params):
     with pytest.raises(wgfhe.WgfheError):
         wgfhe.Server(bgv_params, b"\x00" * 64, backend="cpu")
     ckks_client = wgfhe.Client(ckks_params, backend="cpu")
-    with pytest.raises(wgfhe.WgfheError):
+    with pytest.raises(wgfhe.WgfheError, match="parameter id mismatch"):
         server.negate(ckks_client.encrypt([1.0]))
+    ckks_server = wgfhe.Server(ckks_params, ckks_client.evaluation_keys(), backend="cpu")
+    with pytest.raises(wgfhe.WgfheError, match="parameter id mismatch"):
+        ckks_server.negate(ct)
+    with pytest.raises(wgfhe.WgfheError, match="integers"):
+        server.add_plain(ct, np.array([0.5]))
+    with pytest.raises(wgfhe.WgfheError, match="integers"):
+        client.encrypt([1.5, 2.0])
+    with pytest.raises(wgfhe.WgfheError, match="real"):
+        ckks_client.encrypt(["a"])
     # Bad arguments.
     with pytest.raises(wgfhe.WgfheError, match="variant"):
         client.encrypt([1], variant="nope")
@@ -208,3 +217,29 @@ def test_cnn_client_server_under_key_forms(ray_mnist):
         server.cnn(model, [], relu="sigmoid")
     with pytest.raises(wgfhe.WgfheError):
         client.encrypt_cnn(ray_mnist.synthetic_images(per + 1))
+
+
+def test_gpu_server_computes_the_cpu_bytes(bgv_params):
+    # The GPU backend reproduces the CPU reference bit for bit: the same client ciphertexts
+    # give the same result bytes on both servers. No adapter: skipped, unless
+    # WGFHE_REQUIRE_GPU=1 (CI, on lavapipe) makes that a failure.
+    import os
+
+    try:
+        gpu_client = wgfhe.Client(bgv_params, backend="gpu", seed=bytes(range(32)))
+    except wgfhe.WgfheError as e:
+        if os.environ.get("WGFHE_REQUIRE_GPU") == "1":
+            raise
+        pytest.skip(f"no GPU adapter: {e}")
+    client = wgfhe.Client(bgv_params, backend="cpu", seed=bytes(range(32)))
+    keys = client.evaluation_keys(rotations=[1])
+    assert gpu_client.evaluation_keys(rotations=[1]) == keys
+    x = np.arange(bgv_params.slots) - 500
+    a = client.encrypt(x, variant="baseline")
+    assert gpu_client.encrypt(x, variant="baseline") == a
+    cpu = wgfhe.Server(bgv_params, keys, backend="cpu")
+    gpu = wgfhe.Server(bgv_params, keys, backend="gpu")
+    assert gpu.backend != "cpu"
+    for op in (lambda s: s.multiply(a, a), lambda s: s.rotate(a, 1), lambda s: s.multiply_plain(a, x)):
+        assert op(gpu) == op(cpu)
+    np.testing.assert_array_equal(client.decrypt(gpu.rotate(a, 1))[:3], [-499, -498, -497])

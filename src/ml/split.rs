@@ -149,7 +149,6 @@ pub fn cnn_scores(slots: &[i64], images: usize) -> Result<Vec<Vec<i64>>> {
 
 #[cfg(test)]
 mod tests {
-    #![expect(clippy::unwrap_used, reason = "tests")]
 
     use super::*;
 
