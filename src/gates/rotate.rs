@@ -33,6 +33,10 @@ pub(crate) struct RingTables {
     pub(crate) n: usize,
     /// `floor(2^64 / Q)`.
     mu: u64,
+    /// `2^32 mod Q` and its Shoup companion.
+    radix: (u32, u32),
+    /// Shoup companion of 1 (`floor(2^32 / Q)`).
+    one_shoup: u32,
     /// `(psi^t - 1) mod Q`, `t < 2N`.
     mono: Vec<u32>,
     mono_shoup: Vec<u32>,
@@ -54,11 +58,23 @@ impl RingTables {
         }
         let mono_shoup = mono.iter().map(|&w| m.shoup(w)).collect();
         let exps = (0..n).map(|i| eval_exponent(i, p.log_ring) as u32).collect();
-        Ok(Self { m, ntt, n, mu: u64::MAX / u64::from(p.ring_q), mono, mono_shoup, exps })
+        let radix = ((1u64 << 32) % u64::from(p.ring_q)) as u32;
+        Ok(Self {
+            m,
+            ntt,
+            n,
+            mu: u64::MAX / u64::from(p.ring_q),
+            radix: (radix, m.shoup(radix)),
+            one_shoup: m.shoup(1),
+            mono,
+            mono_shoup,
+            exps,
+        })
     }
 
     /// `x mod Q` for `x < 2^63`.
     #[inline(always)]
+    #[cfg_attr(not(test), expect(dead_code, reason = "the reference of the u32-only reduction, used by its test"))]
     fn reduce64(&self, x: u64) -> u32 {
         let qhat = ((u128::from(x) * u128::from(self.mu)) >> 64) as u64;
         let r = (x - qhat * u64::from(self.m.value())) as u32;
@@ -79,8 +95,7 @@ pub(crate) struct Scratch {
     acc_ntt: Vec<u32>,
     digits: Vec<u32>,
     cur: Vec<i32>,
-    prod: Vec<u64>,
-    idx: Vec<u32>,
+    w: Vec<u32>,
 }
 
 impl Scratch {
@@ -91,8 +106,7 @@ impl Scratch {
             acc_ntt: vec![0; 2 * n],
             digits: vec![0; p.rows() * n],
             cur: vec![0; n],
-            prod: vec![0; n],
-            idx: vec![0; n],
+            w: vec![0; 2 * n],
         }
     }
 }
@@ -119,6 +133,7 @@ pub(crate) fn rotate_test_vector(m: &Modulus, tv: &[u32], b: usize, out: &mut [u
     }
 }
 
+#[inline(always)]
 /// Signed gadget decomposition of `poly` (values in `[0, Q)`) into `digits` rows of `out`
 /// (residues in `[0, Q)`), rounding away the lowest `skipped` digits.
 fn decompose(p: &GateParams, q: u32, poly: &[u32], cur: &mut [i32], out: &mut [u32]) {
@@ -141,6 +156,108 @@ fn decompose(p: &GateParams, q: u32, poly: &[u32], cur: &mut [i32], out: &mut [u
             *o = if d < 0 { (d + q as i32) as u32 } else { d as u32 };
         }
     }
+}
+
+/// [`decompose`] under the widest SIMD level (pulp dispatch).
+struct Decompose<'a> {
+    p: &'a GateParams,
+    q: u32,
+    poly: &'a [u32],
+    cur: &'a mut [i32],
+    out: &'a mut [u32],
+}
+
+impl pulp::NullaryFnOnce for Decompose<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn call(self) {
+        decompose(self.p, self.q, self.poly, self.cur, self.out);
+    }
+}
+
+/// Lanes per block of the fused inner product (two AVX-512 registers of `u64` per component).
+const LANES: usize = 16;
+
+/// One key's contribution to the accumulator (NTT domain): for both components, the lazy inner
+/// product over the `rows` digit rows accumulated in `u64` lanes held in registers, reduced once,
+/// times `X^e - 1`, added.
+///
+/// The reduction is `u32`-only: `x = hi 2^32 + lo` (`hi < 2^31`), `x mod Q` is represented by
+/// `shoup(hi, 2^32 mod Q) + shoup(lo, 1)` in `[0, 4Q)`, then a lazy Shoup product by the
+/// monomial's evaluation (`[0, 2Q)`) and a reduced addition: the same canonical residues as a
+/// 64-bit reduction followed by a modular product.
+struct KeyProduct<'a> {
+    t: &'a RingTables,
+    rows: usize,
+    e: u32,
+    key: &'a [u32],
+    digits: &'a [u32],
+    /// Scratch: the monomial's evaluations and their Shoup companions, `2N` words.
+    w: &'a mut [u32],
+    acc_ntt: &'a mut [u32],
+}
+
+impl pulp::NullaryFnOnce for KeyProduct<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn call(self) {
+        let t = self.t;
+        let n = t.n;
+        let q = t.m.value();
+        let two_q = 2 * q;
+        let mask = 2 * n as u32 - 1;
+        let (w, ws) = self.w.split_at_mut(n);
+        for ((wv, wsv), &x) in w.iter_mut().zip(ws.iter_mut()).zip(&t.exps) {
+            let i = (self.e.wrapping_mul(x) & mask) as usize;
+            *wv = t.mono[i];
+            *wsv = t.mono_shoup[i];
+        }
+        let (r, rs) = t.radix;
+        let one_s = t.one_shoup;
+        let (acc0, acc1) = self.acc_ntt.split_at_mut(n);
+        let finish = |o: &mut u32, x: u64, w: u32, ws: u32| {
+            let hi = (x >> 32) as u32;
+            let lo = x as u32;
+            let red = shoup_lazy(hi, r, rs, q).wrapping_add(shoup_lazy(lo, 1, one_s, q));
+            let y = shoup_lazy(red, w, ws, q);
+            let s = o.wrapping_add(y);
+            let s = s.min(s.wrapping_sub(two_q));
+            *o = s.min(s.wrapping_sub(q));
+        };
+        for b in 0..n / LANES {
+            let p0 = b * LANES;
+            let mut a0 = [0u64; LANES];
+            let mut a1 = [0u64; LANES];
+            for row in 0..self.rows {
+                let d = &self.digits[row * n + p0..row * n + p0 + LANES];
+                let k0 = &self.key[2 * row * n + p0..2 * row * n + p0 + LANES];
+                let k1 = &self.key[(2 * row + 1) * n + p0..(2 * row + 1) * n + p0 + LANES];
+                for j in 0..LANES {
+                    a0[j] += u64::from(d[j]) * u64::from(k0[j]);
+                    a1[j] += u64::from(d[j]) * u64::from(k1[j]);
+                }
+            }
+            let wb = &w[p0..p0 + LANES];
+            let wsb = &ws[p0..p0 + LANES];
+            let o0 = &mut acc0[p0..p0 + LANES];
+            for j in 0..LANES {
+                finish(&mut o0[j], a0[j], wb[j], wsb[j]);
+            }
+            let o1 = &mut acc1[p0..p0 + LANES];
+            for j in 0..LANES {
+                finish(&mut o1[j], a1[j], wb[j], wsb[j]);
+            }
+        }
+    }
+}
+
+/// `a * w mod q` in `[0, 2q)` for any `a < 2^32` (Shoup, branch-free).
+#[inline(always)]
+fn shoup_lazy(a: u32, w: u32, ws: u32, q: u32) -> u32 {
+    let quot = ((u64::from(a) * u64::from(ws)) >> 32) as u32;
+    a.wrapping_mul(w).wrapping_sub(quot.wrapping_mul(q))
 }
 
 /// Blind rotation of `X^{-b} tv` by `sum a_i s_i` with the bootstrapping key `bk` (layout
@@ -184,7 +301,7 @@ pub(crate) fn blind_rotate(
         let digit_words = p.digits * n;
         for c in 0..2 {
             let out = &mut s.digits[c * digit_words..(c + 1) * digit_words];
-            decompose(p, q, &s.acc[c * n..(c + 1) * n], &mut s.cur, out);
+            pulp::Arch::new().dispatch(Decompose { p, q, poly: &s.acc[c * n..(c + 1) * n], cur: &mut s.cur, out });
             for row in out.chunks_exact_mut(n) {
                 t.ntt.forward_lazy(row)?;
             }
@@ -193,27 +310,16 @@ pub(crate) fn blind_rotate(
             if e == 0 {
                 continue;
             }
-            for (i, &x) in s.idx.iter_mut().zip(&t.exps) {
-                *i = (e * x) & (two_n - 1);
-            }
             let key = &bk[(g * keys + k) * key_words..(g * keys + k + 1) * key_words];
-            for co in 0..2 {
-                s.prod.fill(0);
-                for r in 0..rows {
-                    let d = &s.digits[r * n..(r + 1) * n];
-                    let kr = &key[(r * 2 + co) * n..(r * 2 + co + 1) * n];
-                    for ((acc, &x), &y) in s.prod.iter_mut().zip(d).zip(kr) {
-                        *acc += u64::from(x) * u64::from(y);
-                    }
-                }
-                let dst = &mut s.acc_ntt[co * n..(co + 1) * n];
-                for ((o, &x), &i) in dst.iter_mut().zip(&s.prod).zip(&s.idx) {
-                    let r = t.reduce64(x);
-                    let i = i as usize;
-                    let y = t.m.mul_shoup(r, t.mono[i], t.mono_shoup[i]);
-                    *o = t.m.add(*o, y);
-                }
-            }
+            pulp::Arch::new().dispatch(KeyProduct {
+                t,
+                rows,
+                e,
+                key,
+                digits: &s.digits,
+                w: &mut s.w,
+                acc_ntt: &mut s.acc_ntt,
+            });
         }
         s.acc.copy_from_slice(&s.acc_ntt);
         for half in s.acc.chunks_exact_mut(n) {
