@@ -69,7 +69,16 @@ fn main() {
     if generate {
         let clock = Instant::now();
         let sk = bgv.gen_secret_key().unwrap();
-        let keys = bgv.gen_planned_keys(&sk, &plan).unwrap().into_seeded().into_packed(bgv.backend()).unwrap();
+        // Key by key (seeded and packed as soon as generated), so the stored form of only one
+        // key is ever held.
+        let mut keys = wgfhe::rlwe::EvaluationKeys::default();
+        let one = KeyPlan { relin: plan.relin, galois: Default::default() };
+        keys.relin = bgv.gen_planned_keys(&sk, &one).unwrap().into_seeded().into_packed(bgv.backend()).unwrap().relin;
+        for (&g, &level) in &plan.galois {
+            let one = KeyPlan { relin: None, galois: [(g, level)].into_iter().collect() };
+            let k = bgv.gen_planned_keys(&sk, &one).unwrap().into_seeded().into_packed(bgv.backend()).unwrap();
+            keys.galois.extend(k.galois);
+        }
         let measured = keys.resident_bytes(bgv.backend());
         println!(
             "generated the planned keys (seeded, packed) in {:.1} s: resident {:.3} GB ({measured} B)",

@@ -110,8 +110,8 @@ fn encrypted_cnn_equals_the_integer_model() {
 /// `key_bytes` is what the keys' shapes say. Every key at the top would be one relinearisation
 /// key and one rotation key per distinct column rotation, each `dnum` digits over the `24 + 6`
 /// primes of the key basis, `N` residues of 4 bytes per prime, and two polynomials a digit
-/// (`b_j`, `a_j`) for the baseline and `cso`, one (`b_j` alone, `a_j` regenerated from the seed)
-/// for the seeded keys of `cso+k`; the run generates the circuit's plan instead (each key at the
+/// (`b_j`, `a_j`) for the baseline and `cso`, one (`b_j` alone, bit-packed, `a_j` regenerated
+/// from the seed) for the seeded keys of `cso+k`; the run generates the circuit's plan instead (each key at the
 /// highest level it is used at, the digits and limbs of that level), whose bytes are
 /// [`KeyPlan::resident_bytes`] and fewer.
 #[test]
@@ -121,12 +121,10 @@ fn key_bytes_follow_from_the_key_shapes() {
     let ctx = RingContext::new(&p).unwrap();
     let (n, dnum, primes) = (1024u64, 4u64, 24 + 6u64);
     let data = images(4);
-    let (circuit_steps, plan) = {
-        let bgv = Bgv::cpu(&p).unwrap();
-        let circuit = CnnCircuit::new(&bgv, &model).unwrap();
-        let first: Vec<&[u8; PIXELS]> = data.images().iter().take(circuit.images_per_batch()).collect();
-        (circuit.rotation_steps().to_vec(), circuit.key_plan(&p, Variant::Cso, &first).unwrap())
-    };
+    let bgv = Bgv::cpu(&p).unwrap();
+    let circuit = CnnCircuit::new(&bgv, &model).unwrap();
+    let first: Vec<&[u8; PIXELS]> = data.images().iter().take(circuit.images_per_batch()).collect();
+    let circuit_steps = circuit.rotation_steps().to_vec();
     // A column rotation by s and by s + N/2 is the same automorphism (rows of N/2 slots).
     let distinct: std::collections::BTreeSet<i64> = circuit_steps.iter().map(|s| s.rem_euclid(n as i64 / 2)).collect();
     assert!(!distinct.contains(&0) && !distinct.is_empty(), "{circuit_steps:?}");
@@ -136,20 +134,21 @@ fn key_bytes_follow_from_the_key_shapes() {
         distinct.iter().map(|&s| wgfhe::rlwe::galois_element(3, s, n as usize)).collect::<Vec<_>>();
     let top = KeyPlan::top(p.q().len(), &elements);
     assert_eq!(top.resident_bytes(&ctx, KeyStorage::Stored).unwrap(), keys * dnum * 2 * primes * n * 4);
-    // The plan: relinearisation at the top (the first ReLU multiplies fresh inputs), every
-    // rotation key of the circuit below it.
-    assert_eq!(plan.relin, Some(p.q().len() - 1));
-    assert!(plan.galois.keys().all(|g| top.galois.contains_key(g)), "{plan:?}");
-    assert!(plan.galois.values().all(|&l| l < p.q().len() - 1), "{plan:?}");
     for (variant, storage) in [
         (Variant::Baseline, KeyStorage::Stored),
         (Variant::Cso, KeyStorage::Stored),
-        (Variant::CsoK, KeyStorage::Seeded),
+        (Variant::CsoK, KeyStorage::SeededPacked),
     ] {
         let run =
             run_cnn(CpuBackend::new(ctx.clone()), &model, &data, options(variant, ReluPath::Table), |_, _| {}, None)
                 .unwrap();
         assert_eq!(run.score_mismatches, 0, "{variant}");
+        // The plan: relinearisation at the top (the first ReLU multiplies fresh inputs), every
+        // rotation key of the circuit below it.
+        let plan = circuit.key_plan(&p, variant, &first).unwrap();
+        assert_eq!(plan.relin, Some(p.q().len() - 1));
+        assert!(plan.galois.keys().all(|g| top.galois.contains_key(g)), "{plan:?}");
+        assert!(plan.galois.values().all(|&l| l < p.q().len() - 1), "{plan:?}");
         let want = plan.resident_bytes(&ctx, storage).unwrap();
         assert_eq!(run.key_bytes, want, "{variant}");
         assert!(want < top.resident_bytes(&ctx, storage).unwrap(), "{variant}");

@@ -78,7 +78,7 @@ fn run_variant<B: Backend>(make: &dyn Fn() -> B, variant: Variant) -> (Vec<Outco
 
 fn run_ops<B: Backend>(s: &Setup<B>, variant: Variant) -> Vec<Outcome> {
     let bxt = Bxt::new(&s.bgv, variant);
-    let keys = bxt.prepare_keys(s.bgv.gen_evaluation_keys(&s.sk, &[1], false).unwrap());
+    let keys = bxt.prepare_keys(s.bgv.gen_evaluation_keys(&s.sk, &[1], false).unwrap()).unwrap();
     let xs: Vec<BxtCiphertext<B>> =
         s.values.iter().map(|v| bxt.encrypt(&s.sk, &s.bgv.encoder().encode(v).unwrap()).unwrap()).collect();
     let bias = s.bgv.encoder().encode(&s.values[2]).unwrap();
@@ -254,7 +254,7 @@ fn ledger_of<T>(
     let bxt = Bxt::new(&s.bgv, variant);
     let xs: Vec<_> =
         s.values.iter().map(|v| bxt.encrypt(&s.sk, &s.bgv.encoder().encode(v).unwrap()).unwrap()).collect();
-    let keys = bxt.prepare_keys(s.bgv.gen_evaluation_keys(&s.sk, &[1], false).unwrap());
+    let keys = bxt.prepare_keys(s.bgv.gen_evaluation_keys(&s.sk, &[1], false).unwrap()).unwrap();
     s.bgv.backend().take();
     let _ = op(&bxt, &xs, &keys);
     s.bgv.backend().take()
@@ -289,12 +289,19 @@ fn ledger_shows_what_each_technique_saves() {
     let unfused = fused(Variant::Cs);
     assert!(unfused.len() >= INPUTS, "the unfused chain runs one kernel per PMULT/HADD");
     assert!(written(&unfused) > 20 * written(&f));
-    // Key switching with seeded keys reads half the key bytes.
+    // Key switching with seeded, packed keys reads the b halves only, at their primes' widths:
+    // per digit, ceil(N bits(q) / 32) words of every prime of the ciphertext's level and P.
     let relin = |v| ledger_of(v, |b, xs, k| b.mul_relin(&xs[0], &xs[1], k).unwrap());
     let key = |r: &[Record]| sum(r, |x| x.key_bytes);
     let (cso, k) = (relin(Variant::Cso), relin(Variant::CsoK));
     assert!(key(&cso) > 0);
-    assert_eq!(2 * key(&k), key(&cso), "seeded keys read {} vs {}", key(&k), key(&cso));
+    let p = params();
+    let packed_words: u64 = p.q().iter().chain(p.p()).map(|m| (n * u64::from(m.bits())).div_ceil(32)).sum();
+    let limbs = (p.q().len() + p.p().len()) as u64;
+    // cso reads b and a of every digit, one word a residue.
+    let digits = key(&cso) / (2 * limbs * n * 4);
+    assert_eq!(key(&k), digits * packed_words * 4, "seeded packed keys read {} vs {}", key(&k), key(&cso));
+    assert!(2 * key(&k) < key(&cso));
 }
 
 #[test]

@@ -26,6 +26,7 @@ cpu_and_gpu!(
     packed_keys_give_identical_ciphertexts,
     packed_keys_at_mixed_widths_give_identical_switches,
     packed_resident_bytes_are_the_packed_words,
+    a_key_below_the_ciphertext_switches_it_down,
     ckks_seeded_keys_give_identical_ciphertexts,
     resident_bytes_halve,
     wire_round_trip_from_a_seeded_key,
@@ -233,6 +234,33 @@ fn packed_resident_bytes_are_the_packed_words<B: Backend>(make: Make<'_, B>, log
     // The wire form of a packed key is the stored key's; a reduced key has none.
     assert_eq!(rk.to_bytes(be).unwrap(), f.stored.relin.as_ref().unwrap().to_bytes(be).unwrap());
     assert!(rk.at_level(be, 1).unwrap().to_bytes(be).is_err());
+}
+
+/// Keys reduced below a ciphertext's level (a key plan that expected the ciphertext lower):
+/// BGV switches the ciphertext down to the key's level first, and the result decrypts right; at
+/// or below the key's level the words are the top-level key's.
+fn a_key_below_the_ciphertext_switches_it_down<B: Backend>(make: Make<'_, B>, log: &Transcript) {
+    let f = fixture(make, log);
+    let be = f.bgv.backend();
+    let g = f.bgv.column_rotation_element(1);
+    let plan = wgfhe::rlwe::KeyPlan { relin: Some(2), galois: [(g, 2)].into_iter().collect() };
+    let low = f.packed.reduced_to(be, &plan).unwrap();
+    let a = encrypt(&f, 6);
+    let v = values(f.bgv.params().n(), 6);
+    let half = v.len() / 2;
+    // Level 4 > 2: switched down first.
+    let rotated = f.bgv.rotate_columns(&a, 1, &low).unwrap();
+    assert_eq!(rotated.level(), 2);
+    let want: Vec<u64> = (0..v.len()).map(|k| v[(k / half) * half + (k % half + 1) % half]).collect();
+    assert_eq!(decrypt(&f, &rotated), want);
+    let prod = f.bgv.relinearize(&f.bgv.mul(&a, &a).unwrap(), &low).unwrap();
+    assert_eq!(prod.level(), 2);
+    assert_eq!(decrypt(&f, &prod), v.iter().map(|x| x * x % 65537).collect::<Vec<_>>());
+    bgv_hosts(&f, &prod);
+    // At the key's level: the top-level key's words.
+    let a2 = f.bgv.mod_switch_to_level(&a, 2).unwrap();
+    let want = f.bgv.rotate_columns(&a2, 1, &f.stored).unwrap();
+    assert_eq!(bgv_hosts(&f, &f.bgv.rotate_columns(&a2, 1, &low).unwrap()), bgv_hosts(&f, &want));
 }
 
 /// CKKS: HMULT with relinearisation, a rotation and conjugation.

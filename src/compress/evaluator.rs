@@ -202,13 +202,14 @@ impl<'a, B: Backend> Bxt<'a, B> {
         }
     }
 
-    /// Evaluation keys in this variant's form: `cso+k` keeps only the seeds of the `a` parts.
-    #[must_use]
-    pub fn prepare_keys(&self, keys: EvaluationKeys<B>) -> EvaluationKeys<B> {
+    /// Evaluation keys in this variant's form: `cso+k` keeps only the seeds of the `a` parts
+    /// and bit-packs the `b` parts ([`EvaluationKeys::into_packed`]; key switching unpacks them
+    /// inside its inner product, with the same words).
+    pub fn prepare_keys(&self, keys: EvaluationKeys<B>) -> Result<EvaluationKeys<B>> {
         if self.variant.seeded_keys() {
-            keys.into_seeded()
+            keys.into_seeded().into_packed(self.bgv.backend())
         } else {
-            keys
+            Ok(keys)
         }
     }
 

@@ -15,7 +15,8 @@
 //! [`Variant`] selects how an evaluator ([`Bxt`]) uses them: `baseline` (the plain BGV
 //! operations), `c` (seeded halves), `cs` (+ packed limbs), `cso` (+ fused PMULT/HADD/PADD
 //! chains and lazy `a` halves) and `cso+k` (+ seeded evaluation keys, whose `a` parts are
-//! regenerated inside the key-switching inner product). Every variant computes the same
+//! regenerated inside the key-switching inner product and whose `b` parts are held bit-packed and
+//! unpacked there). Every variant computes the same
 //! residues: materialised results are byte-identical to the baseline's.
 //!
 //! Every kernel of the non-baseline variants is a fused program ([`crate::backend::fused`]): one
@@ -83,7 +84,7 @@ pub enum Variant {
     Cs,
     /// `CS` with fused PMULT/HADD/PADD chains and lazy (delayed) `a` halves.
     Cso,
-    /// `CSO` with seeded evaluation keys.
+    /// `CSO` with seeded evaluation keys whose `b` parts are bit-packed.
     CsoK,
 }
 

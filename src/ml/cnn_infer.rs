@@ -903,7 +903,7 @@ pub struct CnnRun {
     /// most) and one batch's input ciphertexts.
     pub peak_device_bytes: u64,
     /// Resident bytes of the evaluation keys the server holds (relinearisation and rotation
-    /// keys, [`EvaluationKeys::resident_bytes`]; seeded under `cso+k`: `b` halves only).
+    /// keys, [`EvaluationKeys::resident_bytes`]; seeded under `cso+k`: `b` halves only, bit-packed).
     pub key_bytes: u64,
     /// Bytes read and written by the server's kernels (traffic ledger).
     pub bytes_moved: u64,
@@ -1011,7 +1011,7 @@ pub fn run_cnn_with<B: Backend>(
     // used at.
     let first: Vec<&super::mnist::Image> = data.images().iter().take(per_batch(&circuit, total)).collect();
     let plan = circuit.key_plan(bgv.params(), variant, &first)?;
-    let keys = bxt.prepare_keys(bgv.gen_planned_keys(&sk, &plan)?);
+    let keys = bxt.prepare_keys(bgv.gen_planned_keys(&sk, &plan)?)?;
     let keygen_ms = clock.elapsed().as_secs_f64() * 1e3;
     let key_bytes = keys.resident_bytes(ledger);
     let mut stats = CnnStats::default();
