@@ -40,8 +40,11 @@ def test_server_has_no_secret(bgv_params):
     public = [a for a in dir(server) if not a.startswith("_")]
     assert not any("decrypt" in a or "secret" in a for a in public), public
     assert not hasattr(server, "decrypt")
-    # The client's secret key is not reachable from Python either.
+    # The client's secret key is not reachable from Python either, and a client cannot be
+    # pickled (so it is never shipped to a Ray worker by accident).
     assert not any("secret" in a for a in dir(client))
+    with pytest.raises(TypeError):
+        pickle.dumps(client)
 
 
 def test_bgv_round_trip_and_operations(bgv_params):
