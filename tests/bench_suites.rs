@@ -310,6 +310,8 @@ fn gates_suite_runs_at_the_toy_set() {
         failure_samples: 20,
         openfhe: false,
         openfhe_python: None,
+        gpu: None,
+        gpu_reps: 1,
     };
     let r = gates::run(&config).unwrap();
     assert_eq!(r.rows.len(), 2);

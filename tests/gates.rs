@@ -5,6 +5,8 @@
 
 #![expect(clippy::unwrap_used, reason = "tests")]
 
+mod common;
+
 use std::sync::Arc;
 
 use rand::{Rng, SeedableRng};
@@ -134,4 +136,33 @@ fn monte_carlo_failure_rate_matches_the_analysis() {
     // The model's Gaussian tail is conservative (the rounding terms are uniform, lighter
     // tailed): measured 2.2e-4 against 6.1e-4 predicted at n = 64. Allowed: a factor of 4.
     assert!(rate <= 1.2 * predicted && rate >= predicted / 4.0, "{rate:e} vs {predicted:e}");
+}
+
+/// The GPU batch (lavapipe in CI) against the CPU reference: every two-input gate over 1,000
+/// random input pairs in one batch each, the output words identical to the CPU evaluator's and
+/// decrypting to the truth table.
+#[test]
+fn gpu_batches_match_the_cpu_word_for_word() {
+    let Some(dev) = common::device() else { return };
+    let ctx = GateContext::by_name(TOY).unwrap();
+    let sk = SecretKey::generate(&ctx, &[51; 32]).unwrap();
+    let ek = Arc::new(sk.evaluation_key(&[52; 32]).unwrap().expand(&ctx).unwrap());
+    let mut ev = GateEvaluator::new(Arc::clone(&ek));
+    let gpu = wgfhe::gates::gpu::GpuGateKey::new(&dev, &ek).unwrap();
+    let mut enc = Sampler::from_seed(&[53; 32], Purpose::Ephemeral, 0);
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    for g in Gate::ALL {
+        let bits: Vec<(bool, bool)> = (0..1000).map(|_| (rng.random(), rng.random())).collect();
+        let cts: Vec<(LweCiphertext, LweCiphertext)> = bits
+            .iter()
+            .map(|&(x, y)| (sk.encrypt_bit(x, &mut enc).unwrap(), sk.encrypt_bit(y, &mut enc).unwrap()))
+            .collect();
+        let pairs: Vec<(&LweCiphertext, &LweCiphertext)> = cts.iter().map(|(a, b)| (a, b)).collect();
+        let out = gpu.gates(g, &pairs).unwrap();
+        for ((&(x, y), (a, b)), o) in bits.iter().zip(&cts).zip(&out) {
+            let cpu = ev.gate(g, a, b).unwrap();
+            assert_eq!(&cpu, o, "{g:?}({x}, {y}): GPU words differ from the CPU's");
+            assert_eq!(sk.decrypt_bit(o).unwrap(), g.eval(x, y), "{g:?}({x}, {y})");
+        }
+    }
 }

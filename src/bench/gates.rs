@@ -8,6 +8,9 @@
 //! bytes (and stored bytes: seeded halves), the failure rate measured over `failure_samples`
 //! chained gates (inputs are earlier outputs) with the analytic prediction, and `ratio`: the
 //! row's median over OpenFHE's median of the same gate in the same run (1 on OpenFHE's row).
+//! With a GPU, rows of backend `gpu: <adapter>` time whole batches of `batch` gates in one
+//! dispatch sequence ([`crate::gates::gpu`]): `median_ms` is the batch's latency, `gates_per_s`
+//! the batch size over it, `key_bytes` the device-resident bootstrapping key.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -18,7 +21,9 @@ use std::time::Instant;
 use rayon::prelude::*;
 use serde::Serialize;
 
+use crate::backend::gpu::GpuDevice;
 use crate::error::{Error, Result};
+use crate::gates::gpu::GpuGateKey;
 use crate::gates::{Gate, GateContext, GateEvaluator, GateParams, LweCiphertext, MarginKind, SecretKey};
 use crate::math::sampling::{Purpose, Sampler};
 
@@ -45,6 +50,11 @@ pub struct Config {
     pub openfhe: bool,
     /// Python of the anchors venv (default `benches/anchors/.venv/bin/python`).
     pub openfhe_python: Option<PathBuf>,
+    /// Also run the batch on this GPU (rows with backend `gpu`: the latency of a whole batch of
+    /// `batch` gates, median and p95 over `gpu_reps` batches, and its gates per second).
+    pub gpu: Option<Arc<GpuDevice>>,
+    /// Timed batches of the GPU rows.
+    pub gpu_reps: usize,
 }
 
 /// One row.
@@ -269,6 +279,39 @@ pub fn run(config: &Config) -> Result<Report> {
                 fails += usize::from(got != want);
                 prev = (got, c);
             }
+            if let Some(dev) = config.gpu.as_ref() {
+                let gk = GpuGateKey::new(dev, &ek)?;
+                let pairs: Vec<(&LweCiphertext, &LweCiphertext)> = inputs.iter().map(|(a, b)| (a, b)).collect();
+                let first = gk.gates(g, &pairs)?;
+                for (i, o) in first.iter().enumerate() {
+                    if sk.decrypt_bit(o)? != g.eval(i % 2 == 0, i % 3 == 0) {
+                        return Err(Error::InvalidParameters {
+                            reason: format!("{name}: GPU {g:?} decrypted wrongly"),
+                        });
+                    }
+                }
+                let mut bt = Vec::new();
+                for _ in 0..config.gpu_reps.max(1) {
+                    let t0 = Instant::now();
+                    gk.gates(g, &pairs)?;
+                    bt.push(t0.elapsed().as_secs_f64() * 1e3);
+                }
+                bt.sort_by(f64::total_cmp);
+                rows.push(Row {
+                    gate: g.name().into(),
+                    params: name.clone(),
+                    backend: format!("gpu: {}", dev.summary().name),
+                    median_ms: percentile(&bt, 0.5),
+                    p95_ms: percentile(&bt, 0.95),
+                    gates_per_s: config.batch.max(1) as f64 / (percentile(&bt, 0.5) / 1e3),
+                    key_bytes: ek.bootstrapping_key_bytes() as u64,
+                    key_bytes_stored: stored,
+                    failure_rate: None,
+                    failure_samples: 0,
+                    failure_predicted: Some(ctx.params().failure_probability(margin(g))),
+                    ratio: None,
+                });
+            }
             rows.push(Row {
                 gate: g.name().into(),
                 params: name.clone(),
@@ -292,7 +335,7 @@ pub fn run(config: &Config) -> Result<Report> {
         }
         t.sort_by(f64::total_cmp);
         let med = percentile(&t, 0.5);
-        for r in rows.iter_mut().filter(|r| r.gate == g.name()) {
+        for r in rows.iter_mut().filter(|r| r.gate == g.name() && r.backend == "cpu") {
             r.ratio = Some(r.median_ms / med);
         }
         rows.push(Row {

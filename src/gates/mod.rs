@@ -28,6 +28,7 @@
 //! seeded ([`SeededEvaluationKey`], `b` halves only: what is stored) and expanded for use
 //! ([`EvaluationKey`], what is resident).
 
+pub mod gpu;
 pub mod params;
 pub(crate) mod rotate;
 
@@ -461,6 +462,66 @@ impl EvaluationKey {
     }
 }
 
+/// Sample extraction from the accumulator `acc` (coefficient form, `a` then `b`), `Q -> q_ks`,
+/// table key switch, `q_ks -> q`: the tail of every bootstrap, CPU and GPU alike.
+#[expect(clippy::indexing_slicing, reason = "indices below N and n + 1, lengths checked on entry")]
+pub(crate) fn extract_and_switch(key: &EvaluationKey, acc: &[u32]) -> Result<LweCiphertext> {
+    let ctx = &key.ctx;
+    let p = &ctx.params;
+    let n_ring = p.ring_n();
+    if acc.len() != 2 * n_ring {
+        return Err(Error::DimensionMismatch { what: "accumulator", expected: 2 * n_ring, found: acc.len() });
+    }
+    let big_q = u64::from(p.ring_q);
+    let qks = 1u64 << p.log_qks;
+    let ms = |x: u32| -> u32 { ((u64::from(x) * qks + big_q / 2) / big_q) as u32 };
+    let (acc_a, acc_b) = acc.split_at(n_ring);
+    let m = &ctx.tables.m;
+    let b = ms(acc_b[0]);
+    let dks = p.ks_digits();
+    let base = 1usize << p.log_bks;
+    let stride = p.n + 1;
+    let mask_ks = (qks - 1) as u32;
+    let mut sum = vec![0u16; stride];
+    for i in 0..n_ring {
+        let ai = if i == 0 { acc_a[0] } else { m.neg(acc_a[n_ring - i]) };
+        let mut x = ms(ai) & mask_ks;
+        for j in 0..dks {
+            let v = (x as usize) & (base - 1);
+            x >>= p.log_bks;
+            if v == 0 {
+                continue;
+            }
+            let start = ((i * dks + j) * base + v) * stride;
+            pulp::Arch::new().dispatch(AddRow { sum: &mut sum, row: &key.ksk[start..start + stride] });
+        }
+    }
+    let down = p.log_qks - p.log_q;
+    let half = if down == 0 { 0 } else { 1u32 << (down - 1) };
+    let q_mask = p.q() - 1;
+    let to_q = |x: u32| ((x + half) >> down) & q_mask;
+    let a: Vec<u32> = sum[..p.n].iter().map(|&s| to_q(u32::from(s.wrapping_neg()) & mask_ks)).collect();
+    let bb = to_q(b.wrapping_sub(u32::from(sum[p.n])) & mask_ks);
+    Ok(LweCiphertext { a, b: bb, key_id: key.key_id })
+}
+
+/// `sum += row` in `u16` words (wrapping), under the widest SIMD level.
+struct AddRow<'a> {
+    sum: &'a mut [u16],
+    row: &'a [u16],
+}
+
+impl pulp::NullaryFnOnce for AddRow<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn call(self) {
+        for (s, &r) in self.sum.iter_mut().zip(self.row) {
+            *s = s.wrapping_add(r);
+        }
+    }
+}
+
 /// Two-input gates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Gate {
@@ -575,45 +636,8 @@ impl GateEvaluator {
     }
 
     /// Sample extraction, `Q -> q_ks`, key switch, `q_ks -> q`, from the accumulator in scratch.
-    #[expect(clippy::indexing_slicing, reason = "indices below N and n + 1, lengths fixed by the context")]
     fn extract_and_switch(&mut self) -> Result<LweCiphertext> {
-        let ctx = &self.key.ctx;
-        let p = &ctx.params;
-        let n_ring = p.ring_n();
-        let big_q = u64::from(p.ring_q);
-        let qks = 1u64 << p.log_qks;
-        let ms = |x: u32| -> u32 { ((u64::from(x) * qks + big_q / 2) / big_q) as u32 };
-        let (acc_a, acc_b) = self.scratch.acc.split_at(n_ring);
-        let m = &ctx.tables.m;
-        let b = ms(acc_b[0]);
-        let dks = p.ks_digits();
-        let base = 1usize << p.log_bks;
-        let stride = p.n + 1;
-        let mask_ks = (qks - 1) as u32;
-        let mut sum = vec![0u16; stride];
-        for i in 0..n_ring {
-            let ai = if i == 0 { acc_a[0] } else { m.neg(acc_a[n_ring - i]) };
-            let mut x = ms(ai) & mask_ks;
-            for j in 0..dks {
-                let v = (x as usize) & (base - 1);
-                x >>= p.log_bks;
-                if v == 0 {
-                    continue;
-                }
-                let start = ((i * dks + j) * base + v) * stride;
-                let row = &self.key.ksk[start..start + stride];
-                for (s, &r) in sum.iter_mut().zip(row) {
-                    *s = s.wrapping_add(r);
-                }
-            }
-        }
-        let down = p.log_qks - p.log_q;
-        let half = if down == 0 { 0 } else { 1u32 << (down - 1) };
-        let q_mask = p.q() - 1;
-        let to_q = |x: u32| ((x + half) >> down) & q_mask;
-        let a: Vec<u32> = sum[..p.n].iter().map(|&s| to_q(u32::from(s.wrapping_neg()) & mask_ks)).collect();
-        let bb = to_q(b.wrapping_sub(u32::from(sum[p.n])) & mask_ks);
-        Ok(LweCiphertext { a, b: bb, key_id: self.key.key_id })
+        extract_and_switch(&self.key, &self.scratch.acc)
     }
 
     fn combine(&self, inputs: &[&LweCiphertext], neg: bool, factor: u32, offset_eighths: u32) -> Result<LweCiphertext> {
@@ -645,6 +669,17 @@ impl GateEvaluator {
         let q = self.key.ctx.params.q();
         out.b = out.b.wrapping_add(q / 8) & (q - 1);
         Ok(out)
+    }
+
+    /// The bootstrap input of a two-input gate (linear, no bootstrap).
+    pub(crate) fn combine_gate(&self, gate: Gate, a: &LweCiphertext, b: &LweCiphertext) -> Result<LweCiphertext> {
+        let (neg, factor, off) = gate.linear();
+        self.combine(&[a, b], neg, factor, off)
+    }
+
+    /// The sign test vector (`round(Q/8)` everywhere).
+    pub(crate) fn sign_test_vector(&self) -> &[u32] {
+        &self.sign_tv
     }
 
     /// A two-input gate: one bootstrap.

@@ -34,14 +34,14 @@ pub(crate) struct RingTables {
     /// `floor(2^64 / Q)`.
     mu: u64,
     /// `2^32 mod Q` and its Shoup companion.
-    radix: (u32, u32),
+    pub(crate) radix: (u32, u32),
     /// Shoup companion of 1 (`floor(2^32 / Q)`).
     one_shoup: u32,
     /// `(psi^t - 1) mod Q`, `t < 2N`.
-    mono: Vec<u32>,
+    pub(crate) mono: Vec<u32>,
     mono_shoup: Vec<u32>,
     /// Evaluation exponent of NTT slot `p` (`2 bitrev(p) + 1`).
-    exps: Vec<u32>,
+    pub(crate) exps: Vec<u32>,
 }
 
 impl RingTables {

@@ -184,4 +184,17 @@ kernels! {
     SCALE_DOWN_DIGITS = "scale_down_digits", "digits", ["scale_down_digits.wgsl"];
     /// The divide-and-round correction over the kept primes, a tile of them per invocation.
     SCALE_DOWN_CORRECTION = "scale_down_correction", "main", ["shared/zq4.wgsl", "scale_down_correction.wgsl"];
+    /// Bootstrapped gates: signed gadget decomposition and forward NTT of one row per workgroup.
+    GATES_DECOMPOSE = "gates_decompose", "main", ["gates_decompose.wgsl"];
+    /// Bootstrapped gates: lazy two-word gadget inner products with the key, times `X^e - 1`.
+    GATES_KEY_PRODUCT = "gates_key_product", "main", ["gates_key_product.wgsl"];
+    /// Bootstrapped gates: inverse NTT of the accumulator, one polynomial per workgroup.
+    GATES_INVERSE = "gates_inverse", "main", ["gates_inverse.wgsl"];
+}
+
+/// The kernels of the bootstrapped gates (`crate::gates`), in step order: decomposition with
+/// forward NTT, key products, inverse NTT.
+#[must_use]
+pub fn gates_kernels() -> [&'static Kernel; 3] {
+    [&GATES_DECOMPOSE, &GATES_KEY_PRODUCT, &GATES_INVERSE]
 }

@@ -95,6 +95,9 @@ pub(crate) struct BenchArgs {
     /// Skip OpenFHE in the gates suite.
     #[arg(long)]
     no_openfhe: bool,
+    /// Also run the gates suite's batch on the GPU (batched bootstrapping).
+    #[arg(long)]
+    gate_gpu: bool,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -165,6 +168,8 @@ fn gates_suite(a: &BenchArgs) -> wgfhe::Result<()> {
         failure_samples: a.gate_batch,
         openfhe: !a.no_openfhe,
         openfhe_python: std::env::var_os("WGFHE_OPENFHE_PYTHON").map(PathBuf::from),
+        gpu: if a.gate_gpu { Some(std::sync::Arc::new(wgfhe::backend::gpu::GpuDevice::new()?)) } else { None },
+        gpu_reps: 3,
     };
     let report = wgfhe::bench::gates::run(&config)?;
     let table = report.table();
