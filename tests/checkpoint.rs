@@ -142,7 +142,7 @@ fn plain_scores(p: &Parameters, opts: CnnOptions) -> Vec<u8> {
     let circuit = CnnCircuit::with_relu(&bgv, &model, opts.relu).unwrap();
     let sk = bgv.gen_secret_key_from_seed(&SEED).unwrap();
     let bxt = Bxt::new(&bgv, opts.variant);
-    let keys = bxt.prepare_keys(bgv.gen_evaluation_keys(&sk, circuit.rotation_steps(), false).unwrap());
+    let keys = bxt.prepare_keys(bgv.gen_evaluation_keys(&sk, circuit.rotation_steps(), false).unwrap()).unwrap();
     let data = images(6);
     let imgs: Vec<&[u8; PIXELS]> = data.images().iter().take(circuit.images_per_batch()).collect();
     let cts: Vec<_> = circuit
