@@ -142,9 +142,11 @@ fn plain_scores(p: &Parameters, opts: CnnOptions) -> Vec<u8> {
     let circuit = CnnCircuit::with_relu(&bgv, &model, opts.relu).unwrap();
     let sk = bgv.gen_secret_key_from_seed(&SEED).unwrap();
     let bxt = Bxt::new(&bgv, opts.variant);
-    let keys = bxt.prepare_keys(bgv.gen_evaluation_keys(&sk, circuit.rotation_steps(), false).unwrap()).unwrap();
     let data = images(6);
     let imgs: Vec<&[u8; PIXELS]> = data.images().iter().take(circuit.images_per_batch()).collect();
+    // The keys as `run_cnn_with` makes them: the circuit's plan for the first batch.
+    let plan = circuit.key_plan(bgv.params(), opts.variant, &imgs).unwrap();
+    let keys = bxt.prepare_keys(bgv.gen_planned_keys(&sk, &plan).unwrap()).unwrap();
     let cts: Vec<_> = circuit
         .client_inputs(&imgs, bgv.encoder().slots())
         .unwrap()
