@@ -521,3 +521,29 @@ fn shipped_bgv_n13_key_sizes() {
 fn shipped_bgv_n16_key_sizes() {
     check_shipped_key_sizes("bgv-n16");
 }
+
+/// A key plan from a shape-only run: each key switched under, at the highest level it was
+/// used at; keys never used are left out; its bytes are the planned keys' resident bytes.
+#[test]
+fn a_plan_holds_each_used_key_at_its_highest_level() {
+    let p = bgv_params();
+    let plan = Bgv::plan_keys(&p, &[1, -3], true, |bgv, sk, keys| {
+        let ct = bgv.encrypt_symmetric(sk, &bgv.encoder().encode(&[1, 2, 3])?)?;
+        bgv.rotate_columns(&bgv.mod_switch_to_level(&ct, 2)?, 1, keys)?;
+        bgv.rotate_columns(&bgv.mod_switch_to_level(&ct, 1)?, 1, keys)?;
+        let c3 = bgv.mod_switch_to_level(&ct, 3)?;
+        bgv.relinearize(&bgv.mul(&c3, &c3)?, keys)?;
+        Ok(())
+    })
+    .unwrap();
+    let bgv = Bgv::cpu(&p).unwrap();
+    let g = bgv.column_rotation_element(1);
+    assert_eq!(plan.relin, Some(3));
+    assert_eq!(plan.galois.iter().map(|(&e, &l)| (e, l)).collect::<Vec<_>>(), [(g, 2)]);
+    let sk = bgv.gen_secret_key_from_seed(&[5; 32]).unwrap();
+    let keys = bgv.gen_planned_keys(&sk, &plan).unwrap();
+    let ctx = bgv.backend().context();
+    assert_eq!(keys.resident_bytes(bgv.backend()), plan.resident_bytes(ctx, wgfhe::rlwe::KeyStorage::Stored).unwrap());
+    assert_eq!(keys.relin.as_ref().unwrap().0.level(bgv.backend()).unwrap(), 3);
+    assert_eq!(keys.galois[&g].key.level(bgv.backend()).unwrap(), 2);
+}
