@@ -246,3 +246,21 @@ def test_gpu_server_computes_the_cpu_bytes(bgv_params):
     for op in (lambda s: s.multiply(a, a), lambda s: s.rotate(a, 1), lambda s: s.multiply_plain(a, x)):
         assert op(gpu) == op(cpu)
     np.testing.assert_array_equal(client.decrypt(gpu.rotate(a, 1))[:3], [-499, -498, -497])
+
+
+def test_cnn_digit_relu_across_the_split(ray_mnist):
+    # BXT's digit path (deeper: an insecure ring with 60 + 15 primes) equals the integer model
+    # with every digit kept, and its plaintext fault emulation with the lowest digit pruned.
+    p = wgfhe.insecure_test_params("bgv", 10, 60, 15, 4, t=65537)
+    model = wgfhe.CnnModel.from_json(ray_mnist.small_model())
+    images = ray_mnist.synthetic_images(4)
+    client = wgfhe.Client(p, backend="cpu")
+    for keep in (1.0, 0.75):
+        keys = client.evaluation_keys(rotations=model.rotation_steps(p, relu="digits", keep=keep))
+        server = wgfhe.Server(p, keys, backend="cpu")
+        [out] = server.cnn(model, [client.encrypt_cnn(images)], relu="digits", keep=keep)
+        np.testing.assert_array_equal(client.decrypt_cnn(out, 4), model.scores(images, relu="digits", keep=keep))
+    np.testing.assert_array_equal(model.scores(images, relu="digits", keep=1.0), model.scores(images))
+    assert np.any(model.scores(images, relu="digits", keep=0.75) != model.scores(images))
+    with pytest.raises(wgfhe.WgfheError, match="keep"):
+        model.scores(images, relu="lut", keep=0.5)
