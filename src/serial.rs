@@ -181,7 +181,7 @@ pub enum ObjectType {
     Ciphertext = 7,
     /// A ciphertext whose uniform part is replaced by a seed.
     SeededCiphertext = 8,
-    /// A set of Galois keys.
+    /// A set of evaluation keys: a relinearisation key and Galois keys (`rlwe::EvaluationKeys`).
     GaloisKeySet = 9,
 }
 
