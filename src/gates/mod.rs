@@ -44,7 +44,7 @@ use crate::math::sampling::{self, stream_id, Purpose, Sampler, Seed};
 
 pub use params::{
     erfc, largest_ntt_prime, GateParams, LweSecret, MarginKind, NoiseReport, RING_Q_1024, RING_Q_256, STD128,
-    STD128_BB, STD128_LF, TOY,
+    STD128_BB, STD128_LF, STD128_LUT, TOY,
 };
 use rotate::{blind_rotate, RingTables, Scratch};
 

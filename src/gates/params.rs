@@ -7,6 +7,7 @@
 //! | [`STD128`] | 560, ternary | 2^10 | 1024 | largest NTT prime < 2^26 | 2^7, 3 of 4 | 2^14, 2^5 |
 //! | [`STD128_BB`] | 720, block-binary (ell = 2) | 2^10 | 1024 | as above | 2^7, 3 of 4 | 2^14, 2^5 |
 //! | [`STD128_LF`] | 600, ternary | 2^11 | 1024 | as above | 2^6, 4 of 5 | 2^15, 2^5 |
+//! | [`STD128_LUT`] | 640, ternary | 2^11 | 1024 | as above | 2^5, 5 of 6 | 2^16, 2^4 |
 //! | [`TOY`] (insecure) | 32, ternary | 2^9 | 256 | largest NTT prime < 2^26 | 2^7, 3 of 4 | 2^14, 2^5 |
 //!
 //! All use the crate's discrete Gaussian (`sigma = 3.19`, [`crate::math::sampling::SIGMA`]) for
@@ -181,6 +182,8 @@ pub const STD128: &str = "gates-std128";
 pub const STD128_BB: &str = "gates-std128-bb";
 /// Name of the low-failure 128-bit set.
 pub const STD128_LF: &str = "gates-std128-lf";
+/// Name of the 128-bit set for 3- and 4-bit lookup tables.
+pub const STD128_LUT: &str = "gates-std128-lut";
 /// Name of the insecure toy set.
 pub const TOY: &str = "gates-toy";
 
@@ -210,6 +213,9 @@ impl GateParams {
             STD128 => Ok(Self::std(STD128, 560, LweSecret::Ternary, 10, 7, 3, 1)),
             STD128_BB => Ok(Self::std(STD128_BB, 720, LweSecret::BlockBinary, 10, 7, 3, 1)),
             STD128_LF => Ok(Self { log_qks: 15, ..Self::std(STD128_LF, 600, LweSecret::Ternary, 11, 6, 4, 1) }),
+            STD128_LUT => {
+                Ok(Self { log_qks: 16, log_bks: 4, ..Self::std(STD128_LUT, 640, LweSecret::Ternary, 11, 5, 5, 1) })
+            }
             TOY => Ok(Self {
                 name: TOY.to_owned(),
                 n: 32,
@@ -251,8 +257,8 @@ impl GateParams {
 
     /// Names of the shipped sets.
     #[must_use]
-    pub fn shipped_names() -> [&'static str; 4] {
-        [STD128, STD128_BB, STD128_LF, TOY]
+    pub fn shipped_names() -> [&'static str; 5] {
+        [STD128, STD128_BB, STD128_LF, STD128_LUT, TOY]
     }
 
     /// Ring degree `N`.
@@ -416,6 +422,23 @@ impl GateParams {
     }
 }
 
+impl GateParams {
+    /// Probability that a lookup-table bootstrap of a `bits`-bit message
+    /// ([`crate::gates::GateEvaluator::lut`]) reads the wrong entry: the input's noise (the
+    /// larger of the bootstrapped and fresh variances) leaves its slot of width
+    /// `q / 2^(bits+1)` on either side, `erfc(q / 2^(bits+2) / sqrt(2 var))`. At `gates-std128`
+    /// this is about `7e-6` for 2 bits and `2e-2` for 3 bits; [`STD128_LUT`] (larger `q` and
+    /// `q_ks`, finer gadget) is the set for 3-bit tables (below `1e-9`); 4-bit tables stay near
+    /// `1e-3` per evaluation there (the fresh and rounding noise at `q = 2N = 2048` bound them).
+    #[must_use]
+    pub fn lut_failure_probability(&self, bits: u32) -> f64 {
+        let r = self.noise();
+        let v = r.output.max(r.fresh);
+        let margin = f64::from(self.q()) / f64::from(1u32 << (bits + 2).min(31));
+        erfc(margin / (2.0 * v).sqrt())
+    }
+}
+
 impl fmt::Display for GateParams {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -535,11 +558,14 @@ mod tests {
             let p = GateParams::by_name(name).unwrap();
             let r = p.noise();
             println!(
-                "{name}: {r:?} sd_out {:.2} fail2 {:e} fail3 {:e} xor {:e}",
+                "{name}: {r:?} sd_out {:.2} fail2 {:e} fail3 {:e} xor {:e} lut2..4 {:e} {:e} {:e}",
                 r.output.sqrt(),
                 p.failure_probability(MarginKind::TwoInput),
                 p.failure_probability(MarginKind::ThreeInput),
-                p.failure_probability(MarginKind::Xor)
+                p.failure_probability(MarginKind::Xor),
+                p.lut_failure_probability(2),
+                p.lut_failure_probability(3),
+                p.lut_failure_probability(4)
             );
         }
     }
@@ -550,6 +576,17 @@ mod tests {
             assert!((erfc(x) - want).abs() <= want * 2e-7 + 1e-15, "{x}");
         }
         assert!((erfc(-1.0) - 1.842_700_79).abs() < 1e-6);
+    }
+
+    #[test]
+    fn lut_failure_grows_with_the_message_width() {
+        let p = GateParams::by_name(STD128).unwrap();
+        let f: Vec<f64> = (1..=4).map(|b| p.lut_failure_probability(b)).collect();
+        assert!(f.windows(2).all(|w| w[0] < w[1]), "{f:?}");
+        assert!(f[1] < 1e-4 && f[2] > 1e-3, "{f:?}");
+        assert!(GateParams::by_name(TOY).unwrap().lut_failure_probability(3) < 1e-5);
+        let lut = GateParams::by_name(STD128_LUT).unwrap();
+        assert!(lut.lut_failure_probability(3) < 1e-9 && lut.lut_failure_probability(4) < 1e-2);
     }
 
     #[test]
