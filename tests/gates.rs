@@ -144,8 +144,8 @@ fn monte_carlo_failure_rate_matches_the_analysis() {
 }
 
 /// The GPU batch (lavapipe in CI) against the CPU reference: every two-input gate over 1,000
-/// random input pairs in one batch each, the output words identical to the CPU evaluator's and
-/// decrypting to the truth table.
+/// random input pairs in one batch each, and majority, AND3, OR3 and MUX over 1,000 random
+/// triples, the output words identical to the CPU evaluator's and decrypting to the truth table.
 #[test]
 fn gpu_batches_match_the_cpu_word_for_word() {
     let Some(dev) = common::device() else { return };
@@ -168,6 +168,27 @@ fn gpu_batches_match_the_cpu_word_for_word() {
             let cpu = ev.gate(g, a, b).unwrap();
             assert_eq!(&cpu, o, "{g:?}({x}, {y}): GPU words differ from the CPU's");
             assert_eq!(sk.decrypt_bit(o).unwrap(), g.eval(x, y), "{g:?}({x}, {y})");
+        }
+    }
+    // The three-input gates and MUX over 1,000 random triples, one batch sequence each.
+    let bits: Vec<(bool, bool, bool)> = (0..1000).map(|_| (rng.random(), rng.random(), rng.random())).collect();
+    let cts: Vec<[LweCiphertext; 3]> =
+        bits.iter().map(|&(x, y, z)| [x, y, z].map(|v| sk.encrypt_bit(v, &mut enc).unwrap())).collect();
+    let triples: Vec<wgfhe::gates::gpu::Triple<'_>> = cts.iter().map(|[a, b, c]| (a, b, c)).collect();
+    let maj = gpu.majority(&triples).unwrap();
+    let and3 = gpu.and3(&triples).unwrap();
+    let or3 = gpu.or3(&triples).unwrap();
+    let mux = gpu.mux(&triples).unwrap();
+    for (i, (&(x, y, z), [a, b, c])) in bits.iter().zip(&cts).enumerate() {
+        let outs = [
+            ("majority", &maj[i], ev.majority(a, b, c).unwrap(), (x & y) | (x & z) | (y & z)),
+            ("and3", &and3[i], ev.and3(a, b, c).unwrap(), x & y & z),
+            ("or3", &or3[i], ev.or3(a, b, c).unwrap(), x | y | z),
+            ("mux", &mux[i], ev.mux(a, b, c).unwrap(), if x { y } else { z }),
+        ];
+        for (name, gpu_out, cpu_out, want) in outs {
+            assert_eq!(&cpu_out, gpu_out, "{name}({x}, {y}, {z}): GPU words differ from the CPU's");
+            assert_eq!(sk.decrypt_bit(gpu_out).unwrap(), want, "{name}({x}, {y}, {z})");
         }
     }
 }

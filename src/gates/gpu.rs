@@ -137,11 +137,62 @@ impl GpuGateKey {
     pub fn gates(&self, gate: Gate, pairs: &[(&LweCiphertext, &LweCiphertext)]) -> Result<Vec<LweCiphertext>> {
         let ev = super::GateEvaluator::new(Arc::clone(&self.key));
         let inputs = pairs.iter().map(|(a, b)| ev.combine_gate(gate, a, b)).collect::<Result<Vec<LweCiphertext>>>()?;
+        self.sign_batch(&ev, &inputs)
+    }
+
+    /// The majority of each triple, one bootstrap each, as a batch: the same words as
+    /// [`super::GateEvaluator::majority`].
+    pub fn majority(&self, triples: &[Triple<'_>]) -> Result<Vec<LweCiphertext>> {
+        let ev = super::GateEvaluator::new(Arc::clone(&self.key));
+        let inputs =
+            triples.iter().map(|(a, b, c)| ev.combine_majority(a, b, c)).collect::<Result<Vec<LweCiphertext>>>()?;
+        self.sign_batch(&ev, &inputs)
+    }
+
+    /// `a & b & c` for each triple (two batches of two-input gates): the same words as
+    /// [`super::GateEvaluator::and3`].
+    pub fn and3(&self, triples: &[Triple<'_>]) -> Result<Vec<LweCiphertext>> {
+        self.chain3(Gate::And, triples)
+    }
+
+    /// `a | b | c` for each triple (two batches of two-input gates): the same words as
+    /// [`super::GateEvaluator::or3`].
+    pub fn or3(&self, triples: &[Triple<'_>]) -> Result<Vec<LweCiphertext>> {
+        self.chain3(Gate::Or, triples)
+    }
+
+    /// `s ? a : b` for each `(s, a, b)`: `AND(s, a)` and `AND(!s, b)` bootstrapped in one batch,
+    /// then their `OR` in a second; the same words as [`super::GateEvaluator::mux`].
+    pub fn mux(&self, triples: &[Triple<'_>]) -> Result<Vec<LweCiphertext>> {
+        let ev = super::GateEvaluator::new(Arc::clone(&self.key));
+        let nots = triples.iter().map(|(s, _, _)| ev.not(s)).collect::<Result<Vec<LweCiphertext>>>()?;
+        let mut pairs: Vec<(&LweCiphertext, &LweCiphertext)> = triples.iter().map(|(s, a, _)| (*s, *a)).collect();
+        pairs.extend(nots.iter().zip(triples).map(|(ns, (_, _, b))| (ns, *b)));
+        let ands = self.gates(Gate::And, &pairs)?;
+        let (x, y) = ands.split_at(triples.len());
+        let ors: Vec<(&LweCiphertext, &LweCiphertext)> = x.iter().zip(y).collect();
+        self.gates(Gate::Or, &ors)
+    }
+
+    /// `gate(gate(a, b), c)` for each triple, as two batches.
+    fn chain3(&self, gate: Gate, triples: &[Triple<'_>]) -> Result<Vec<LweCiphertext>> {
+        let first: Vec<(&LweCiphertext, &LweCiphertext)> = triples.iter().map(|(a, b, _)| (*a, *b)).collect();
+        let x = self.gates(gate, &first)?;
+        let second: Vec<(&LweCiphertext, &LweCiphertext)> =
+            x.iter().zip(triples).map(|(x, (_, _, c))| (x, *c)).collect();
+        self.gates(gate, &second)
+    }
+
+    /// Sign bootstraps of `inputs` as one batch (the sign test vector, then `+ q/8`).
+    fn sign_batch(&self, ev: &super::GateEvaluator, inputs: &[LweCiphertext]) -> Result<Vec<LweCiphertext>> {
         let q = self.key.ctx.params().q();
-        let mut out = self.bootstrap_batch(&inputs, ev.sign_test_vector())?;
+        let mut out = self.bootstrap_batch(inputs, ev.sign_test_vector())?;
         for o in &mut out {
             o.b = o.b.wrapping_add(q / 8) & (q - 1);
         }
         Ok(out)
     }
 }
+
+/// Three inputs of a gate: `(a, b, c)`, or `(s, a, b)` for [`GpuGateKey::mux`].
+pub type Triple<'a> = (&'a LweCiphertext, &'a LweCiphertext, &'a LweCiphertext);

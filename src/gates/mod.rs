@@ -677,6 +677,16 @@ impl GateEvaluator {
         self.combine(&[a, b], neg, factor, off)
     }
 
+    /// The bootstrap input of the majority of three (linear, no bootstrap).
+    pub(crate) fn combine_majority(
+        &self,
+        a: &LweCiphertext,
+        b: &LweCiphertext,
+        c: &LweCiphertext,
+    ) -> Result<LweCiphertext> {
+        self.combine(&[a, b, c], false, 1, 5)
+    }
+
     /// The sign test vector (`round(Q/8)` everywhere).
     pub(crate) fn sign_test_vector(&self) -> &[u32] {
         &self.sign_tv
@@ -740,7 +750,7 @@ impl GateEvaluator {
 
     /// Majority of three: one bootstrap of `a + b + c - 3q/8`.
     pub fn majority(&mut self, a: &LweCiphertext, b: &LweCiphertext, c: &LweCiphertext) -> Result<LweCiphertext> {
-        let ct = self.combine(&[a, b, c], false, 1, 5)?;
+        let ct = self.combine_majority(a, b, c)?;
         self.sign_bootstrap(&ct)
     }
 
