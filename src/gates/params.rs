@@ -367,12 +367,15 @@ impl GateParams {
         let sigma2 = SIGMA * SIGMA;
         let big_n = self.ring_n() as f64;
         let bg = f64::from(1u32 << self.log_bg);
-        let digit_var = bg * bg / 12.0;
         let s_ring = 2.0 / 3.0;
-        let rows = self.rows() as f64;
-        // One key's external-product error: rows * N * Var(digit) * sigma^2, doubled by the
-        // factor (X^e - 1).
-        let per_key = 2.0 * rows * big_n * digit_var * sigma2;
+        // Signed digits: the lower kept digits are uniform over [-B_g/2, B_g/2); the top digit
+        // takes what is left of a centred residue, |x| <= Q/2, so it is uniform over a range
+        // of Q / B_g^(skipped + digits - 1) values (32 of 128 at Q < 2^26, B_g = 2^7, 3 + 1).
+        let top_range = f64::from(self.ring_q) / bg.powi((self.skipped + self.digits - 1) as i32);
+        let digits_var = (self.digits - 1) as f64 * bg * bg / 12.0 + top_range * top_range / 12.0;
+        // One key's external-product error: 2 components * N * sum_l Var(digit_l) * sigma^2,
+        // doubled by the factor (X^e - 1).
+        let per_key = 2.0 * 2.0 * big_n * digits_var * sigma2;
         let round = if self.skipped == 0 {
             0.0
         } else {
@@ -474,9 +477,11 @@ pub enum MarginKind {
 /// Noise variances of one bootstrap, stage by stage.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct NoiseReport {
-    /// After the blind rotation, at `Q`: `steps * (keys * 2 * rows * N * B_g^2/12 * sigma^2 +
+    /// After the blind rotation, at `Q`: `steps * (keys * 2 * 2 * N * V_g * sigma^2 +
     /// ones * 2 * (N * 2/3 + 1) * B_g^(2 skipped)/12)` (key errors times digits, doubled by
-    /// `X^e - 1`; the dropped digits times the ring secret where a key bit is 1).
+    /// `X^e - 1`; the dropped digits times the ring secret where a key bit is 1), where
+    /// `V_g = (digits - 1) B_g^2/12 + T^2/12` sums the digit variances of one component: the
+    /// top digit of a centred residue spans only `T = Q / B_g^(skipped + digits - 1)` values.
     pub blind_rotation: f64,
     /// After the switch `Q -> q_ks` of the extracted LWE: scaled, plus rounding
     /// `(1 + N * 2/3) / 12`.
