@@ -44,6 +44,14 @@
 //! `erfc(margin / sqrt(2 * var)) / 2` with the margin `q/8` (AND, OR, NAND, NOR, majority: sum
 //! of 2 or 3 outputs, one boundary within reach) or `erfc(margin / sqrt(2 * var))` with `q/4`
 //! (XOR, XNOR: twice the sum of two outputs, both boundaries at `q/4`).
+//!
+//! Both are averages over keys. One key's key-switching table has a nonzero mean error (each
+//! entry is reused by every bootstrap), so that key's outputs carry a fixed bias of variance
+//! about `N sigma^2 sum_j (1/2^bits_j - 1/4^bits_j) (q/q_ks)^2` over keys (`1.3` at the noise
+//! proxy, biases of `-2.1..1.8` measured over six keys there), which moves every decision of a
+//! gate towards or away from its boundary: at the proxy, the chained-AND failure rates of the
+//! keys measured were 0.2 and 4.7 times the averaged prediction. [`crate::gates::SecretKey::output_noise`]
+//! evaluates the output's mean and variance for a given key.
 
 use std::fmt;
 
@@ -430,7 +438,7 @@ impl GateParams {
     /// ([`crate::gates::GateEvaluator::lut`]) reads the wrong entry: the input's noise (the
     /// larger of the bootstrapped and fresh variances) leaves its slot of width
     /// `q / 2^(bits+1)` on either side, `erfc(q / 2^(bits+2) / sqrt(2 var))`. At `gates-std128`
-    /// this is about `7e-6` for 2 bits and `2e-2` for 3 bits; [`STD128_LUT`] (larger `q` and
+    /// this is about `2e-6` for 2 bits and `2e-2` for 3 bits; [`STD128_LUT`] (larger `q` and
     /// `q_ks`, finer gadget) is the set for 3-bit tables (below `1e-9`); 4-bit tables stay near
     /// `1e-3` per evaluation there (the fresh and rounding noise at `q = 2N = 2048` bound them).
     #[must_use]
