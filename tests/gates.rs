@@ -13,7 +13,7 @@ use std::sync::Arc;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use wgfhe::gates::{
-    Gate, GateContext, GateEvaluator, GateParams, LweCiphertext, MarginKind, SecretKey, STD128_LUT, TOY,
+    erfc, Gate, GateContext, GateEvaluator, GateParams, LweCiphertext, MarginKind, SecretKey, STD128_LUT, TOY,
 };
 use wgfhe::math::sampling::{Purpose, Sampler};
 
@@ -87,9 +87,20 @@ fn lookup_tables_of_two_to_four_bits() {
     }
 }
 
-/// Monte-Carlo of the analytic failure probability: 10^5 AND gates on the proxy, each input the
-/// output of an earlier gate; the failure count must lie within the binomial bounds of the
-/// prediction (a factor of 3 allowed for the model).
+/// Monte-Carlo of the analytic noise and failure probability: 10^5 AND gates on the proxy, each
+/// input the output of an earlier gate (the pool drifts to all-false: AND of falses).
+///
+/// The prediction is evaluated for the key (`SecretKey::output_noise`): one key's
+/// key-switching table has a nonzero mean error (each entry is reused by every bootstrap), so
+/// outputs carry a per-key bias (here `+0.97`, from `-2.1` to `+1.8` over other keys at the
+/// proxy) that moves each decision's sum towards or away from its one reachable boundary. The
+/// key-averaged model ([`GateParams::failure_probability`], `6.1e-4`) holds over keys, not for
+/// one: this key's expected rate is `1.3e-4`, and at `n = 48` (key seed 41, bias `-1.6`) it is
+/// `1.9e-3` against `3.9e-4` averaged, which is why the measured mean square there exceeded the
+/// averaged model by 27% (failed gates add `(q/4)^2` each). Asserted: the mean square of the
+/// correct outputs within 10% of the key's, and the failure count within the Poisson bounds
+/// (`1e-3` each side) of the sum of every gate's predicted probability (its case, and the same
+/// input drawn twice), with no allowance for the model.
 #[test]
 fn monte_carlo_failure_rate_matches_the_analysis() {
     let params = GateParams::noise_proxy();
@@ -111,11 +122,23 @@ fn monte_carlo_failure_rate_matches_the_analysis() {
     let mut failures = 0usize;
     let q = ctx.params().q() as i64;
     let mut sum_sq = 0.0f64;
+    let (mut ok_sq, mut expected) = (0.0f64, 0.0f64);
+    let key = sk.output_noise(ev.key()).unwrap();
     for _ in 0..samples {
         let i = rng.random_range(0..pool.len());
         let j = rng.random_range(0..pool.len());
         let (x, a) = pool[i].clone();
         let (y, b) = pool[j].clone();
+        // The sum of the inputs' errors is N(2 mean, 2 var), or N(2 mean, 4 var) for the same
+        // input twice; integer phases fail at `<= -q/8 - 1` for (0,0) and (1,1), `>= q/8` else.
+        let v = if i == j { 4.0 * key.variance } else { 2.0 * key.variance };
+        let m = 2.0 * key.mean;
+        let edge = q as f64 / 8.0 + 0.5;
+        expected += if x == y {
+            erfc((m + edge) / (2.0 * v).sqrt()) / 2.0
+        } else {
+            erfc((edge - 1.0 - m) / (2.0 * v).sqrt()) / 2.0
+        };
         let c = ev.and(&a, &b).unwrap();
         let got = sk.decrypt_bit(&c).unwrap();
         let want = x & y;
@@ -123,24 +146,47 @@ fn monte_carlo_failure_rate_matches_the_analysis() {
         let ph = sk.phase(&c).unwrap() as i64 - i64::from(want) * q / 4;
         let ph = (ph + q / 2).rem_euclid(q) - q / 2;
         sum_sq += (ph * ph) as f64;
+        if got == want {
+            ok_sq += (ph * ph) as f64;
+        }
         // Refresh the pool with a correct-valued output (its noise is what matters).
         let k = rng.random_range(0..pool.len());
         pool[k] = (got, c);
     }
     let rate = failures as f64 / samples as f64;
-    println!(
-        "proxy: output variance measured {:.3}, model {:.3}",
-        sum_sq / samples as f64,
-        ctx.params().noise().output
-    );
-    println!("proxy: predicted {predicted:.3e}, measured {rate:.3e} ({failures} / {samples})");
-    assert!(predicted > 1e-4 && predicted < 1e-2, "proxy not in the measurable range: {predicted:e}");
     let measured_var = sum_sq / samples as f64;
     let model_var = ctx.params().noise().output;
+    let ok_m2 = ok_sq / (samples - failures) as f64;
+    println!("proxy: output mean square measured {measured_var:.3} ({ok_m2:.3} without failures), model {model_var:.3}, this key {:.3} (mean {:.3})", key.second_moment(), key.mean);
+    println!(
+        "proxy: predicted {predicted:.3e} (over keys), {:.3e} (this key), measured {rate:.3e} ({failures} / {samples})",
+        expected / samples as f64
+    );
+    assert!(predicted > 1e-4 && predicted < 1e-2, "proxy not in the measurable range: {predicted:e}");
     assert!((measured_var / model_var - 1.0).abs() < 0.2, "variance {measured_var} vs model {model_var}");
-    // The model's Gaussian tail is conservative (the rounding terms are uniform, lighter
-    // tailed): measured 2.2e-4 against 6.1e-4 predicted at n = 64. Allowed: a factor of 4.
-    assert!(rate <= 1.2 * predicted && rate >= predicted / 4.0, "{rate:e} vs {predicted:e}");
+    assert!(
+        (ok_m2 / key.second_moment() - 1.0).abs() < 0.1,
+        "mean square {ok_m2} vs this key's {}",
+        key.second_moment()
+    );
+    // Poisson bounds of the expected count, 1e-3 each side.
+    let (mut lo, mut hi, mut cdf, mut pmf) = (None, 0usize, 0.0f64, (-expected).exp());
+    for k in 0..10 * (expected as usize + 10) {
+        cdf += pmf;
+        if lo.is_none() && cdf > 1e-3 {
+            lo = Some(k);
+        }
+        if cdf >= 1.0 - 1e-3 {
+            hi = k;
+            break;
+        }
+        pmf *= expected / (k + 1) as f64;
+    }
+    let lo = lo.unwrap();
+    assert!(
+        expected > 5.0 && (lo..=hi).contains(&failures),
+        "{failures} failures, expected {expected:.1} (bounds {lo}..={hi})"
+    );
 }
 
 /// The GPU batch (lavapipe in CI) against the CPU reference: every two-input gate over 1,000

@@ -462,6 +462,93 @@ impl EvaluationKey {
     }
 }
 
+/// The output noise of one key pair's bootstraps: mean and variance of the output phase minus
+/// its exact value, at `q` ([`SecretKey::output_noise`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct KeyNoise {
+    /// Mean: the key-switching table's errors do not average out for one key (each table entry
+    /// is reused by every bootstrap), plus the mean of the final rounding.
+    pub mean: f64,
+    /// Variance around that mean.
+    pub variance: f64,
+}
+
+impl KeyNoise {
+    /// `E[e^2] = variance + mean^2`, what a mean square over many outputs measures.
+    #[must_use]
+    pub fn second_moment(&self) -> f64 {
+        self.variance + self.mean * self.mean
+    }
+}
+
+impl SecretKey {
+    /// The output noise of the bootstraps of `key` (made from this secret key), evaluated for
+    /// this key rather than averaged over keys as [`GateParams::noise`] is: the key-switching
+    /// table's own errors (recovered with the secret keys; digits uniform over their ranges, a
+    /// zero digit adding nothing), the actual `||s_N||^2` and `||s||^2` in the rounding terms, the
+    /// exact mean and variance of the final `q_ks -> q` rounding, and the blind rotation as
+    /// modelled. Over keys, the second moment averages to [`NoiseReport::output`]; for one key it
+    /// differs by the square of the table's mean (at the noise proxy, output means of
+    /// `-2.1..1.8` and second moments of `10..15` against the modelled `11.4..12.2`).
+    ///
+    /// Errors with [`Error::GateKeyMismatch`] for a key of another secret key and
+    /// [`Error::DimensionMismatch`] for a table of the wrong size.
+    pub fn output_noise(&self, key: &EvaluationKey) -> Result<KeyNoise> {
+        check_id(self.id, key.key_id)?;
+        let p = &self.ctx.params;
+        let (dks, base, stride) = (p.ks_digits(), 1usize << p.log_bks, p.n + 1);
+        let entries = p.ring_n() * dks * base;
+        if key.ksk.len() != entries * stride {
+            return Err(Error::DimensionMismatch {
+                what: "key-switching key",
+                expected: entries * stride,
+                found: key.ksk.len(),
+            });
+        }
+        let qks = 1i64 << p.log_qks;
+        let centred = |x: i64| (x + qks / 2).rem_euclid(qks) - qks / 2;
+        let (mut ks_mean, mut ks_var) = (0.0, 0.0);
+        for (i, group) in key.ksk.chunks_exact(dks * base * stride).enumerate() {
+            let sn = i64::from(self.ring.get(i).copied().unwrap_or(0));
+            for (j, digit) in group.chunks_exact(base * stride).enumerate() {
+                let shift = p.log_bks as usize * j;
+                let bits = p.log_bks.min(p.log_qks.saturating_sub(shift as u32));
+                let count = 1usize << bits;
+                let (mut m1, mut m2) = (0.0, 0.0);
+                for (v, row) in digit.chunks_exact(stride).enumerate().take(count).skip(1) {
+                    let Some((&body, mask)) = row.split_last() else { continue };
+                    let inner: i64 = mask.iter().zip(&self.lwe).map(|(&a, &s)| i64::from(a) * i64::from(s)).sum();
+                    let e = centred(i64::from(body) - inner - ((v as i64) << shift) * sn) as f64;
+                    m1 += e / count as f64;
+                    m2 += e * e / count as f64;
+                }
+                // The switch subtracts the rows' bodies.
+                ks_mean -= m1;
+                ks_var += m2 - m1 * m1;
+            }
+        }
+        let weight = |s: &[i8]| s.iter().map(|&x| f64::from(x) * f64::from(x)).sum::<f64>();
+        let lwe_sum: f64 = self.lwe.iter().map(|&x| f64::from(x)).sum();
+        let (qks, big_q, q) = (qks as f64, f64::from(p.ring_q), f64::from(p.q()));
+        let mod_switch = p.noise().blind_rotation * (qks / big_q).powi(2) + (1.0 + weight(&self.ring)) / 12.0;
+        // The final rounding drops `down` bits, half up: error (round(t / 2^down) 2^down - t) /
+        // 2^down over the residues t, uniform.
+        let down = p.log_qks - p.log_q;
+        let steps = 1u32 << down;
+        let (mut r_mean, mut r_m2) = (0.0, 0.0);
+        for t in 0..steps {
+            let r = f64::from(((t + steps / 2) >> down) * steps) / f64::from(steps) - f64::from(t) / f64::from(steps);
+            r_mean += r / f64::from(steps);
+            r_m2 += r * r / f64::from(steps);
+        }
+        let r_var = r_m2 - r_mean * r_mean;
+        Ok(KeyNoise {
+            mean: ks_mean * q / qks + r_mean * (1.0 - lwe_sum),
+            variance: (mod_switch + ks_var) * (q / qks).powi(2) + (1.0 + weight(&self.lwe)) * r_var,
+        })
+    }
+}
+
 /// Sample extraction from the accumulator `acc` (coefficient form, `a` then `b`), `Q -> q_ks`,
 /// table key switch, `q_ks -> q`: the tail of every bootstrap, CPU and GPU alike.
 #[expect(clippy::indexing_slicing, reason = "indices below N and n + 1, lengths checked on entry")]

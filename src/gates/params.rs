@@ -44,6 +44,14 @@
 //! `erfc(margin / sqrt(2 * var)) / 2` with the margin `q/8` (AND, OR, NAND, NOR, majority: sum
 //! of 2 or 3 outputs, one boundary within reach) or `erfc(margin / sqrt(2 * var))` with `q/4`
 //! (XOR, XNOR: twice the sum of two outputs, both boundaries at `q/4`).
+//!
+//! Both are averages over keys. One key's key-switching table has a nonzero mean error (each
+//! entry is reused by every bootstrap), so that key's outputs carry a fixed bias of variance
+//! about `N sigma^2 sum_j (1/2^bits_j - 1/4^bits_j) (q/q_ks)^2` over keys (`1.3` at the noise
+//! proxy, biases of `-2.1..1.8` measured over six keys there), which moves every decision of a
+//! gate towards or away from its boundary: at the proxy, the chained-AND failure rates of the
+//! keys measured were 0.2 and 4.7 times the averaged prediction. [`crate::gates::SecretKey::output_noise`]
+//! evaluates the output's mean and variance for a given key.
 
 use std::fmt;
 
@@ -367,12 +375,15 @@ impl GateParams {
         let sigma2 = SIGMA * SIGMA;
         let big_n = self.ring_n() as f64;
         let bg = f64::from(1u32 << self.log_bg);
-        let digit_var = bg * bg / 12.0;
         let s_ring = 2.0 / 3.0;
-        let rows = self.rows() as f64;
-        // One key's external-product error: rows * N * Var(digit) * sigma^2, doubled by the
-        // factor (X^e - 1).
-        let per_key = 2.0 * rows * big_n * digit_var * sigma2;
+        // Signed digits: the lower kept digits are uniform over [-B_g/2, B_g/2); the top digit
+        // takes what is left of a centred residue, |x| <= Q/2, so it is uniform over a range
+        // of Q / B_g^(skipped + digits - 1) values (32 of 128 at Q < 2^26, B_g = 2^7, 3 + 1).
+        let top_range = f64::from(self.ring_q) / bg.powi((self.skipped + self.digits - 1) as i32);
+        let digits_var = (self.digits - 1) as f64 * bg * bg / 12.0 + top_range * top_range / 12.0;
+        // One key's external-product error: 2 components * N * sum_l Var(digit_l) * sigma^2,
+        // doubled by the factor (X^e - 1).
+        let per_key = 2.0 * 2.0 * big_n * digits_var * sigma2;
         let round = if self.skipped == 0 {
             0.0
         } else {
@@ -427,7 +438,7 @@ impl GateParams {
     /// ([`crate::gates::GateEvaluator::lut`]) reads the wrong entry: the input's noise (the
     /// larger of the bootstrapped and fresh variances) leaves its slot of width
     /// `q / 2^(bits+1)` on either side, `erfc(q / 2^(bits+2) / sqrt(2 var))`. At `gates-std128`
-    /// this is about `7e-6` for 2 bits and `2e-2` for 3 bits; [`STD128_LUT`] (larger `q` and
+    /// this is about `2e-6` for 2 bits and `2e-2` for 3 bits; [`STD128_LUT`] (larger `q` and
     /// `q_ks`, finer gadget) is the set for 3-bit tables (below `1e-9`); 4-bit tables stay near
     /// `1e-3` per evaluation there (the fresh and rounding noise at `q = 2N = 2048` bound them).
     #[must_use]
@@ -474,9 +485,11 @@ pub enum MarginKind {
 /// Noise variances of one bootstrap, stage by stage.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct NoiseReport {
-    /// After the blind rotation, at `Q`: `steps * (keys * 2 * rows * N * B_g^2/12 * sigma^2 +
+    /// After the blind rotation, at `Q`: `steps * (keys * 2 * 2 * N * V_g * sigma^2 +
     /// ones * 2 * (N * 2/3 + 1) * B_g^(2 skipped)/12)` (key errors times digits, doubled by
-    /// `X^e - 1`; the dropped digits times the ring secret where a key bit is 1).
+    /// `X^e - 1`; the dropped digits times the ring secret where a key bit is 1), where
+    /// `V_g = (digits - 1) B_g^2/12 + T^2/12` sums the digit variances of one component: the
+    /// top digit of a centred residue spans only `T = Q / B_g^(skipped + digits - 1)` values.
     pub blind_rotation: f64,
     /// After the switch `Q -> q_ks` of the extracted LWE: scaled, plus rounding
     /// `(1 + N * 2/3) / 12`.
