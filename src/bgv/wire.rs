@@ -14,13 +14,8 @@
 use super::{Bgv, Ciphertext, Plaintext};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
-use crate::math::sampling::Purpose;
-use crate::poly::{Eval, Representation, RnsPoly};
-use crate::rlwe::wire::{check_header, read_seed, write_seed};
-use crate::rlwe::CiphertextCore;
-use crate::serial::{
-    read_object, read_residues, write_object, write_residues, write_residues_packed, ObjectType, Reader, Writer,
-};
+use crate::rlwe::wire::{check_header, read_core, write_core_polys};
+use crate::serial::{read_object, read_residues, write_object, write_residues, ObjectType, Reader, Writer};
 
 /// Largest noise estimate accepted on load (bits).
 const MAX_NOISE_LOG2: f64 = 8192.0;
@@ -40,37 +35,13 @@ impl<B: Backend> Bgv<B> {
     /// The ciphertext's bytes, residues bit-packed if `packed`, `c_1` as its seed if the
     /// ciphertext is seeded and `seeded` allows it.
     fn ciphertext_to_bytes_with(&self, ct: &Ciphertext<B>, packed: bool, seeded: bool) -> Result<Vec<u8>> {
-        let ctx = self.backend().context();
-        let moduli = ctx.moduli_of(&ctx.q_basis(ct.level())?)?;
-        let n = ctx.n();
-        let put = |w: &mut Writer, data: &[u32]| -> Result<()> {
-            if packed {
-                write_residues_packed(w, data, &moduli, n)
-            } else {
-                write_residues(w, data);
-                Ok(())
-            }
-        };
         self.check_ct(ct)?;
         let mut w = Writer::new();
         w.put_u32(u32::try_from(ct.level()).map_err(|_| Error::SizeOverflow { what: "level" })?);
         w.put_u8(u8::try_from(ct.degree()).map_err(|_| Error::SizeOverflow { what: "degree" })?);
         w.put_u32(ct.correction);
         w.put_f64(ct.noise_log2);
-        w.put_u8(Eval::TAG);
-        let object = match (ct.core.seed().filter(|_| seeded), ct.core.polys()) {
-            (Some(seed), [c0, _]) => {
-                write_seed(&mut w, seed);
-                put(&mut w, &c0.to_host(self.backend())?)?;
-                ObjectType::SeededCiphertext
-            }
-            _ => {
-                for p in ct.core.polys() {
-                    put(&mut w, &p.to_host(self.backend())?)?;
-                }
-                ObjectType::Ciphertext
-            }
-        };
+        let object = write_core_polys(&mut w, self.backend(), &ct.core, packed, seeded)?;
         Ok(write_object(object, self.params().scheme(), self.params().id(), w.as_bytes()))
     }
 
@@ -110,34 +81,8 @@ impl<B: Backend> Bgv<B> {
         }
         // A peer cannot claim less noise than a fresh encryption of a zero message carries.
         let noise_log2 = noise_log2.max(self.noise_model().fresh_secret(0.0));
-        let tag = r.get_u8()?;
-        if tag != Eval::TAG {
-            return Err(Error::InvalidRepresentation { tag });
-        }
-        let ctx = self.backend().context();
-        let basis = ctx.q_basis(level)?;
-        let moduli = ctx.moduli_of(&basis)?;
-        let n = ctx.n();
-        let mut seed = None;
-        let mut polys = Vec::with_capacity(degree + 1);
-        if object == ObjectType::SeededCiphertext {
-            if degree != 1 {
-                return Err(Error::SeedNotAllowed { reason: "only degree-1 ciphertexts can be seeded" });
-            }
-            let s = read_seed(&mut r)?;
-            let c0 = read_residues(&mut r, &moduli, n)?;
-            polys.push(RnsPoly::<B, Eval>::from_host(self.backend(), &c0, basis.clone())?);
-            // `c_1` is the seed's stream: the core may keep the seed.
-            polys.push(RnsPoly::<B, Eval>::uniform(self.backend(), &s, Purpose::CiphertextA, 0, basis)?);
-            seed = Some(s);
-        } else {
-            for _ in 0..=degree {
-                let c = read_residues(&mut r, &moduli, n)?;
-                polys.push(RnsPoly::<B, Eval>::from_host(self.backend(), &c, basis.clone())?);
-            }
-        }
-        r.finish()?;
-        Ok(Ciphertext { core: CiphertextCore::from_parts(polys, seed, self.params().id())?, correction, noise_log2 })
+        let core = read_core(r, self.backend(), object, level, degree, self.params().id())?;
+        Ok(Ciphertext { core, correction, noise_log2 })
     }
 
     /// Serialises a plaintext.

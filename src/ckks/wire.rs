@@ -17,11 +17,8 @@
 use super::{Ciphertext, Ckks, Plaintext};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
-use crate::math::sampling::Purpose;
-use crate::poly::{Eval, Representation, RnsPoly};
-use crate::rlwe::wire::{check_header, read_seed, write_seed};
-use crate::rlwe::CiphertextCore;
-use crate::serial::{read_object, read_residues, write_object, write_residues, ObjectType, Reader, Writer};
+use crate::rlwe::wire::{check_header, read_core, write_core_polys};
+use crate::serial::{read_object, write_object, ObjectType, Reader, Writer};
 
 impl<B: Backend> Ckks<B> {
     /// Serialises a ciphertext; a fresh symmetric one is written as `c_0` and the seed of `c_1`.
@@ -41,20 +38,7 @@ impl<B: Backend> Ckks<B> {
         w.put_u8(u8::try_from(ct.degree()).map_err(|_| Error::SizeOverflow { what: "degree" })?);
         w.put_f64(ct.scale);
         w.put_u32(u32::try_from(ct.slots).map_err(|_| Error::SizeOverflow { what: "slots" })?);
-        w.put_u8(Eval::TAG);
-        let object = match (ct.core.seed().filter(|_| seeded), ct.core.polys()) {
-            (Some(seed), [c0, _]) => {
-                write_seed(&mut w, seed);
-                write_residues(&mut w, &c0.to_host(self.backend())?);
-                ObjectType::SeededCiphertext
-            }
-            _ => {
-                for p in ct.core.polys() {
-                    write_residues(&mut w, &p.to_host(self.backend())?);
-                }
-                ObjectType::Ciphertext
-            }
-        };
+        let object = write_core_polys(&mut w, self.backend(), &ct.core, false, seeded)?;
         Ok(write_object(object, self.params().scheme(), self.params().id(), w.as_bytes()))
     }
 
@@ -98,33 +82,8 @@ impl<B: Backend> Ckks<B> {
         Self::check_scale(scale)?;
         let slots = r.get_u32()? as usize;
         self.check_slots(slots)?;
-        let tag = r.get_u8()?;
-        if tag != Eval::TAG {
-            return Err(Error::InvalidRepresentation { tag });
-        }
-        let ctx = self.backend().context();
-        let basis = ctx.q_basis(level)?;
-        let moduli = ctx.moduli_of(&basis)?;
-        let n = ctx.n();
-        let mut seed = None;
-        let mut polys = Vec::with_capacity(degree + 1);
-        if object == ObjectType::SeededCiphertext {
-            if degree != 1 {
-                return Err(Error::SeedNotAllowed { reason: "only degree-1 ciphertexts can be seeded" });
-            }
-            let s = read_seed(&mut r)?;
-            let c0 = read_residues(&mut r, &moduli, n)?;
-            polys.push(RnsPoly::<B, Eval>::from_host(self.backend(), &c0, basis.clone())?);
-            polys.push(RnsPoly::<B, Eval>::uniform(self.backend(), &s, Purpose::CiphertextA, 0, basis)?);
-            seed = Some(s);
-        } else {
-            for _ in 0..=degree {
-                let c = read_residues(&mut r, &moduli, n)?;
-                polys.push(RnsPoly::<B, Eval>::from_host(self.backend(), &c, basis.clone())?);
-            }
-        }
-        r.finish()?;
-        Ok(Ciphertext { core: CiphertextCore::from_parts(polys, seed, self.params().id())?, scale, slots })
+        let core = read_core(r, self.backend(), object, level, degree, self.params().id())?;
+        Ok(Ciphertext { core, scale, slots })
     }
 
     /// Serialises a plaintext.

@@ -14,12 +14,14 @@
 //! only the seed ([`KeyForm::Seeded`], `from_bytes_as`). A loaded secret key draws its future
 //! seeds and errors from the operating system.
 
-use super::{GaloisKey, KeyDigit, KeySwitchKey, PublicKey, RelinKey, SecretKey};
+use super::{CiphertextCore, GaloisKey, KeyDigit, KeySwitchKey, PublicKey, RelinKey, SecretKey};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::math::sampling::{fresh_seed, Purpose, Seed, SEED_BYTES};
-use crate::poly::{Coeff, Eval, RnsPoly};
-use crate::serial::{read_object, read_residues, write_object, write_residues, Header, ObjectType, Reader, Writer};
+use crate::poly::{Coeff, Eval, Representation, RnsPoly};
+use crate::serial::{
+    read_object, read_residues, write_object, write_residues, write_residues_packed, Header, ObjectType, Reader, Writer,
+};
 
 /// The in-memory form a loaded key-switching key takes (see [`KeySwitchKey`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -68,6 +70,86 @@ pub(crate) fn check_header<B: Backend>(backend: &B, h: &Header) -> Result<()> {
         return Err(Error::SchemeMismatch { expected: params.scheme().name(), found: h.scheme.name() });
     }
     Ok(())
+}
+
+/// Writes a ciphertext core's polynomials after its scheme's own fields, as BGV and CKKS lay
+/// them out: the representation tag (Eval), then the seed and `c_0` if the core is seeded and
+/// `seeded` allows it, else every polynomial; residues bit-packed to `bits(q_i)` bits each if
+/// `packed`. Returns the object type the payload belongs in.
+pub(crate) fn write_core_polys<B: Backend>(
+    w: &mut Writer,
+    backend: &B,
+    core: &CiphertextCore<B>,
+    packed: bool,
+    seeded: bool,
+) -> Result<ObjectType> {
+    let ctx = backend.context();
+    let moduli = ctx.moduli_of(&ctx.q_basis(core.level())?)?;
+    let n = ctx.n();
+    let put = |w: &mut Writer, data: &[u32]| -> Result<()> {
+        if packed {
+            write_residues_packed(w, data, &moduli, n)
+        } else {
+            write_residues(w, data);
+            Ok(())
+        }
+    };
+    w.put_u8(Eval::TAG);
+    Ok(match (core.seed().filter(|_| seeded), core.polys()) {
+        (Some(seed), [c0, _]) => {
+            write_seed(w, seed);
+            put(w, &c0.to_host(backend)?)?;
+            ObjectType::SeededCiphertext
+        }
+        _ => {
+            for p in core.polys() {
+                put(w, &p.to_host(backend)?)?;
+            }
+            ObjectType::Ciphertext
+        }
+    })
+}
+
+/// Reads what [`write_core_polys`] wrote for a ciphertext of `degree` (already checked to be 1
+/// or 2) at `level` (already checked against the chain) in an `object` payload: checks the
+/// representation tag, the generator and seed (seeded objects are degree 1 only) and every
+/// residue, regenerates a seeded `c_1`, and ends the payload.
+pub(crate) fn read_core<B: Backend>(
+    mut r: Reader<'_>,
+    backend: &B,
+    object: ObjectType,
+    level: usize,
+    degree: usize,
+    param_id: u64,
+) -> Result<CiphertextCore<B>> {
+    let tag = r.get_u8()?;
+    if tag != Eval::TAG {
+        return Err(Error::InvalidRepresentation { tag });
+    }
+    let ctx = backend.context();
+    let basis = ctx.q_basis(level)?;
+    let moduli = ctx.moduli_of(&basis)?;
+    let n = ctx.n();
+    let mut seed = None;
+    let mut polys = Vec::with_capacity(degree + 1);
+    if object == ObjectType::SeededCiphertext {
+        if degree != 1 {
+            return Err(Error::SeedNotAllowed { reason: "only degree-1 ciphertexts can be seeded" });
+        }
+        let s = read_seed(&mut r)?;
+        let c0 = read_residues(&mut r, &moduli, n)?;
+        polys.push(RnsPoly::<B, Eval>::from_host(backend, &c0, basis.clone())?);
+        // `c_1` is the seed's stream: the core may keep the seed.
+        polys.push(RnsPoly::<B, Eval>::uniform(backend, &s, Purpose::CiphertextA, 0, basis)?);
+        seed = Some(s);
+    } else {
+        for _ in 0..=degree {
+            let c = read_residues(&mut r, &moduli, n)?;
+            polys.push(RnsPoly::<B, Eval>::from_host(backend, &c, basis.clone())?);
+        }
+    }
+    r.finish()?;
+    CiphertextCore::from_parts(polys, seed, param_id)
 }
 
 fn object<B: Backend>(backend: &B, kind: ObjectType, w: &Writer) -> Vec<u8> {
