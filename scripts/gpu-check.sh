@@ -10,7 +10,7 @@
 # that quick). Sized to finish in under 8 minutes on a data-centre GPU: kernels at N = 2^14..2^16,
 # HMULT and rotation ledgers at bgv-n16 and bgv-bxt-n16, the bxt suite at bgv-n14 and
 # bgv-bxt-n16, and batched gate bootstrapping (1,024 ANDs per batch at gates-std128 and
-# gates-std128-bb; the CPU side of that step runs the same batch single-threaded, about 25 s).
+# gates-std128-bb; the CPU side of that step runs the same batches on one thread, under a minute).
 # A step that fails is reported and the script goes on; the exit code is the
 # number of failed steps (0 when all passed).
 set -uo pipefail
