@@ -14,7 +14,7 @@
 use super::{Bgv, Ciphertext, Plaintext};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
-use crate::rlwe::wire::{check_header, read_core, write_core_polys};
+use crate::rlwe::wire::{check_header, open_ciphertext, read_core, write_core_polys};
 use crate::serial::{read_object, read_residues, write_object, write_residues, ObjectType, Reader, Writer};
 
 /// Largest noise estimate accepted on load (bits).
@@ -52,24 +52,7 @@ impl<B: Backend> Bgv<B> {
 
     /// Loads a ciphertext (plain or seeded), validating everything before allocating.
     pub fn ciphertext_from_bytes(&self, bytes: &[u8]) -> Result<Ciphertext<B>> {
-        let object = match bytes.get(6).copied().map(ObjectType::try_from) {
-            Some(Ok(ObjectType::SeededCiphertext)) => ObjectType::SeededCiphertext,
-            _ => ObjectType::Ciphertext,
-        };
-        let (h, payload) = read_object(bytes, object)?;
-        check_header(self.backend(), &h)?;
-        let mut r = Reader::new(payload);
-        let level = r.get_u32()? as usize;
-        if level > self.max_level() {
-            return Err(Error::LevelOutOfRange { level, max: self.max_level() });
-        }
-        let degree = usize::from(r.get_u8()?);
-        if degree == 0 {
-            return Err(Error::CiphertextDegree { degree, expected: 1 });
-        }
-        if degree > 2 {
-            return Err(Error::CountTooLarge { what: "ciphertext degree", found: degree as u64, limit: 2 });
-        }
+        let (object, mut r, level, degree) = open_ciphertext(self.backend(), bytes, self.max_level())?;
         let correction = r.get_u32()?;
         let t = self.t.value();
         if correction >= t || self.t.inv(correction).is_none() {

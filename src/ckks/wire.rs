@@ -17,7 +17,7 @@
 use super::{Ciphertext, Ckks, Plaintext};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
-use crate::rlwe::wire::{check_header, read_core, write_core_polys};
+use crate::rlwe::wire::{check_header, open_ciphertext, read_core, write_core_polys};
 use crate::serial::{read_object, write_object, ObjectType, Reader, Writer};
 
 impl<B: Backend> Ckks<B> {
@@ -60,24 +60,7 @@ impl<B: Backend> Ckks<B> {
 
     /// Loads a ciphertext (plain or seeded), validating everything before allocating.
     pub fn ciphertext_from_bytes(&self, bytes: &[u8]) -> Result<Ciphertext<B>> {
-        let object = match bytes.get(6).copied().map(ObjectType::try_from) {
-            Some(Ok(ObjectType::SeededCiphertext)) => ObjectType::SeededCiphertext,
-            _ => ObjectType::Ciphertext,
-        };
-        let (h, payload) = read_object(bytes, object)?;
-        check_header(self.backend(), &h)?;
-        let mut r = Reader::new(payload);
-        let level = r.get_u32()? as usize;
-        if level > self.max_level() {
-            return Err(Error::LevelOutOfRange { level, max: self.max_level() });
-        }
-        let degree = usize::from(r.get_u8()?);
-        if degree == 0 {
-            return Err(Error::CiphertextDegree { degree, expected: 1 });
-        }
-        if degree > 2 {
-            return Err(Error::CountTooLarge { what: "ciphertext degree", found: degree as u64, limit: 2 });
-        }
+        let (object, mut r, level, degree) = open_ciphertext(self.backend(), bytes, self.max_level())?;
         let scale = r.get_f64()?;
         Self::check_scale(scale)?;
         let slots = r.get_u32()? as usize;

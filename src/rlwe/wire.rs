@@ -72,6 +72,36 @@ pub(crate) fn check_header<B: Backend>(backend: &B, h: &Header) -> Result<()> {
     Ok(())
 }
 
+/// Opens a ciphertext object, plain or seeded (told apart by the container's type byte), checks
+/// its header against `backend`, and reads the two fields every scheme's ciphertext starts
+/// with: the level (at most `max_level`) and the degree (1 or 2). Returns the object type, the
+/// reader positioned at the scheme's own fields, the level and the degree.
+pub(crate) fn open_ciphertext<'a, B: Backend>(
+    backend: &B,
+    bytes: &'a [u8],
+    max_level: usize,
+) -> Result<(ObjectType, Reader<'a>, usize, usize)> {
+    let object = match bytes.get(6).copied().map(ObjectType::try_from) {
+        Some(Ok(ObjectType::SeededCiphertext)) => ObjectType::SeededCiphertext,
+        _ => ObjectType::Ciphertext,
+    };
+    let (h, payload) = read_object(bytes, object)?;
+    check_header(backend, &h)?;
+    let mut r = Reader::new(payload);
+    let level = r.get_u32()? as usize;
+    if level > max_level {
+        return Err(Error::LevelOutOfRange { level, max: max_level });
+    }
+    let degree = usize::from(r.get_u8()?);
+    if degree == 0 {
+        return Err(Error::CiphertextDegree { degree, expected: 1 });
+    }
+    if degree > 2 {
+        return Err(Error::CountTooLarge { what: "ciphertext degree", found: degree as u64, limit: 2 });
+    }
+    Ok((object, r, level, degree))
+}
+
 /// Writes a ciphertext core's polynomials after its scheme's own fields, as BGV and CKKS lay
 /// them out: the representation tag (Eval), then the seed and `c_0` if the core is seeded and
 /// `seeded` allows it, else every polynomial; residues bit-packed to `bits(q_i)` bits each if
