@@ -2,7 +2,9 @@
 // the forward NTT): one workgroup per (gate, row). Row r = c * digits + l is digit l of the
 // signed gadget decomposition of accumulator polynomial c (the lowest `skipped` digits rounded
 // away), as residues mod q, then transformed by the negacyclic NTT (Cooley-Tukey, natural order
-// in, bit-reversed out, strict: canonical residues; the same slots as src/math/ntt.rs).
+// in, bit-reversed out, strict: canonical residues; the same slots as src/math/ntt.rs). The
+// CPU twin uses the lazy forward NTT (digits left in [0, 4q)); the two agree once reduced, and
+// the key product below reduces whatever range it is given, so the step's words are the same.
 // params: [q, k, mu, log_n, rows, digits, skipped, log_bg]
 // tables: [W (N, forward twiddles psi^bitrev(k)) | V (N) | mono (2N) | exps (N)]
 @group(0) @binding(0) var<storage, read> params: array<u32>;

@@ -1,6 +1,7 @@
 // Bootstrapped gates, blind-rotation step part 3 (CPU twin: the strict inverse NTT of
 // src/math/ntt.rs): one workgroup per (gate, component); Gentleman-Sande, bit-reversed order in,
-// natural order out, then N^{-1}: canonical residues, the accumulator's coefficient form.
+// natural order out, then N^{-1}: canonical residues, the accumulator's coefficient form. (The
+// CPU's inverse folds N^{-1} into its last stage's twiddles; the residues are the same.)
 // params: [q, k, mu, log_n, n_inv]
 // tables: [W (N) | V (N, psi^-bitrev(k)) | mono (2N) | exps (N)]
 @group(0) @binding(0) var<storage, read> params: array<u32>;

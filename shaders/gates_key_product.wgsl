@@ -2,7 +2,9 @@
 // one invocation per (gate, slot). For each key of the step with exponent e != 0 and each output
 // component, the inner product of the decomposed rows with the key's rows accumulated lazily in
 // two u32 words (lo, hi with carry), reduced once (hi * (2^32 mod q) + lo mod q), multiplied by
-// the evaluation of X^e - 1 and added to the accumulator's NTT form.
+// the evaluation of X^e - 1 and added to the accumulator's NTT form. The CPU twin reduces the
+// same 64-bit sum with Shoup constants (and takes lazy [0, 4q) digits, so its bound rows * 4q^2
+// < 2^64 in src/gates/params.rs is the stricter one); both end in canonical residues.
 // params: [q, k, mu, log_n, rows, keys, secret (0 ternary, 1 binary, 2 block-binary), n_lwe,
 //          step, gates, radix = 2^32 mod q]
 // tables: [W (N) | V (N) | mono (2N) | exps (N)]

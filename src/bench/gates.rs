@@ -27,6 +27,7 @@ use crate::gates::gpu::GpuGateKey;
 use crate::gates::{Gate, GateContext, GateEvaluator, GateParams, LweCiphertext, MarginKind, SecretKey};
 use crate::math::sampling::{Purpose, Sampler};
 
+use super::kernels::median_p95;
 use super::ReportHeader;
 
 /// Configuration of the suite.
@@ -177,14 +178,6 @@ impl Drop for OpenFhe {
     }
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
-    sorted.get(i.min(sorted.len() - 1)).copied().unwrap_or(0.0)
-}
-
 fn margin(g: Gate) -> MarginKind {
     match g {
         Gate::Xor | Gate::Xnor => MarginKind::Xor,
@@ -220,6 +213,8 @@ pub fn run(config: &Config) -> Result<Report> {
         let ek = Arc::new(seeded.expand(&ctx)?);
         let key_bytes = ek.resident_bytes() as u64;
         let mut ev = GateEvaluator::new(Arc::clone(&ek));
+        // The GPU's copy of the key, uploaded once per set.
+        let gpu_key = config.gpu.as_ref().map(|dev| GpuGateKey::new(dev, &ek)).transpose()?;
         let mut enc = Sampler::from_seed(&[9; 32], Purpose::Ephemeral, 0);
         for _ in 0..config.warmup {
             let a = sk.encrypt_bit(true, &mut enc)?;
@@ -251,7 +246,7 @@ pub fn run(config: &Config) -> Result<Report> {
                     }
                 }
             }
-            times.sort_by(f64::total_cmp);
+            let (median_ms, p95_ms) = median_p95(&mut times);
             // Batch: independent gates over the pool.
             let inputs: Vec<(LweCiphertext, LweCiphertext)> = (0..config.batch.max(1))
                 .map(|i| Ok((sk.encrypt_bit(i % 2 == 0, &mut enc)?, sk.encrypt_bit(i % 3 == 0, &mut enc)?)))
@@ -279,8 +274,7 @@ pub fn run(config: &Config) -> Result<Report> {
                 fails += usize::from(got != want);
                 prev = (got, c);
             }
-            if let Some(dev) = config.gpu.as_ref() {
-                let gk = GpuGateKey::new(dev, &ek)?;
+            if let (Some(dev), Some(gk)) = (config.gpu.as_ref(), gpu_key.as_ref()) {
                 let pairs: Vec<(&LweCiphertext, &LweCiphertext)> = inputs.iter().map(|(a, b)| (a, b)).collect();
                 let first = gk.gates(g, &pairs)?;
                 for (i, o) in first.iter().enumerate() {
@@ -296,14 +290,14 @@ pub fn run(config: &Config) -> Result<Report> {
                     gk.gates(g, &pairs)?;
                     bt.push(t0.elapsed().as_secs_f64() * 1e3);
                 }
-                bt.sort_by(f64::total_cmp);
+                let (bt_median, bt_p95) = median_p95(&mut bt);
                 rows.push(Row {
                     gate: g.name().into(),
                     params: name.clone(),
                     backend: format!("gpu: {}", dev.summary().name),
-                    median_ms: percentile(&bt, 0.5),
-                    p95_ms: percentile(&bt, 0.95),
-                    gates_per_s: config.batch.max(1) as f64 / (percentile(&bt, 0.5) / 1e3),
+                    median_ms: bt_median,
+                    p95_ms: bt_p95,
+                    gates_per_s: config.batch.max(1) as f64 / (bt_median / 1e3),
                     key_bytes: ek.bootstrapping_key_bytes() as u64,
                     key_bytes_stored: stored,
                     failure_rate: None,
@@ -316,8 +310,8 @@ pub fn run(config: &Config) -> Result<Report> {
                 gate: g.name().into(),
                 params: name.clone(),
                 backend: "cpu".into(),
-                median_ms: percentile(&times, 0.5),
-                p95_ms: percentile(&times, 0.95),
+                median_ms,
+                p95_ms,
                 gates_per_s: config.batch.max(1) as f64 / secs,
                 key_bytes,
                 key_bytes_stored: stored,
@@ -333,8 +327,7 @@ pub fn run(config: &Config) -> Result<Report> {
         if t.is_empty() {
             continue;
         }
-        t.sort_by(f64::total_cmp);
-        let med = percentile(&t, 0.5);
+        let (med, p95) = median_p95(&mut t);
         for r in rows.iter_mut().filter(|r| r.gate == g.name() && r.backend == "cpu") {
             r.ratio = Some(r.median_ms / med);
         }
@@ -343,7 +336,7 @@ pub fn run(config: &Config) -> Result<Report> {
             params: "openfhe-STD128-GINX".into(),
             backend: "openfhe".into(),
             median_ms: med,
-            p95_ms: percentile(&t, 0.95),
+            p95_ms: p95,
             gates_per_s: 1e3 / med,
             key_bytes,
             key_bytes_stored: 0,

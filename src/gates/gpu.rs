@@ -17,13 +17,15 @@ use crate::error::{Error, Result};
 use crate::math::ntt::bit_reverse;
 
 use super::rotate::rotate_test_vector;
-use super::{extract_and_switch, EvaluationKey, Gate, LweCiphertext};
+use super::{extract_and_switch, EvaluationKey, Gate, GateEvaluator, LweCiphertext};
 
 /// A bootstrapping key resident on a GPU, with the step tables.
 #[derive(Debug)]
 pub struct GpuGateKey {
     device: Arc<GpuDevice>,
     key: Arc<EvaluationKey>,
+    /// The CPU evaluator of the same key, for the linear steps around the bootstraps.
+    ev: GateEvaluator,
     bk: wgpu::Buffer,
     tables: wgpu::Buffer,
 }
@@ -56,6 +58,7 @@ impl GpuGateKey {
         Ok(Self {
             device: Arc::clone(device),
             key: Arc::clone(key),
+            ev: GateEvaluator::new(Arc::clone(key)),
             bk: device.upload(key.bootstrapping_key())?,
             tables: device.upload(&tables)?,
         })
@@ -135,18 +138,19 @@ impl GpuGateKey {
     /// One two-input gate per pair, bootstrapped as a batch on the GPU: the same words as
     /// [`super::GateEvaluator::gate`] on each pair.
     pub fn gates(&self, gate: Gate, pairs: &[(&LweCiphertext, &LweCiphertext)]) -> Result<Vec<LweCiphertext>> {
-        let ev = super::GateEvaluator::new(Arc::clone(&self.key));
-        let inputs = pairs.iter().map(|(a, b)| ev.combine_gate(gate, a, b)).collect::<Result<Vec<LweCiphertext>>>()?;
-        self.sign_batch(&ev, &inputs)
+        let inputs =
+            pairs.iter().map(|(a, b)| self.ev.combine_gate(gate, a, b)).collect::<Result<Vec<LweCiphertext>>>()?;
+        self.sign_batch(&inputs)
     }
 
     /// The majority of each triple, one bootstrap each, as a batch: the same words as
     /// [`super::GateEvaluator::majority`].
     pub fn majority(&self, triples: &[Triple<'_>]) -> Result<Vec<LweCiphertext>> {
-        let ev = super::GateEvaluator::new(Arc::clone(&self.key));
-        let inputs =
-            triples.iter().map(|(a, b, c)| ev.combine_majority(a, b, c)).collect::<Result<Vec<LweCiphertext>>>()?;
-        self.sign_batch(&ev, &inputs)
+        let inputs = triples
+            .iter()
+            .map(|(a, b, c)| self.ev.combine_majority(a, b, c))
+            .collect::<Result<Vec<LweCiphertext>>>()?;
+        self.sign_batch(&inputs)
     }
 
     /// `a & b & c` for each triple (two batches of two-input gates): the same words as
@@ -164,8 +168,7 @@ impl GpuGateKey {
     /// `s ? a : b` for each `(s, a, b)`: `AND(s, a)` and `AND(!s, b)` bootstrapped in one batch,
     /// then their `OR` in a second; the same words as [`super::GateEvaluator::mux`].
     pub fn mux(&self, triples: &[Triple<'_>]) -> Result<Vec<LweCiphertext>> {
-        let ev = super::GateEvaluator::new(Arc::clone(&self.key));
-        let nots = triples.iter().map(|(s, _, _)| ev.not(s)).collect::<Result<Vec<LweCiphertext>>>()?;
+        let nots = triples.iter().map(|(s, _, _)| self.ev.not(s)).collect::<Result<Vec<LweCiphertext>>>()?;
         let mut pairs: Vec<(&LweCiphertext, &LweCiphertext)> = triples.iter().map(|(s, a, _)| (*s, *a)).collect();
         pairs.extend(nots.iter().zip(triples).map(|(ns, (_, _, b))| (ns, *b)));
         let ands = self.gates(Gate::And, &pairs)?;
@@ -184,9 +187,9 @@ impl GpuGateKey {
     }
 
     /// Sign bootstraps of `inputs` as one batch (the sign test vector, then `+ q/8`).
-    fn sign_batch(&self, ev: &super::GateEvaluator, inputs: &[LweCiphertext]) -> Result<Vec<LweCiphertext>> {
+    fn sign_batch(&self, inputs: &[LweCiphertext]) -> Result<Vec<LweCiphertext>> {
         let q = self.key.ctx.params().q();
-        let mut out = self.bootstrap_batch(inputs, ev.sign_test_vector())?;
+        let mut out = self.bootstrap_batch(inputs, self.ev.sign_test_vector())?;
         for o in &mut out {
             o.b = o.b.wrapping_add(q / 8) & (q - 1);
         }

@@ -570,6 +570,7 @@ pub(crate) fn extract_and_switch(key: &EvaluationKey, acc: &[u32]) -> Result<Lwe
     let stride = p.n + 1;
     let mask_ks = (qks - 1) as u32;
     let mut sum = vec![0u16; stride];
+    let arch = pulp::Arch::new();
     for i in 0..n_ring {
         let ai = if i == 0 { acc_a[0] } else { m.neg(acc_a[n_ring - i]) };
         let mut x = ms(ai) & mask_ks;
@@ -580,7 +581,7 @@ pub(crate) fn extract_and_switch(key: &EvaluationKey, acc: &[u32]) -> Result<Lwe
                 continue;
             }
             let start = ((i * dks + j) * base + v) * stride;
-            pulp::Arch::new().dispatch(AddRow { sum: &mut sum, row: &key.ksk[start..start + stride] });
+            arch.dispatch(AddRow { sum: &mut sum, row: &key.ksk[start..start + stride] });
         }
     }
     let down = p.log_qks - p.log_q;
@@ -783,8 +784,7 @@ impl GateEvaluator {
     ///
     /// Errors with [`Error::GateKeyMismatch`] if an input belongs to another key.
     pub fn gate(&mut self, gate: Gate, a: &LweCiphertext, b: &LweCiphertext) -> Result<LweCiphertext> {
-        let (neg, factor, off) = gate.linear();
-        let ct = self.combine(&[a, b], neg, factor, off)?;
+        let ct = self.combine_gate(gate, a, b)?;
         self.sign_bootstrap(&ct)
     }
 

@@ -293,6 +293,7 @@ pub(crate) fn blind_rotate(
     for half in s.acc_ntt.chunks_exact_mut(n) {
         t.ntt.forward(half)?;
     }
+    let arch = pulp::Arch::new();
     for g in 0..steps {
         let es = step_exponents(p.secret, a2n, g, two_n);
         if es.iter().all(|&e| e == 0) {
@@ -301,7 +302,7 @@ pub(crate) fn blind_rotate(
         let digit_words = p.digits * n;
         for c in 0..2 {
             let out = &mut s.digits[c * digit_words..(c + 1) * digit_words];
-            pulp::Arch::new().dispatch(Decompose { p, q, poly: &s.acc[c * n..(c + 1) * n], cur: &mut s.cur, out });
+            arch.dispatch(Decompose { p, q, poly: &s.acc[c * n..(c + 1) * n], cur: &mut s.cur, out });
             for row in out.chunks_exact_mut(n) {
                 t.ntt.forward_lazy(row)?;
             }
@@ -311,15 +312,7 @@ pub(crate) fn blind_rotate(
                 continue;
             }
             let key = &bk[(g * keys + k) * key_words..(g * keys + k + 1) * key_words];
-            pulp::Arch::new().dispatch(KeyProduct {
-                t,
-                rows,
-                e,
-                key,
-                digits: &s.digits,
-                w: &mut s.w,
-                acc_ntt: &mut s.acc_ntt,
-            });
+            arch.dispatch(KeyProduct { t, rows, e, key, digits: &s.digits, w: &mut s.w, acc_ntt: &mut s.acc_ntt });
         }
         s.acc.copy_from_slice(&s.acc_ntt);
         for half in s.acc.chunks_exact_mut(n) {
