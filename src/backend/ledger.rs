@@ -46,6 +46,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::Serialize;
 
+use super::fused::{buffer_words, Format};
 use super::gpu::{fused_dispatches, MAX_PENDING_COMMANDS, MAX_STORAGE_BUFFERS};
 use super::key_switching::INNER_PRODUCT_DIGITS_PER_PASS;
 use super::wrapper::{BackendWrapper, Command, Kernel, KernelOutput};
@@ -579,11 +580,8 @@ impl<B: Backend> Ledger<B> {
                 let packed = input.packed_digits() as u64;
                 let words = l * n * WORD;
                 // A packed b_j is read at its primes' bit widths (whole words per limb).
-                let ctx = self.inner.context();
-                let mut packed_words = 0u64;
-                for &prime in input.q_basis.iter().chain(input.p_basis) {
-                    packed_words += (n * u64::from(ctx.modulus(prime)?.bits())).div_ceil(32);
-                }
+                let key_basis: Vec<usize> = input.q_basis.iter().chain(input.p_basis).copied().collect();
+                let packed_words = buffer_words(self.inner.context(), &key_basis, Format::Packed)? as u64;
                 let key_bytes = (d - packed + stored) * words + packed * packed_words * WORD;
                 let table = (8 + 4 * d) * l * WORD;
                 Record {

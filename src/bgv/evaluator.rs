@@ -255,17 +255,8 @@ impl<B: Backend> Bgv<B> {
         if ct.degree() != 2 {
             return Err(Error::CiphertextDegree { degree: ct.degree(), expected: 2 });
         }
-        let switched;
-        let ct = match keys.relin.as_ref() {
-            Some(k) => match self.to_key_level(ct, &k.0)? {
-                Some(c) => {
-                    switched = c;
-                    &switched
-                }
-                None => ct,
-            },
-            None => ct,
-        };
+        let switched = self.to_key_level(ct, keys.relin.as_ref().map(|k| &k.0))?;
+        let ct = switched.as_ref().unwrap_or(ct);
         let core = ct.core.relinearize(self.backend(), keys, Some(self.t.value()))?;
         self.backend().flush()?;
         let noise = log2_add(ct.noise_log2, self.noise.key_switch(ct.level()));
@@ -405,17 +396,8 @@ impl<B: Backend> Bgv<B> {
         what: &str,
     ) -> Result<Ciphertext<B>> {
         self.check_ct(ct)?;
-        let switched;
-        let ct = match keys.galois.get(&g) {
-            Some(k) => match self.to_key_level(ct, &k.key)? {
-                Some(c) => {
-                    switched = c;
-                    &switched
-                }
-                None => ct,
-            },
-            None => ct,
-        };
+        let switched = self.to_key_level(ct, keys.galois.get(&g).map(|k| &k.key))?;
+        let ct = switched.as_ref().unwrap_or(ct);
         let core = ct.core.apply_galois(self.backend(), g, keys, what, Some(self.t.value()))?;
         self.backend().flush()?;
         let noise = log2_add(ct.noise_log2, self.noise.key_switch(ct.level()));
@@ -427,8 +409,10 @@ impl<B: Backend> Bgv<B> {
     /// generated at the highest level a plan expected it at, [`Bgv::gen_planned_keys`], met by
     /// a ciphertext that kept more primes): modulus switching preserves the plaintext and the
     /// noise estimate follows it, so the result decrypts as any switched ciphertext does (its
-    /// words are not those of a switch at the higher level). `None` when the key covers `ct`.
-    fn to_key_level(&self, ct: &Ciphertext<B>, key: &rlwe::KeySwitchKey<B>) -> Result<Option<Ciphertext<B>>> {
+    /// words are not those of a switch at the higher level). `None` when the key covers `ct` or
+    /// there is no key (the key switch then reports the missing key).
+    fn to_key_level(&self, ct: &Ciphertext<B>, key: Option<&rlwe::KeySwitchKey<B>>) -> Result<Option<Ciphertext<B>>> {
+        let Some(key) = key else { return Ok(None) };
         let level = key.level(self.backend())?;
         if level >= ct.level() {
             return Ok(None);

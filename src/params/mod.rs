@@ -478,6 +478,12 @@ impl Parameters {
         start..end
     }
 
+    /// How many key-switching digits a key at `level` has: those with a prime at or below it.
+    #[must_use]
+    pub fn digits_at(&self, level: usize) -> usize {
+        (0..self.dnum()).filter(|&j| self.digit_range(j).any(|i| i <= level)).count()
+    }
+
     /// BGV plaintext modulus `t` (`None` for CKKS).
     #[must_use]
     pub fn plaintext_modulus(&self) -> Option<u64> {

@@ -7,6 +7,7 @@ use super::{
     gen_key_switch_key, gen_key_switch_key_at, key_switch_add, Addend, GaloisKey, NoiseScale, PolyPair, RelinKey,
     SecretKey,
 };
+use crate::backend::fused::{buffer_words, Format};
 use crate::backend::shape::{KeySwitchUse, ShapeBackend};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
@@ -174,13 +175,11 @@ impl KeyPlan {
         let n = ctx.n() as u64;
         let key = |level: usize| -> Result<u64> {
             let basis = ctx.qp_basis(level)?;
-            let digits = (0..params.dnum()).filter(|&j| params.digit_range(j).any(|i| i <= level)).count() as u64;
+            let digits = params.digits_at(level) as u64;
             let words: u64 = match storage {
                 KeyStorage::Stored => 2 * basis.len() as u64 * n,
                 KeyStorage::Seeded => basis.len() as u64 * n,
-                KeyStorage::SeededPacked => {
-                    ctx.moduli_of(&basis)?.iter().map(|m| (n * u64::from(m.bits())).div_ceil(32)).sum()
-                }
+                KeyStorage::SeededPacked => buffer_words(ctx, &basis, Format::Packed)? as u64,
             };
             Ok(4 * digits * words)
         };

@@ -392,7 +392,7 @@ impl<B: Backend> KeySwitchKey<B> {
             return Err(Error::LevelOutOfRange { level, max: self.level(backend)? });
         }
         let basis = ctx.qp_basis(level)?;
-        let keep = (0..params.dnum()).filter(|&j| params.digit_range(j).any(|i| i <= level)).count();
+        let keep = params.digits_at(level);
         let digits = self
             .digits
             .iter()
