@@ -219,6 +219,12 @@ fn file_error(path: &Path, cause: Error) -> Error {
     Error::CheckpointFile { path: path.to_path_buf(), cause: Box::new(cause) }
 }
 
+/// Writes `m` as `dir/manifest.json`, atomically.
+fn save_manifest(dir: &Path, m: &Manifest) -> Result<()> {
+    let json = serde_json::to_string_pretty(m).map_err(|e| Error::json("encoding of the manifest", &e))?;
+    write_atomic(dir, MANIFEST, json.as_bytes())
+}
+
 /// Writes `bytes` to `dir/name` atomically: a temporary file, synced, renamed over the name,
 /// then the directory synced. Owner-only permissions on Unix.
 fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<()> {
@@ -451,18 +457,16 @@ impl Checkpoint {
             key_seed: hex(&seed),
             batches: Vec::new(),
         };
-        self.save_manifest(&m)?;
+        save_manifest(&self.dir, &m)?;
         self.manifest = Some(m);
         Ok(seed)
     }
 
-    fn save_manifest(&self, m: &Manifest) -> Result<()> {
-        let json = serde_json::to_string_pretty(m).map_err(|e| Error::json("encoding of the manifest", &e))?;
-        write_atomic(&self.dir, MANIFEST, json.as_bytes())
-    }
-
-    fn manifest_mut(&mut self) -> Result<&mut Manifest> {
-        self.manifest.as_mut().ok_or(Error::InvalidField { field: "checkpoint", reason: "used before bind" })
+    /// The bound manifest and the directory it is saved in (disjoint borrows of `self`).
+    fn manifest_mut(&mut self) -> Result<(&mut Manifest, &Path)> {
+        let m =
+            self.manifest.as_mut().ok_or(Error::InvalidField { field: "checkpoint", reason: "used before bind" })?;
+        Ok((m, &self.dir))
     }
 
     /// Starts batch `batch`, whose encrypted inputs have the digest `inputs_sha256` (computed
@@ -473,7 +477,7 @@ impl Checkpoint {
         self.batch = batch;
         self.inputs_ms += digest_ms;
         let path = self.manifest_path();
-        let m = self.manifest_mut()?;
+        let (m, dir) = self.manifest_mut()?;
         match m.batches.get(batch) {
             Some(b) if b.inputs_sha256 != inputs_sha256 => Err(Error::CheckpointMismatch {
                 path,
@@ -484,8 +488,7 @@ impl Checkpoint {
             Some(_) => Ok(()),
             None if m.batches.len() == batch => {
                 m.batches.push(BatchRecord { batch, inputs_sha256, stages: Vec::new() });
-                let m = m.clone();
-                self.save_manifest(&m)
+                save_manifest(dir, m)
             }
             None => Err(file_error(&path, Error::InvalidField { field: "manifest", reason: "a batch is missing" })),
         }
@@ -591,7 +594,7 @@ impl Checkpoint {
         }
         let bytes = files.iter().map(|f| f.bytes).sum();
         let clock = Instant::now();
-        let m = self.manifest_mut()?;
+        let (m, dir) = self.manifest_mut()?;
         let stages = m.config.stages.clone();
         let b = m.batches.get_mut(batch).ok_or_else(|| {
             file_error(&path, Error::InvalidField { field: "manifest", reason: "a batch is missing" })
@@ -601,8 +604,7 @@ impl Checkpoint {
         b.stages.push(StageRecord { stage: stage.clone(), files });
         let dropped: Vec<StageRecord> =
             b.stages.drain(..b.stages.len().saturating_sub(KEPT_STAGES)).collect::<Vec<_>>();
-        let m = m.clone();
-        self.save_manifest(&m)?;
+        save_manifest(dir, m)?;
         for s in &dropped {
             for f in &s.files {
                 // Best effort: a file left behind is only unused space.
