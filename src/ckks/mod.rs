@@ -32,6 +32,7 @@
 pub mod encoder;
 pub mod precision;
 mod prepared;
+pub mod sparse;
 mod wire;
 
 pub use encoder::Encoder;

@@ -129,11 +129,18 @@ pub fn by_name(name: &str) -> Result<Parameters> {
 }
 
 /// An insecure test set by the name [`insecure_test_bgv`] gives it,
-/// `insecure-test-bgv-n{log_n}-q{count_q}-p{count_p}-d{dnum}-t{t}`: for experiments that must
+/// `insecure-test-bgv-n{log_n}-q{count_q}-p{count_p}-d{dnum}-t{t}`, or the bootstrapping ring of
+/// [`insecure_test_ckks_boot`], `insecure-test-ckks-boot-n{log_n}`: for experiments that must
 /// say they are insecure (the CLI asks for `--insecure`). Errors:
 /// [`Error::UnknownParameterSet`] for another name; the constructor's errors otherwise.
 pub fn insecure_by_name(name: &str) -> Result<Parameters> {
     let unknown = || Error::UnknownParameterSet { name: name.to_owned() };
+    if let Some(log_n) = name.strip_prefix("insecure-test-ckks-boot-n") {
+        return match log_n.parse::<u32>() {
+            Ok(l) if (MIN_LOG_N..=MAX_LOG_N).contains(&l) && l.to_string() == log_n => insecure_test_ckks_boot(l),
+            _ => Err(unknown()),
+        };
+    }
     let rest = name.strip_prefix("insecure-test-bgv-").ok_or_else(unknown)?;
     let mut fields = rest.split('-');
     let mut next = |prefix: char| -> Result<u64> {
@@ -168,11 +175,12 @@ pub const LR_SET: &str = "bgv-lr-n13";
 /// | `bgv-cnn-n16` | 2^16 | 786433 | 48 + 10 | 5 | see `wgfhe params` | the MNIST CNN: two tables of depth 12 and 14 with a plaintext-diagonal product after each (more levels than `bgv-lut-n16` for the same log QP, bought with a larger dnum) |
 /// | `bgv-cnn-n17` | 2^17 | 786433 | 84 + 21 | 4 | see `wgfhe params` | the MNIST CNN with `--relu digits`: per ReLU a set of digit tables and the requantisation table (depth 12 / 14), a word-wise sign test (table depth 5 and two scan rounds) and a product; about 70 levels at `N = 2^11`, ~15 more primes for the larger ring's noise and a margin; 512 images per batch |
 /// | `bgv-bxt-n16` | 2^16 | 786433 | 48 + 15 | 3 | 1745.6 | the BXT paper's set in u32 primes ([`bxt_paper_literal`]) |
+/// | `ckks-boot-n16` | 2^16 | scale `2^30` per prime | 43 + 15 | 3 | 1736.57 | CKKS bootstrapping under two primes per level: a depth-4 layer plus one bootstrap ([`BOOT_BUDGET`], [`ckks_boot_literal`]) |
 ///
 /// The primes of `bgv-lr-n13`, `bgv-lut-n16`, `bgv-cnn-n16` and `bgv-cnn-n17` are those of [`bgv_literal`] (the largest
 /// 30-bit primes `= 1 mod 2N`, the special primes the largest).
 pub fn application_literals() -> Vec<ParametersLiteral> {
-    let mut out = Vec::with_capacity(5);
+    let mut out = Vec::with_capacity(6);
     if let Ok(l) = bgv_literal(LR_SET, 13, 3, 0, 1, 786_433) {
         out.push(l);
     }
@@ -186,7 +194,101 @@ pub fn application_literals() -> Vec<ParametersLiteral> {
         out.push(l);
     }
     out.push(bxt_paper_literal());
+    if let Ok(l) = ckks_boot_literal(CKKS_BOOT_SET, 16) {
+        out.push(l);
+    }
     out
+}
+
+/// Name of the 128-bit CKKS bootstrapping set ([`ckks_boot_literal`]).
+pub const CKKS_BOOT_SET: &str = "ckks-boot-n16";
+
+/// The level budget a bootstrapping set is sized for, in levels of two primes each (CKKS
+/// `ScalePolicy::Double`: one rescale divides by the top two ~30-bit primes, scale ~2^60),
+/// on top of the base primes that hold the final message.
+///
+/// From the top of the chain after ModRaise: CoeffToSlot, EvalMod and SlotToCoeff, then the
+/// layer of the next hop, then the base.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BootBudget {
+    /// Primes below every level (`ScalePolicy::Double::base_primes`, about 30 bits above the
+    /// scale).
+    pub base_primes: usize,
+    /// Primes one level drops (`ScalePolicy::Double::primes_per_level`).
+    pub primes_per_level: usize,
+    /// Levels of the computation between two bootstraps (the hop's layer).
+    pub layer: usize,
+    /// Levels of CoeffToSlot (its level budget: one level per factor of the transform).
+    pub coeff_to_slot: usize,
+    /// Levels of EvalMod (Chebyshev interpolation of the scaled cosine and the double-angle
+    /// steps, with the scaling constants folded in).
+    pub eval_mod: usize,
+    /// Levels of SlotToCoeff.
+    pub slot_to_coeff: usize,
+}
+
+impl BootBudget {
+    /// Levels used by one bootstrap (CoeffToSlot + EvalMod + SlotToCoeff).
+    #[must_use]
+    pub const fn bootstrap_levels(&self) -> usize {
+        self.coeff_to_slot + self.eval_mod + self.slot_to_coeff
+    }
+
+    /// Levels of the chain above the base: one bootstrap plus the layer.
+    #[must_use]
+    pub const fn levels(&self) -> usize {
+        self.bootstrap_levels() + self.layer
+    }
+
+    /// Chain primes (`len(q)`): the base plus two primes per level.
+    #[must_use]
+    pub const fn q_primes(&self) -> usize {
+        self.base_primes + self.primes_per_level * self.levels()
+    }
+}
+
+/// The budget of `ckks-boot-n16` and of [`insecure_test_ckks_boot`]: 3 base primes; a depth-4
+/// layer; CoeffToSlot 3, EvalMod 10, SlotToCoeff 3 (level budget `[3, 3]` as in OpenFHE's
+/// anchor): 20 levels, `3 + 2 * 20 = 43` chain primes.
+pub const BOOT_BUDGET: BootBudget =
+    BootBudget { base_primes: 3, primes_per_level: 2, layer: 4, coeff_to_slot: 3, eval_mod: 10, slot_to_coeff: 3 };
+
+/// Special primes of the bootstrapping sets: one digit's worth (`alpha = ceil(43 / 3) = 15`).
+pub const BOOT_P_PRIMES: usize = 15;
+
+/// Gadget digits of the bootstrapping sets.
+pub const BOOT_DNUM: usize = 3;
+
+/// The bootstrapping literal at `N = 2^log_n`: [`ckks_literal`] with [`BOOT_BUDGET`]'s 43
+/// chain primes, [`BOOT_P_PRIMES`] special primes, [`BOOT_DNUM`] digits and `log2(scale)` 30
+/// (per prime; the working scale under two primes per level is their product, ~2^60).
+///
+/// At `N = 2^16` (`ckks-boot-n16`): `log2(QP) = 1736.57 <= 1747`, the 128-bit bound of the 2024
+/// table for a ternary secret, checked by [`Parameters::new`] like every shipped set. The 58
+/// primes are the largest 30-bit primes `= 1 mod 2^17`, those of `ckks-n16` (the bound admits
+/// at most 58 such primes), split the same way: the budget was sized to it.
+///
+/// The digit count: with `q + p <= 58` and `p >= alpha = ceil(q / dnum)` (hybrid key switching
+/// needs `P` above every digit), `dnum = 2` leaves `q <= 38` (17 levels, three short of
+/// [`BOOT_BUDGET`]); `dnum = 3` is the smallest that fits 20 levels (`q = 43`, `p = 15`), and
+/// the smallest keys, since a key holds `dnum` digits over all `q + p` limbs. The key-switching
+/// noise `~ sqrt(dnum N / 3) sigma max_digit / P` is about `2^10` as every digit is below `P`.
+/// Key sizes per digit at the top level (58 limbs of `N` words): 15.2 MB per polynomial, so
+/// 30.4 MB for `(b, a)`, 15.2 MB with `a` seeded, 14.3 MB with `b` also bit-packed to 30 bits;
+/// a full top-level key (3 digits) is 91.2 / 45.6 / 42.8 MB. A key at level `l` covers
+/// `l + 1 + 15` limbs and only the digits that meet `q_0..q_l`.
+///
+/// `dnum = 4` (`p = 11`, `q = 47`) would buy two more levels for 4/3 of the key bytes.
+pub fn ckks_boot_literal(name: &str, log_n: u32) -> Result<ParametersLiteral> {
+    ckks_literal(name, log_n, BOOT_BUDGET.q_primes(), BOOT_P_PRIMES, BOOT_DNUM, SHIPPED_LOG_SCALE)
+}
+
+/// An explicitly insecure bootstrapping ring for tests: [`ckks_boot_literal`] at
+/// `N = 2^log_n` (the same 43 + 15 primes of 30 bits, dnum 3, the same [`BOOT_BUDGET`]) named
+/// `"insecure-test-ckks-boot-n{log_n}"`, built with [`Parameters::new_insecure_for_tests`].
+/// `log_n = 10` or `11` keeps a bootstrap fast in tests; nothing about it is secure.
+pub fn insecure_test_ckks_boot(log_n: u32) -> Result<Parameters> {
+    Parameters::new_insecure_for_tests(ckks_boot_literal(&format!("insecure-test-ckks-boot-n{log_n}"), log_n)?)
 }
 
 /// Name of the BXT paper's parameter set re-expressed in `u32` primes (see

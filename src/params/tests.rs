@@ -874,3 +874,59 @@ fn json_round_trips_and_rejects_unknown_values() {
     assert!(ParametersLiteral::from_json(&extra).is_err());
     assert!(ParametersLiteral::from_json("{").is_err());
 }
+
+#[test]
+fn ckks_boot_set_is_secure_and_sized_for_a_hop() {
+    // 128-bit by the table check of Parameters::new, like every shipped set.
+    let params = by_name(CKKS_BOOT_SET).unwrap();
+    assert!(!params.is_insecure());
+    assert_eq!((params.log_n(), params.scheme()), (16, Scheme::Ckks));
+    assert_eq!((params.q().len(), params.p().len(), params.dnum()), (43, 15, 3));
+    assert_eq!(params.security_bound(), Some(1747));
+    assert!(params.log_qp() <= 1747.0, "{}", params.log_qp());
+    let lit = application_literals().into_iter().find(|l| l.name == CKKS_BOOT_SET).unwrap();
+    assert!((big_log2(&(product(&lit.q) * product(&lit.p))) - 1_736.570_706_767_111_7).abs() < 1e-6);
+    let two_n = 2u64 << 16;
+    for &x in lit.q.iter().chain(&lit.p) {
+        assert!(slow_prime(x) && x % two_n == 1 && x < 1 << 30);
+    }
+    let big_p = product(&lit.p);
+    for j in 0..3 {
+        assert!(big_p >= product(&lit.q[params.digit_range(j)]), "digit {j}");
+    }
+    // The level budget: 3 base primes + 2 per level for CtS 3, EvalMod 10, StC 3 and a depth-4
+    // layer.
+    assert_eq!(BOOT_BUDGET.bootstrap_levels(), 16);
+    assert_eq!(BOOT_BUDGET.levels(), 20);
+    assert_eq!(BOOT_BUDGET.q_primes(), 3 + 2 * (4 + 3 + 10 + 3));
+    assert_eq!(params.q().len(), BOOT_BUDGET.q_primes());
+    // No room for a smaller dnum: with dnum 2, P must hold ceil(q/2) primes and q + p <= 58.
+    let max_primes = lit.q.len() + lit.p.len();
+    assert!((1..=max_primes).filter(|q| q + q.div_ceil(2) <= max_primes).max().unwrap() < BOOT_BUDGET.q_primes());
+    // One more prime (the next 30-bit prime = 1 mod 2N) would break the bound.
+    let over = ckks_literal("over", 16, 44, 15, 3, 30).unwrap();
+    assert!(matches!(Parameters::new(over), Err(Error::InsecureParameters { .. })));
+}
+
+#[test]
+fn insecure_ckks_boot_ring_has_the_same_structure() {
+    for log_n in [10, 11] {
+        let p = insecure_test_ckks_boot(log_n).unwrap();
+        assert!(p.is_insecure());
+        assert_eq!(p.n(), 1 << log_n);
+        assert_eq!((p.q().len(), p.p().len(), p.dnum()), (43, 15, 3));
+        assert_eq!(p.name(), format!("insecure-test-ckks-boot-n{log_n}"));
+        assert_eq!(insecure_by_name(p.name()).unwrap(), p);
+        // Only as an insecure set: the table refuses it.
+        assert!(Parameters::new(p.literal().clone()).is_err());
+        assert!(by_name(p.name()).is_err());
+    }
+    for bad in [
+        "insecure-test-ckks-boot-n",
+        "insecure-test-ckks-boot-n99",
+        "insecure-test-ckks-boot-n011",
+        "insecure-test-ckks-boot-n11-x",
+    ] {
+        assert!(matches!(insecure_by_name(bad), Err(Error::UnknownParameterSet { .. })), "{bad}");
+    }
+}

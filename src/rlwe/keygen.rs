@@ -118,3 +118,55 @@ pub fn gen_key_switch_key_at<B: Backend>(
     }
     Ok(KeySwitchKey { digits, seed, param_id: params.id() })
 }
+
+/// The stream index (under [`Purpose::SeedDerivation`]) from which a sparse secret's own master
+/// seed is derived from the master of [`gen_sparse_secret_key`]: distinct from the index 0
+/// that a dense key's seed stream uses, so that a dense and a sparse key made from one master
+/// never share seeds, errors or coefficients.
+const SPARSE_MASTER_INDEX: u32 = 1;
+
+/// Generates a sparse ternary secret key: exactly `h` nonzero coefficients, at positions
+/// uniform among the `N` (distinct) and with uniform signs, all drawn from the seeded sampler
+/// (the [`Purpose::Secret`] stream of a master derived from `master`, or from the operating
+/// system's randomness with `master = None`). Its `eval` covers every prime of `Q` and `P`
+/// like a dense key's, and it carries its own seed and noise streams.
+///
+/// Used as the ephemeral secret of CKKS bootstrapping (sparse-secret encapsulation, `h = 32`):
+/// an RLWE sample under such a secret is only as hard as its modulus is small, so keys *to* it
+/// must be generated at a low level (see `crate::ckks::sparse`).
+///
+/// Errors: [`Error::InvalidField`] unless `1 <= h <= N`.
+pub fn gen_sparse_secret_key<B: Backend>(backend: &B, master: Option<&Seed>, h: usize) -> Result<SecretKey<B>> {
+    let ctx = backend.context();
+    let n = ctx.n();
+    if h == 0 || h > n {
+        return Err(Error::InvalidField { field: "sparse secret weight", reason: "must be in [1, N]" });
+    }
+    let outer = match master {
+        Some(m) => *m,
+        None => fresh_seed()?,
+    };
+    let own = Sampler::from_seed(&outer, Purpose::SeedDerivation, SPARSE_MASTER_INDEX).next_seed();
+    let mut sampler = Sampler::from_seed(&own, Purpose::Secret, 0);
+    let mut coeffs = vec![0i8; n];
+    // N is a power of two: a masked word is an exact uniform position; taken positions are
+    // drawn again (h <= N, so this ends; for h << N almost never).
+    let mask = n - 1;
+    let mut placed = 0;
+    let mut word = [0u8; 4];
+    while placed < h {
+        sampler.fill_bytes(&mut word);
+        let r = u32::from_le_bytes(word) as usize;
+        let slot =
+            coeffs.get_mut(r & mask).ok_or(Error::InvalidField { field: "sparse secret", reason: "position" })?;
+        if *slot == 0 {
+            // Sign from bit 31 (independent of the position bits for N <= 2^31).
+            *slot = if r >> 31 == 1 { -1 } else { 1 };
+            placed += 1;
+        }
+    }
+    let wide: Vec<i64> = coeffs.iter().map(|&c| i64::from(c)).collect();
+    let basis = ctx.qp_basis(ctx.q_count() - 1)?;
+    let eval = RnsPoly::<B, Coeff>::from_signed(backend, &wide, basis)?.into_eval(backend)?;
+    Ok(SecretKey { coeffs, eval, param_id: ctx.params().id(), state: SecretKey::<B>::new_state(&own) })
+}
