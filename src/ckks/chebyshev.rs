@@ -242,13 +242,8 @@ impl<B: Backend> Ckks<B> {
             return Err(Error::InvalidField { field: "Chebyshev series", reason: "constant: nothing to evaluate" });
         }
         let m = ceil_log2(degree + 1);
+        let out_level = self.chebyshev_output_level(ct.level(), ct.scale, series)?;
         let t1 = self.chebyshev_argument(ct, series, m)?;
-        let wanted = m * self.policy.primes_per_level();
-        let out_level = t1
-            .level()
-            .checked_sub(wanted)
-            .filter(|&l| l + 1 >= self.policy.base_primes())
-            .ok_or(Error::DepthExhausted { level: t1.level(), wanted })?;
         let baby = 1usize << m.div_ceil(2).max(1);
         let powers = self.chebyshev_powers(t1, baby, m, keys)?;
         // Negligible coefficients are dropped once, here; below, zero means absent.
@@ -268,11 +263,8 @@ impl<B: Backend> Ckks<B> {
     fn chebyshev_argument(&self, ct: &Ciphertext<B>, series: &ChebyshevSeries, m: usize) -> Result<Ciphertext<B>> {
         let (alpha, beta) = series.affine();
         let level = ct.level();
-        let wanted = 2.0 * self.next_rescale_divisor(level)?;
         let mapped = ct.scale / alpha.abs();
-        // The largest power squares the scale's excess 2^(m-1) times: allow 8 bits of drift.
-        let drift = (mapped / wanted).log2().abs() * (1u64 << m.saturating_sub(1)) as f64;
-        let y = if drift <= 8.0 {
+        let y = if self.argument_is_free(ct.scale, level, series, m)? {
             let signed = if alpha < 0.0 { self.neg(ct)? } else { self.duplicate(ct)? };
             Ciphertext { scale: mapped, ..signed }
         } else {
@@ -290,19 +282,43 @@ impl<B: Backend> Ckks<B> {
         self.add_integer(&y, beta * y.scale)
     }
 
+    /// Whether the affine map of an input at `scale` and `level` is a change of scale (no
+    /// level): the largest power `T_2^(m-1)` squares the scale's excess over `2 D` `m - 1`
+    /// times, which may cost at most 8 bits.
+    fn argument_is_free(&self, scale: f64, level: usize, series: &ChebyshevSeries, m: usize) -> Result<bool> {
+        let wanted = 2.0 * self.next_rescale_divisor(level)?;
+        let mapped = scale / series.affine().0.abs();
+        let drift = (mapped / wanted).log2().abs() * (1u64 << m.saturating_sub(1)) as f64;
+        Ok(drift <= 8.0)
+    }
+
+    /// The level at which [`Ckks::eval_chebyshev`] returns for an input at `level` and `scale`:
+    /// `series.depth()` levels lower, one more if the input is far from
+    /// [`Ckks::chebyshev_input_scale`] (see the module docs). [`Error::DepthExhausted`] if the
+    /// chain is too short.
+    pub fn chebyshev_output_level(&self, level: usize, scale: f64, series: &ChebyshevSeries) -> Result<usize> {
+        let m = series.depth();
+        let levels = m + usize::from(!self.argument_is_free(scale, level, series, m)?);
+        let wanted = levels * self.policy.primes_per_level();
+        level
+            .checked_sub(wanted)
+            .filter(|&l| l + 1 >= self.policy.base_primes())
+            .ok_or(Error::DepthExhausted { level, wanted })
+    }
+
     /// A deep copy.
     fn duplicate(&self, ct: &Ciphertext<B>) -> Result<Ciphertext<B>> {
         Ok(ct.with(ct.core.duplicate(self.backend())?, ct.scale))
     }
 
     /// `ct * round(k)` with the scale unchanged (the caller sets the scale it means).
-    fn mul_integer(&self, ct: &Ciphertext<B>, k: f64) -> Result<Ciphertext<B>> {
+    pub(super) fn mul_integer(&self, ct: &Ciphertext<B>, k: f64) -> Result<Ciphertext<B>> {
         let scalars = self.integer_residues(ct.level(), k)?;
         Ok(ct.with(ct.core.map(|p| p.mul_scalar(self.backend(), &scalars))?, ct.scale))
     }
 
     /// `ct + round(k) / scale` in every slot: the integer `round(k)` added to `c_0`.
-    fn add_integer(&self, ct: &Ciphertext<B>, k: f64) -> Result<Ciphertext<B>> {
+    pub(super) fn add_integer(&self, ct: &Ciphertext<B>, k: f64) -> Result<Ciphertext<B>> {
         let rounded = k.round();
         if rounded == 0.0 {
             return Ok(ct.with(ct.core.duplicate(self.backend())?, ct.scale));
@@ -495,7 +511,6 @@ fn last_nonzero(coeffs: &[f64]) -> usize {
 }
 
 #[cfg(test)]
-#[expect(clippy::unwrap_used, clippy::indexing_slicing, reason = "tests")]
 mod tests {
     use num_complex::Complex64;
     use rand::{Rng, SeedableRng};

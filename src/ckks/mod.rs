@@ -31,12 +31,15 @@
 
 pub mod chebyshev;
 pub mod encoder;
+pub mod evalmod;
+mod modraise;
 pub mod precision;
 mod prepared;
 mod wire;
 
 pub use chebyshev::ChebyshevSeries;
 pub use encoder::Encoder;
+pub use evalmod::{failure_probability, EvalModParams};
 pub use precision::{precision_stats, PrecisionStats};
 pub use prepared::PreparedPlaintext;
 
