@@ -107,3 +107,103 @@ impl<'a, B: Backend> Lifter<'a, B> {
         RnsPoly::<B, Coeff>::from_host(be, &residues, self.top_basis.clone())?.into_eval(be)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use num_bigint::BigInt;
+    use num_complex::Complex64;
+    use num_traits::{Signed, ToPrimitive, Zero};
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    use super::*;
+    use crate::backend::CpuBackend;
+    use crate::ckks::evalmod::failure_probability;
+    use crate::ckks::ScalePolicy;
+    use crate::params::{self, TestRing};
+    use crate::rlwe::SecretKey;
+
+    /// `c_0 + c_1 s` of every coefficient, centred over the ciphertext's whole basis.
+    fn exact_decrypt(ckks: &Ckks<CpuBackend>, sk: &SecretKey<CpuBackend>, ct: &Ciphertext<CpuBackend>) -> Vec<BigInt> {
+        let be = ckks.backend();
+        let ctx = be.context();
+        let v = ct.core.decrypt_to_host(be, sk).unwrap();
+        let basis = RnsBasis::new(&ctx.moduli_of(&ctx.q_basis(ct.level()).unwrap()).unwrap()).unwrap();
+        let mut out = Vec::new();
+        for_each_coefficient(&v, ct.level() + 1, ctx.n(), |column| {
+            out.push(basis.reconstruct_centered(column)?);
+            Ok(())
+        })
+        .unwrap();
+        out
+    }
+
+    #[test]
+    fn raised_ciphertexts_decrypt_to_m_plus_q0_times_a_small_integer() {
+        let p = params::insecure_test_ckks(TestRing { log_n: 10, q_primes: 9, p_primes: 3, dnum: 3 }, 30).unwrap();
+        let ckks = Ckks::cpu(&p, ScalePolicy::Double).unwrap();
+        let n = ckks.params().n();
+        let mut worst_ratio = 0.0_f64;
+        for seed in 1..=3u8 {
+            let sk = ckks.gen_secret_key_from_seed(&[seed; 32]).unwrap();
+            let keys = ckks.gen_evaluation_keys(&sk, &[], false).unwrap();
+            let h = sk.coefficients().iter().filter(|&&c| c != 0).count();
+            // K with a failure probability below 2^-20 for the N coefficients.
+            let k = (1..).find(|&k| failure_probability(n, h, k).unwrap() < 2f64.powi(-20)).unwrap();
+            let mut rng = ChaCha8Rng::seed_from_u64(u64::from(seed));
+            let values: Vec<Complex64> = (0..n / 2).map(|_| Complex64::new(rng.random_range(-1.0..1.0), 0.0)).collect();
+            // Fresh at level 2 (Q_0 of 3 primes, the u128 path), fresh at level 4 (5 primes,
+            // 150 bits: the big-integer path), and a product rescaled down to level 2.
+            let fresh2 = ckks.encrypt_symmetric(&sk, &ckks.encode(&values, 2f64.powi(55), n / 2, 2).unwrap()).unwrap();
+            let fresh4 = ckks.encrypt_symmetric(&sk, &ckks.encode(&values, 2f64.powi(55), n / 2, 4).unwrap()).unwrap();
+            let x =
+                ckks.encrypt_symmetric(&sk, &ckks.encode(&values, ckks.default_scale(), n / 2, 6).unwrap()).unwrap();
+            let sq = ckks.rescale(&ckks.mul_relin(&x, &x, &keys).unwrap()).unwrap();
+            let product = ckks.rescale(&ckks.mul_relin(&sq, &sq, &keys).unwrap()).unwrap();
+            assert_eq!(product.level(), 2);
+            for ct in [&fresh2, &fresh4, &product] {
+                let raised = ckks.mod_raise(ct).unwrap();
+                assert_eq!(
+                    (raised.level(), raised.scale(), raised.slots()),
+                    (ckks.max_level(), ct.scale(), ct.slots())
+                );
+                let ctx = ckks.backend().context();
+                let q0: BigInt = ctx
+                    .moduli_of(&ctx.q_basis(ct.level()).unwrap())
+                    .unwrap()
+                    .iter()
+                    .map(|m| BigInt::from(m.value()))
+                    .product();
+                let low = exact_decrypt(&ckks, &sk, ct);
+                let high = exact_decrypt(&ckks, &sk, &raised);
+                let mut max_i = 0i64;
+                let mut sum_sq = 0.0;
+                for (t, m) in high.iter().zip(&low) {
+                    let diff = t - m;
+                    assert!((&diff % &q0).is_zero(), "not a multiple of Q_0");
+                    let i = (diff / &q0).to_i64().unwrap();
+                    max_i = max_i.max(i.abs());
+                    sum_sq += (i * i) as f64;
+                    assert!(m.abs() < &q0 / 1024, "the message is small next to Q_0");
+                }
+                // The Irwin-Hall model: |I| <= K with probability 1 - 2^-20, and the spread of I
+                // that of a sum of h + 1 (or h, for a fresh encryption) uniforms.
+                assert!(max_i <= i64::from(k), "seed {seed}: |I| = {max_i} > K = {k} (h = {h})");
+                let std = (sum_sq / n as f64).sqrt();
+                let model = ((h + 1) as f64 / 12.0).sqrt();
+                worst_ratio = worst_ratio.max((std / model - 1.0).abs());
+                assert!((std / model - 1.0).abs() < 0.15, "std of I {std} vs model {model}");
+                eprintln!(
+                    "seed {seed}, level {}: h = {h}, max |I| = {max_i} (K = {k}), std {std:.2} (model {model:.2})",
+                    ct.level()
+                );
+            }
+            // A degree-2 ciphertext and a top-level one are refused.
+            let tensor = ckks.mul(&fresh4, &fresh4).unwrap();
+            assert!(matches!(ckks.mod_raise(&tensor), Err(Error::CiphertextDegree { .. })));
+            let top = ckks.encrypt_symmetric(&sk, &ckks.encode_real(&[0.5]).unwrap()).unwrap();
+            assert!(matches!(ckks.mod_raise(&top), Err(Error::LevelOutOfRange { .. })));
+        }
+        assert!(worst_ratio < 0.15);
+    }
+}
