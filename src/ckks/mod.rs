@@ -29,13 +29,18 @@
 //! security, at the cost of the same number of bits of precision. It is off by default
 //! ([`Ckks::decrypt`]): use it whenever a decryption leaves the secret-key holder.
 
+pub mod chebyshev;
 pub mod encoder;
+pub mod evalmod;
+mod modraise;
 pub mod precision;
 mod prepared;
 pub mod sparse;
 mod wire;
 
+pub use chebyshev::ChebyshevSeries;
 pub use encoder::Encoder;
+pub use evalmod::{failure_probability, EvalModParams};
 pub use precision::{precision_stats, PrecisionStats};
 pub use prepared::PreparedPlaintext;
 

@@ -1,0 +1,209 @@
+//! ModRaise, the first step of CKKS bootstrapping.
+//!
+//! A ciphertext at a low level `l` (basis `q_0..q_l`, `Q_0` their product) decrypts to
+//! `c_0 + c_1 s = m mod Q_0`. Reading the centred representatives of `c_0` and `c_1` mod `Q_0`
+//! as integers and reducing them mod every prime of the top basis gives a top-level ciphertext
+//! that decrypts to `m + Q_0 I` over the whole chain, for a small integer polynomial `I` (see
+//! [`super::evalmod`] for its distribution and [`super::evalmod::failure_probability`]); the
+//! scale is kept, so the slots then hold `(m + Q_0 I) / scale`.
+//!
+//! The per-coefficient CRT lift runs on the host: both polynomials are brought to the
+//! coefficient domain on the backend, downloaded, lifted (an exact `u128` CRT while `Q_0 < 2^127`,
+//! big integers beyond), uploaded and transformed back. No backend kernel is involved beyond
+//! the NTTs, so the CPU and GPU backends give the same words.
+
+use num_traits::ToPrimitive;
+
+use super::{Ciphertext, Ckks};
+use crate::backend::Backend;
+use crate::error::{Error, Result};
+use crate::math::rns::{for_each_coefficient, RnsBasis};
+use crate::poly::{Coeff, Eval, RnsPoly};
+use crate::rlwe::CiphertextCore;
+
+impl<B: Backend> Ckks<B> {
+    /// The ciphertext lifted from its level to the top level, with `Q_0` the product of the
+    /// primes of its basis (see the module docs). Errors: [`Error::CiphertextDegree`] for a
+    /// degree-2 ciphertext, [`Error::LevelOutOfRange`] if it is already at the top level, and
+    /// the errors of the transfers.
+    pub fn mod_raise(&self, ct: &Ciphertext<B>) -> Result<Ciphertext<B>> {
+        self.check_ct(ct)?;
+        let (c0, c1) = ct.core.degree_one()?;
+        let top = self.max_level();
+        if ct.level() >= top {
+            return Err(Error::LevelOutOfRange { level: ct.level() + 1, max: top });
+        }
+        let lifter = Lifter::new(self, ct.level(), top)?;
+        let polys = vec![lifter.lift(c0)?, lifter.lift(c1)?];
+        self.backend().flush()?;
+        Ok(ct.with(CiphertextCore::from_parts(polys, None, ct.core.param_id())?, ct.scale))
+    }
+}
+
+/// The CRT lift from `q_0..q_low` to `q_0..q_top`.
+struct Lifter<'a, B: Backend> {
+    ckks: &'a Ckks<B>,
+    low: RnsBasis,
+    top: RnsBasis,
+    top_basis: crate::ring::Basis,
+    /// `Q_0` and `Q_0 / q_i` when `Q_0 < 2^127`.
+    small: Option<(u128, Vec<u128>)>,
+}
+
+impl<'a, B: Backend> Lifter<'a, B> {
+    fn new(ckks: &'a Ckks<B>, low: usize, top: usize) -> Result<Self> {
+        let ctx = ckks.backend.context();
+        let low = RnsBasis::new(&ctx.moduli_of(&ctx.q_basis(low)?)?)?;
+        let top_basis = ctx.q_basis(top)?;
+        let top = RnsBasis::new(&ctx.moduli_of(&top_basis)?)?;
+        let small = match low.product().to_u128() {
+            Some(q0) if q0 < (1u128 << 127) => {
+                Some((q0, low.moduli().iter().map(|m| q0 / u128::from(m.value())).collect()))
+            }
+            _ => None,
+        };
+        Ok(Self { ckks, low, top, top_basis, small })
+    }
+
+    /// The centred value of one coefficient's residues mod `Q_0`, reduced mod every top prime.
+    fn lift_column(&self, column: &[u32], out: &mut Vec<u32>) -> Result<()> {
+        if let Some((q0, qhat)) = &self.small {
+            let mut acc: u128 = 0;
+            for (((m, &x), &inv), &h) in self.low.moduli().iter().zip(column).zip(self.low.qhat_inv()).zip(qhat) {
+                if x >= m.value() {
+                    return Err(Error::ResidueOutOfRange { limb: 0, index: 0 });
+                }
+                // Each term is below Q_0 < 2^127, so the sum of two fits.
+                acc += u128::from(m.mul(x, inv)) * h;
+                if acc >= *q0 {
+                    acc -= q0;
+                }
+            }
+            let centred: i128 = if acc > q0 - acc { -((q0 - acc) as i128) } else { acc as i128 };
+            out.extend(self.top.moduli().iter().map(|m| centred.rem_euclid(i128::from(m.value())) as u32));
+        } else {
+            let centred = self.low.reconstruct_centered(column)?;
+            out.extend(self.top.decompose_signed(&centred));
+        }
+        Ok(())
+    }
+
+    fn lift(&self, poly: &RnsPoly<B, Eval>) -> Result<RnsPoly<B, Eval>> {
+        let be = self.ckks.backend();
+        let n = be.context().n();
+        let host = poly.duplicate(be)?.into_coeff(be)?.to_host(be)?;
+        // Coefficient-major first (one column per coefficient), then transposed to limb-major.
+        let limbs = self.top.len();
+        let mut columns = Vec::with_capacity(limbs * n);
+        for_each_coefficient(&host, self.low.len(), n, |column| self.lift_column(column, &mut columns))?;
+        let mut residues = vec![0u32; limbs * n];
+        for (j, column) in columns.chunks_exact(limbs).enumerate() {
+            for (limb, &r) in column.iter().enumerate() {
+                if let Some(slot) = residues.get_mut(limb * n + j) {
+                    *slot = r;
+                }
+            }
+        }
+        RnsPoly::<B, Coeff>::from_host(be, &residues, self.top_basis.clone())?.into_eval(be)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use num_bigint::BigInt;
+    use num_complex::Complex64;
+    use num_traits::{Signed, ToPrimitive, Zero};
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    use super::*;
+    use crate::backend::CpuBackend;
+    use crate::ckks::evalmod::failure_probability;
+    use crate::ckks::ScalePolicy;
+    use crate::params::{self, TestRing};
+    use crate::rlwe::SecretKey;
+
+    /// `c_0 + c_1 s` of every coefficient, centred over the ciphertext's whole basis.
+    fn exact_decrypt(ckks: &Ckks<CpuBackend>, sk: &SecretKey<CpuBackend>, ct: &Ciphertext<CpuBackend>) -> Vec<BigInt> {
+        let be = ckks.backend();
+        let ctx = be.context();
+        let v = ct.core.decrypt_to_host(be, sk).unwrap();
+        let basis = RnsBasis::new(&ctx.moduli_of(&ctx.q_basis(ct.level()).unwrap()).unwrap()).unwrap();
+        let mut out = Vec::new();
+        for_each_coefficient(&v, ct.level() + 1, ctx.n(), |column| {
+            out.push(basis.reconstruct_centered(column)?);
+            Ok(())
+        })
+        .unwrap();
+        out
+    }
+
+    #[test]
+    fn raised_ciphertexts_decrypt_to_m_plus_q0_times_a_small_integer() {
+        let p = params::insecure_test_ckks(TestRing { log_n: 10, q_primes: 9, p_primes: 3, dnum: 3 }, 30).unwrap();
+        let ckks = Ckks::cpu(&p, ScalePolicy::Double).unwrap();
+        let n = ckks.params().n();
+        let mut worst_ratio = 0.0_f64;
+        for seed in 1..=3u8 {
+            let sk = ckks.gen_secret_key_from_seed(&[seed; 32]).unwrap();
+            let keys = ckks.gen_evaluation_keys(&sk, &[], false).unwrap();
+            let h = sk.coefficients().iter().filter(|&&c| c != 0).count();
+            // K with a failure probability below 2^-20 for the N coefficients.
+            let k = (1..).find(|&k| failure_probability(n, h, k).unwrap() < 2f64.powi(-20)).unwrap();
+            let mut rng = ChaCha8Rng::seed_from_u64(u64::from(seed));
+            let values: Vec<Complex64> = (0..n / 2).map(|_| Complex64::new(rng.random_range(-1.0..1.0), 0.0)).collect();
+            // Fresh at level 2 (Q_0 of 3 primes, the u128 path), fresh at level 4 (5 primes,
+            // 150 bits: the big-integer path), and a product rescaled down to level 2.
+            let fresh2 = ckks.encrypt_symmetric(&sk, &ckks.encode(&values, 2f64.powi(55), n / 2, 2).unwrap()).unwrap();
+            let fresh4 = ckks.encrypt_symmetric(&sk, &ckks.encode(&values, 2f64.powi(55), n / 2, 4).unwrap()).unwrap();
+            let x =
+                ckks.encrypt_symmetric(&sk, &ckks.encode(&values, ckks.default_scale(), n / 2, 6).unwrap()).unwrap();
+            let sq = ckks.rescale(&ckks.mul_relin(&x, &x, &keys).unwrap()).unwrap();
+            let product = ckks.rescale(&ckks.mul_relin(&sq, &sq, &keys).unwrap()).unwrap();
+            assert_eq!(product.level(), 2);
+            for ct in [&fresh2, &fresh4, &product] {
+                let raised = ckks.mod_raise(ct).unwrap();
+                assert_eq!(
+                    (raised.level(), raised.scale(), raised.slots()),
+                    (ckks.max_level(), ct.scale(), ct.slots())
+                );
+                let ctx = ckks.backend().context();
+                let q0: BigInt = ctx
+                    .moduli_of(&ctx.q_basis(ct.level()).unwrap())
+                    .unwrap()
+                    .iter()
+                    .map(|m| BigInt::from(m.value()))
+                    .product();
+                let low = exact_decrypt(&ckks, &sk, ct);
+                let high = exact_decrypt(&ckks, &sk, &raised);
+                let mut max_i = 0i64;
+                let mut sum_sq = 0.0;
+                for (t, m) in high.iter().zip(&low) {
+                    let diff = t - m;
+                    assert!((&diff % &q0).is_zero(), "not a multiple of Q_0");
+                    let i = (diff / &q0).to_i64().unwrap();
+                    max_i = max_i.max(i.abs());
+                    sum_sq += (i * i) as f64;
+                    assert!(m.abs() < &q0 / 1024, "the message is small next to Q_0");
+                }
+                // The Irwin-Hall model: |I| <= K with probability 1 - 2^-20, and the spread of I
+                // that of a sum of h + 1 (or h, for a fresh encryption) uniforms.
+                assert!(max_i <= i64::from(k), "seed {seed}: |I| = {max_i} > K = {k} (h = {h})");
+                let std = (sum_sq / n as f64).sqrt();
+                let model = ((h + 1) as f64 / 12.0).sqrt();
+                worst_ratio = worst_ratio.max((std / model - 1.0).abs());
+                assert!((std / model - 1.0).abs() < 0.15, "std of I {std} vs model {model}");
+                eprintln!(
+                    "seed {seed}, level {}: h = {h}, max |I| = {max_i} (K = {k}), std {std:.2} (model {model:.2})",
+                    ct.level()
+                );
+            }
+            // A degree-2 ciphertext and a top-level one are refused.
+            let tensor = ckks.mul(&fresh4, &fresh4).unwrap();
+            assert!(matches!(ckks.mod_raise(&tensor), Err(Error::CiphertextDegree { .. })));
+            let top = ckks.encrypt_symmetric(&sk, &ckks.encode_real(&[0.5]).unwrap()).unwrap();
+            assert!(matches!(ckks.mod_raise(&top), Err(Error::LevelOutOfRange { .. })));
+        }
+        assert!(worst_ratio < 0.15);
+    }
+}
