@@ -30,11 +30,13 @@
 //! ([`Ckks::decrypt`]): use it whenever a decryption leaves the secret-key holder.
 
 pub mod encoder;
+pub mod linear;
 pub mod precision;
 mod prepared;
 mod wire;
 
 pub use encoder::Encoder;
+pub use linear::{BootTransforms, LinearTransform};
 pub use precision::{precision_stats, PrecisionStats};
 pub use prepared::PreparedPlaintext;
 
