@@ -33,6 +33,7 @@ pub mod chebyshev;
 pub mod encoder;
 pub mod evalmod;
 mod modraise;
+pub mod linear;
 pub mod precision;
 mod prepared;
 pub mod sparse;
@@ -41,6 +42,7 @@ mod wire;
 pub use chebyshev::ChebyshevSeries;
 pub use encoder::Encoder;
 pub use evalmod::{failure_probability, EvalModParams};
+pub use linear::{BootTransforms, LinearTransform};
 pub use precision::{precision_stats, PrecisionStats};
 pub use prepared::PreparedPlaintext;
 

@@ -79,7 +79,57 @@ pub fn key_switch_with<'a, B: Backend>(
     t: Option<u32>,
     epilogue: Epilogue<'a, B>,
 ) -> Result<[B::Buffer; 2]> {
+    check_key(backend, c, ksk)?;
+    let up = mod_up(backend, c)?;
+    inner_product_mod_down(backend, c, &up, ksk, t, epilogue)
+}
+
+/// ModUp's output for `c` (Eval, over `q_0..q_l`): every digit's limbs converted to the other
+/// primes of `Q_l P`, transformed (Eval), digit after digit.
+pub(crate) struct ModUp<B: Backend> {
+    /// The digits of `q_0..q_l`.
+    pub(crate) digits: Vec<Vec<usize>>,
+    /// The converted limbs (Eval), over `targets`.
+    pub(crate) converted: B::Buffer,
+    /// The basis of `converted`: each digit's [`modup_targets`] in order (primes repeat).
+    pub(crate) targets: Vec<usize>,
+}
+
+/// Checks that `ksk` can switch `c`: the parameters, the key's basis (`q_0..q_l'` and `P`) and
+/// its level (at least `c`'s).
+pub(crate) fn check_key<B: Backend>(backend: &B, c: &RnsPoly<B, Eval>, ksk: &KeySwitchKey<B>) -> Result<()> {
     super::check_param_id(backend, ksk.param_id)?;
+    let ctx = backend.context();
+    let level = c.limb_count().checked_sub(1).ok_or(Error::LevelOutOfRange { level: 0, max: 0 })?;
+    let q_basis = ctx.q_basis(level)?;
+    if c.basis() != &q_basis {
+        return Err(Error::DimensionMismatch {
+            what: "key-switch input basis",
+            expected: q_basis.len(),
+            found: c.limb_count(),
+        });
+    }
+    let p_basis = ctx.p_basis();
+    // The key's basis: q_0..q_l' and P for a key at level l' (the top level unless reduced).
+    let key_basis = ksk.basis()?;
+    if p_basis.is_empty()
+        || ksk.digits.iter().any(|d| d.b.basis() != key_basis || d.a.as_ref().is_some_and(|a| a.basis() != key_basis))
+        || !key_basis
+            .iter()
+            .copied()
+            .eq((0..key_basis.len().saturating_sub(p_basis.len())).chain(p_basis.iter().copied()))
+    {
+        return Err(Error::KeyDimensions { reason: "key does not cover Q and P" });
+    }
+    if ksk.level(backend)? < level {
+        return Err(Error::KeyDimensions { reason: "key below the level of the ciphertext" });
+    }
+    Ok(())
+}
+
+/// ModUp of `c` (Eval, over `q_0..q_l`): one `base_convert` call for every digit, then one
+/// forward NTT of exactly the converted limbs.
+pub(crate) fn mod_up<B: Backend>(backend: &B, c: &RnsPoly<B, Eval>) -> Result<ModUp<B>> {
     let ctx = backend.context();
     let params = ctx.params();
     let level = c.limb_count().checked_sub(1).ok_or(Error::LevelOutOfRange { level: 0, max: 0 })?;
@@ -92,38 +142,39 @@ pub fn key_switch_with<'a, B: Backend>(
         });
     }
     let p_basis = ctx.p_basis();
-    // The key's basis: q_0..q_l' and P for a key at level l' (the top level unless reduced).
-    let key_basis = ksk.basis()?.clone();
-    if p_basis.is_empty()
-        || ksk.digits.iter().any(|d| d.b.basis() != &key_basis || d.a.as_ref().is_some_and(|a| a.basis() != &key_basis))
-        || !key_basis
-            .iter()
-            .copied()
-            .eq((0..key_basis.len().saturating_sub(p_basis.len())).chain(p_basis.iter().copied()))
-    {
-        return Err(Error::KeyDimensions { reason: "key does not cover Q and P" });
-    }
-    if ksk.level(backend)? < level {
-        return Err(Error::KeyDimensions { reason: "key below the level of the ciphertext" });
-    }
     let digits: Vec<Vec<usize>> = (0..params.dnum())
         .map(|j| params.digit_range(j).filter(|&i| i <= level).collect::<Vec<_>>())
         .filter(|g| !g.is_empty())
         .collect();
+    // ModUp: every digit converted in one call, only the converted limbs transformed.
+    let targets = modup_targets(&q_basis, &p_basis, &digits);
+    let c_coeff = c.duplicate(backend)?.into_coeff(backend)?;
+    let parts: Vec<ConvertPart<'_>> = digits.iter().zip(&targets).map(|(d, t)| (&d[..], &t[..])).collect();
+    let mut converted = backend.base_convert(c_coeff.buffer(), &q_basis, &parts)?;
+    let targets = targets.concat();
+    backend.ntt_forward(&mut converted, &targets)?;
+    Ok(ModUp { digits, converted, targets })
+}
+
+/// The inner product of `c`'s digits (its own limbs and `up`'s converted ones) with `ksk`, and
+/// ModDown with the epilogue. The key must have passed [`check_key`] for `c`.
+pub(crate) fn inner_product_mod_down<'a, B: Backend>(
+    backend: &B,
+    c: &RnsPoly<B, Eval>,
+    up: &ModUp<B>,
+    ksk: &KeySwitchKey<B>,
+    t: Option<u32>,
+    epilogue: Epilogue<'a, B>,
+) -> Result<[B::Buffer; 2]> {
+    let ctx = backend.context();
+    let q_basis = c.basis();
+    let p_basis = ctx.p_basis();
+    let key_basis = ksk.basis()?.clone();
+    let digits = &up.digits;
     let used = ksk
         .digits
         .get(..digits.len())
         .ok_or(Error::KeyDimensions { reason: "key has fewer digits than the parameters" })?;
-
-    // ModUp: every digit converted in one call, only the converted limbs transformed.
-    let targets = modup_targets(&q_basis, &p_basis, &digits);
-    let converted = {
-        let c_coeff = c.duplicate(backend)?.into_coeff(backend)?;
-        let parts: Vec<ConvertPart<'_>> = digits.iter().zip(&targets).map(|(d, t)| (&d[..], &t[..])).collect();
-        let mut converted = backend.base_convert(c_coeff.buffer(), &q_basis, &parts)?;
-        backend.ntt_forward(&mut converted, &targets.concat())?;
-        converted
-    };
 
     // The inner product over every digit, stored and seeded a_j alike.
     let key: Vec<KeyDigitRef<'_, B::Buffer>> = used
@@ -137,21 +188,20 @@ pub fn key_switch_with<'a, B: Backend>(
         .collect();
     let sums = backend.key_switch_inner_product(&InnerProductInput {
         c: c.buffer(),
-        converted: &converted,
-        q_basis: &q_basis,
+        converted: &up.converted,
+        q_basis,
         p_basis: &p_basis,
-        digits: &digits,
+        digits,
         key: &key,
         key_basis: &key_basis,
         seed: &ksk.seed,
     })?;
-    drop(converted);
 
     // ModDown: only the P limbs go back to coefficients.
     let mut p = sums.p;
     let pp: Vec<usize> = p_basis.iter().chain(p_basis.iter()).copied().collect();
     backend.ntt_inverse(&mut p, &pp)?;
-    let mut corrections = backend.scale_down_correction(&p, &q_basis, &p_basis, t, Rounding::Joint)?.into_iter();
+    let mut corrections = backend.scale_down_correction(&p, q_basis, &p_basis, t, Rounding::Joint)?.into_iter();
     drop(p);
     let mut finishes = Vec::with_capacity(2);
     for x in [&sums.q0, &sums.q1] {

@@ -28,6 +28,7 @@
 mod ciphertext;
 mod encryption;
 mod eval_keys;
+mod hoisted;
 mod key_set_wire;
 mod key_switch;
 mod keygen;
@@ -40,6 +41,7 @@ pub use eval_keys::{
     apply_galois, galois_element, gen_evaluation_keys, gen_galois_key, gen_planned_keys, gen_relin_key, relinearize,
     EvaluationKeys, KeyPlan, KeyStorage,
 };
+pub use hoisted::{apply_galois_hoisted, decompose, Decomposed};
 pub use key_switch::{key_switch, key_switch_add, key_switch_with};
 pub use keygen::{gen_key_switch_key, gen_key_switch_key_at, gen_public_key, gen_secret_key, gen_sparse_secret_key};
 pub use mod_down::{drop_primes, Addend, Epilogue};
