@@ -132,3 +132,27 @@ fn lr_shape_traces_are_the_cpu_runs_traces() {
     let timed = LrOptions { images: None, variant: Variant::Cso, timed: true };
     assert!(trace_lr_shapes(ctx, &model, &data, timed, |_, _| {}, None).is_err());
 }
+
+/// `wgfhe mnist --backend shape` refuses what a shape-only run cannot do (checkpoint
+/// ciphertexts, time dispatches) before any work, and says so.
+#[test]
+fn the_cli_refuses_checkpoints_and_times_of_a_shape_run() {
+    let dir = std::env::temp_dir().join(format!("wgfhe-shape-{}", std::process::id()));
+    let cases: [(&[&str], &str); 3] = [
+        (&["--model", "cnn", "--checkpoint"], "--backend shape computes no ciphertexts to checkpoint"),
+        (&["--checkpoint"], "--backend shape computes no ciphertexts to checkpoint"),
+        (&["--timed", "--trace"], "--backend shape has no dispatch times"),
+    ];
+    for (args, want) in cases {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_wgfhe"))
+            .args(["mnist", "--backend", "shape"])
+            .args(args)
+            .arg(&dir)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(want), "{args:?}: {err}");
+    }
+    // Nothing was created.
+    assert!(!dir.exists());
+}
