@@ -9,7 +9,8 @@
 //! 64-bit products on GPUs whose description has `shader_int64` (the data-centre NVIDIA parts
 //! and the A6000), emulated ones elsewhere or with `--mul emulated`. Traces that carry the
 //! engine's counts (`gpu_dispatches`, `limb_ntts`, `ntt_passes`, see [`trace::Dispatch`]) are
-//! taken at their word; older ones (all of `sim/traces/`) get the plan for a 16 KiB device.
+//! taken at their word; older ones (`sim/traces/cnn-baseline` and `cnn-cso`) get the plan for
+//! a 16 KiB device.
 
 pub mod calibrate;
 pub mod error;

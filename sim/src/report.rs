@@ -136,8 +136,175 @@ pub struct PaperRow {
     /// tables sit in 64-bit words (twice the bytes; the layout of the paper's baseline), the
     /// variants unchanged.
     pub ours_hardware_vs_64: Option<f64>,
-    /// Why a number is missing.
+    /// Why a number is missing, or for a workload with both traces the cause of the
+    /// difference ([`Cause::note`]).
     pub note: String,
+    /// For a workload with both traces: where the baseline's predicted time goes, with the
+    /// paper's hardware ([`cause`]).
+    pub cause: Option<Cause>,
+}
+
+/// Why a workload's predicted speedup is what it is: the baseline's predicted time split into
+/// the dispatches the variant's trace repeats unchanged and those it changes ([`cause`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Cause {
+    /// Dispatches of the baseline trace.
+    pub baseline_dispatches: usize,
+    /// Dispatches of the variant trace.
+    pub variant_dispatches: usize,
+    /// Dispatches that occur, identical in every field but the time and labels (kernel, `n`,
+    /// limbs, every byte, word and operation count, launches), in both traces (matched as
+    /// multisets: the smaller count of each distinct record).
+    pub shared_dispatches: usize,
+    /// Share of the baseline's predicted time in those shared dispatches: the part the variant
+    /// does not change.
+    pub shared_share: f64,
+    /// The shared dispatches' shares of the baseline's predicted time per kernel family
+    /// ([`Dispatch::family`]), largest first.
+    pub shared_families: Vec<(String, f64)>,
+    /// Predicted seconds of the baseline's other dispatches (the work the variant changes).
+    pub changed_baseline_s: f64,
+    /// Predicted seconds of the variant's own dispatches (what it does instead).
+    pub changed_variant_s: f64,
+    /// The changed dispatches' predicted seconds per kernel family: `(family, baseline s,
+    /// variant s)`, the baseline's largest first.
+    pub changed_families: Vec<(String, f64, f64)>,
+    /// `changed_baseline_s / changed_variant_s`: the speedup on the part the variant changes.
+    pub changed_speedup: Option<f64>,
+    /// `1 / shared_share`: the whole workload's speedup if the changed part took no time at all
+    /// (Amdahl's bound).
+    pub limit: Option<f64>,
+}
+
+impl Cause {
+    /// One line: the shared share and its largest families, the changed part's families and
+    /// speedup, the bound, and, when the bound is below `paper`, the share of changed work
+    /// `paper` needs (`1 - 1/paper`).
+    #[must_use]
+    pub fn note(&self, variant: &str, paper: f64) -> String {
+        let shared: Vec<String> = self
+            .shared_families
+            .iter()
+            .filter(|(_, share)| *share >= 0.005)
+            .take(5)
+            .map(|(f, share)| format!("{f} {:.0}%", 100.0 * share))
+            .collect();
+        let names = |of_variant: bool| -> Vec<&str> {
+            self.changed_families
+                .iter()
+                .filter(|(_, b, v)| if of_variant { *v > 0.0 } else { *b > 0.0 })
+                .map(|(f, _, _)| f.as_str())
+                .collect()
+        };
+        let mut out = format!(
+            "{:.1}% of the baseline's hw time is in dispatches the {variant} trace repeats unchanged",
+            100.0 * self.shared_share
+        );
+        if !shared.is_empty() {
+            out += &format!(" ({})", shared.join(", "));
+        }
+        out += &format!(
+            "; the {:.1}% it changes ({} -> {}) runs {} faster",
+            100.0 * (1.0 - self.shared_share),
+            names(false).join("+"),
+            names(true).join("+"),
+            self.changed_speedup.map_or("-".into(), |x| format!("{x:.2}x"))
+        );
+        if let Some(limit) = self.limit {
+            out += &format!("; at most {limit:.3}x if that part took no time");
+            if limit < paper {
+                out += &format!(
+                    "; the paper's {paper:.1}x needs at least {:.0}% of the time in work the variant changes",
+                    100.0 * (1.0 - 1.0 / paper)
+                );
+            }
+        }
+        out
+    }
+}
+
+/// The record of `d` without its time and labels (what [`cause`] matches on).
+fn shape_of(d: &Dispatch) -> Dispatch {
+    Dispatch { op: None, variant: None, elapsed_ns: None, ..d.clone() }
+}
+
+/// Which dispatches of `a` also occur in `b` (multiset matching on [`shape_of`], the first
+/// occurrences in `a` matched first).
+fn shared_in(a: &[Dispatch], b: &[Dispatch]) -> Vec<bool> {
+    let mut left: std::collections::HashMap<Dispatch, usize> = std::collections::HashMap::new();
+    for d in b {
+        *left.entry(shape_of(d)).or_default() += 1;
+    }
+    a.iter()
+        .map(|d| match left.get_mut(&shape_of(d)) {
+            Some(n) if *n > 0 => {
+                *n -= 1;
+                true
+            }
+            _ => false,
+        })
+        .collect()
+}
+
+/// The cause of a workload's predicted speedup of `variant` over `base` under `opts`, from the
+/// per-dispatch predictions of both traces ([`Cause`]); `None` when the baseline predicts no
+/// time.
+#[must_use]
+pub fn cause(gpu: &Gpu, base: &[Dispatch], variant: &[Dispatch], opts: &Options) -> Option<Cause> {
+    let (pb, pv) = (predict(gpu, base, opts), predict(gpu, variant, opts));
+    let tb = total(&pb);
+    if tb <= 0.0 {
+        return None;
+    }
+    let (shared_b, shared_v) = (shared_in(base, variant), shared_in(variant, base));
+    let mut families: Vec<(String, f64)> = Vec::new();
+    let (mut shared_s, mut changed_b) = (0.0, 0.0);
+    for ((d, p), shared) in base.iter().zip(&pb).zip(&shared_b) {
+        if *shared {
+            shared_s += p.seconds;
+            match families.iter_mut().find(|(f, _)| f == d.family()) {
+                Some(e) => e.1 += p.seconds / tb,
+                None => families.push((d.family().to_string(), p.seconds / tb)),
+            }
+        } else {
+            changed_b += p.seconds;
+        }
+    }
+    families.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let mut changed: Vec<(String, f64, f64)> = Vec::new();
+    let mut add = |family: &str, b: f64, v: f64| match changed.iter_mut().find(|(f, _, _)| f == family) {
+        Some(e) => {
+            e.1 += b;
+            e.2 += v;
+        }
+        None => changed.push((family.to_string(), b, v)),
+    };
+    for ((d, p), shared) in base.iter().zip(&pb).zip(&shared_b) {
+        if !*shared {
+            add(d.family(), p.seconds, 0.0);
+        }
+    }
+    let mut changed_v = 0.0;
+    for ((d, p), shared) in variant.iter().zip(&pv).zip(&shared_v) {
+        if !*shared {
+            changed_v += p.seconds;
+            add(d.family(), 0.0, p.seconds);
+        }
+    }
+    changed.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let share = shared_s / tb;
+    Some(Cause {
+        baseline_dispatches: base.len(),
+        variant_dispatches: variant.len(),
+        shared_dispatches: shared_b.iter().filter(|s| **s).count(),
+        shared_share: share,
+        shared_families: families,
+        changed_baseline_s: changed_b,
+        changed_variant_s: changed_v,
+        changed_families: changed,
+        changed_speedup: (changed_v > 0.0).then(|| changed_b / changed_v),
+        limit: (share > 0.0).then(|| 1.0 / share),
+    })
 }
 
 /// The trace with every byte count of the `baseline` variant's dispatches doubled (residues in
@@ -204,20 +371,28 @@ pub fn compare_paper(
             difference: h.map(|h| h - paper),
             ours_hardware_vs_64: h64,
             note: if bench.is_none() { "no trace".into() } else { String::new() },
+            cause: None,
         });
     }
     for (name, variant, paper) in PAPER_WORKLOADS {
         let find = |v: &str| workloads.iter().find(|w| w.name == name && w.variant == v);
-        let (row_sw, row_hw, row_64, note) = match (find("baseline"), find(variant)) {
+        let (row_sw, row_hw, row_64, why) = match (find("baseline"), find(variant)) {
             (Some(b), Some(v)) => {
                 let speed = |base: &[Dispatch], o: &Options| {
                     let (tb, tv) = (total(&predict(gpu, base, o)), total(&predict(gpu, &v.trace, o)));
                     (tv > 0.0).then(|| tb / tv)
                 };
                 let b64 = as_baseline64(&b.trace, true);
-                (speed(&b.trace, &sw), speed(&b.trace, hardware), speed(&b64, hardware), String::new())
+                let why = cause(gpu, &b.trace, &v.trace, hardware);
+                (speed(&b.trace, &sw), speed(&b.trace, hardware), speed(&b64, hardware), why)
             }
-            _ => (None, None, None, "no trace".to_string()),
+            _ => (None, None, None, None),
+        };
+        let have = find("baseline").is_some() && find(variant).is_some();
+        let note = match &why {
+            Some(c) => c.note(variant, paper),
+            None if have => String::new(),
+            None => "no trace".to_string(),
         };
         out.push(PaperRow {
             what: name.into(),
@@ -228,6 +403,7 @@ pub fn compare_paper(
             difference: row_hw.map(|h| h - paper),
             ours_hardware_vs_64: row_64,
             note,
+            cause: why,
         });
     }
     out

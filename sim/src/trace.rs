@@ -2,8 +2,9 @@
 //! `op` and `variant` labels) and `wgfhe mnist --trace` (without). The fields mirror the main
 //! crate's `backend::ledger::Record`; files ending in `.gz` are decompressed. Every field but
 //! `kernel` may be missing; the engine's counts `gpu_dispatches`, `limb_ntts` and `ntt_passes`
-//! are absent from traces written before the two-pass NTT (all of `sim/traces/`), and the model
-//! then plans them itself ([`crate::model::passes`], [`crate::model::launches`]).
+//! are absent from traces written before the two-pass NTT (`sim/traces/cnn-baseline` and
+//! `cnn-cso`), and the model then plans them itself ([`crate::model::passes`],
+//! [`crate::model::launches`]).
 
 use std::io::{BufRead, BufReader, Read};
 

@@ -405,23 +405,41 @@ fn committed_traces_replay_and_compare_with_the_paper() {
     // The packed variants unpack residues; the baseline never does.
     assert!(bench.iter().any(|d| d.variant.as_deref() == Some("cs") && d.unpacked_residues > 0));
     assert!(bench.iter().filter(|d| d.variant.as_deref() == Some("baseline")).all(|d| d.unpacked_residues == 0));
-    let workloads: Vec<report::Workload> = ["lr", "cnn"]
+    // CSO50: the digit CNN at keep 0.5 (`wgfhe mnist --backend shape` traces, `cnn-cso50-*`).
+    let workloads: Vec<report::Workload> = [("lr", "lr"), ("cnn", "cnn"), ("cso50", "cnn-cso50")]
         .into_iter()
         .flat_map(|w| ["baseline", "cso"].map(|v| (w, v)))
-        .map(|(w, v)| report::Workload { name: w.into(), variant: v.into(), trace: read(&format!("{w}-{v}.jsonl.gz")) })
+        .map(|((w, file), v)| report::Workload {
+            name: w.into(),
+            variant: v.into(),
+            trace: read(&format!("{file}-{v}.jsonl.gz")),
+        })
         .collect();
     let gpu = Gpu::load("a6000").unwrap();
     let rows = report::compare_paper(&gpu, Some(&bench), &workloads, &Options::bxt_hardware(2.0));
     for r in &rows {
-        if r.what == "cso50" {
-            assert_eq!(r.note, "no trace");
+        let (s, h) = (r.ours_software.unwrap(), r.ours_hardware.unwrap());
+        assert!(s.is_finite() && s > 0.0 && h.is_finite() && h > 0.0, "{r:?}");
+        // The hardware options never make a compressed variant slower than software.
+        assert!(h >= s * 0.999, "{r:?}");
+        if r.what == "per-op mean" {
+            assert!(r.cause.is_none());
+            continue;
+        }
+        let c = r.cause.as_ref().unwrap();
+        assert!((0.0..=1.0).contains(&c.shared_share), "{r:?}");
+        assert_eq!(r.note, c.note("cso", r.paper));
+        // The LR's variant rewrites the whole weighted sum; the CNNs' leave everything after
+        // the convolution (tables, key switching on materialised ciphertexts) as it is.
+        if r.what == "lr" {
+            assert!(c.shared_share < 0.1, "{c:?}");
         } else {
-            let (s, h) = (r.ours_software.unwrap(), r.ours_hardware.unwrap());
-            assert!(s.is_finite() && s > 0.0 && h.is_finite() && h > 0.0, "{r:?}");
-            // The hardware options never make a compressed variant slower than software.
-            assert!(h >= s * 0.999, "{r:?}");
+            assert!(c.shared_share > 0.9, "{c:?}");
+            assert!(c.limit.unwrap() < r.paper, "{c:?}");
+            assert!(r.note.contains("the paper's"), "{}", r.note);
         }
     }
+    assert!(rows.iter().any(|r| r.what == "cso50"));
     // Timed traces carry measurements that calibration can fit.
     let timed = read("bxt-n13-lvp-timed.jsonl.gz");
     assert!(timed.iter().all(|d| d.elapsed_ns.is_some()));
@@ -469,4 +487,53 @@ fn ntt_bytes_of_all_passes_are_not_counted_twice() {
 
 fn b_of(n: u64, limbs: u64) -> Dispatch {
     Dispatch { kernel: "ntt_forward".into(), n, limbs, ntt_passes: Some(2), ..Dispatch::default() }
+}
+
+/// The cause of a workload's speedup: the baseline's dispatches that the variant's trace repeats
+/// (matched as multisets of records, whatever their order and labels) and the others, with the
+/// predicted seconds of each side summed from the per-dispatch predictions.
+#[test]
+fn the_cause_splits_shared_and_changed_dispatches() {
+    let gpu = test_gpu(1.0);
+    let opts = Options::bxt_hardware(2.0);
+    let a = copy(1 << 14, 8);
+    let b = copy(1 << 14, 32);
+    let mut c = ntt(1 << 14, 8);
+    c.variant = Some("baseline".into());
+    let d = Dispatch {
+        kernel: "fused".into(),
+        n: 1 << 14,
+        limbs: 8,
+        bytes_read: 1 << 16,
+        bytes_written: 1 << 19,
+        ..Dispatch::default()
+    };
+    // Variant: the same copy and NTT (in another order, another label), a fused kernel instead of
+    // the large copy; the baseline's second small copy has no partner.
+    let base = vec![a.clone(), b, c.clone(), a.clone()];
+    let mut c2 = c.clone();
+    c2.variant = Some("cso".into());
+    let variant = vec![c2, d, a];
+    let cause = report::cause(&gpu, &base, &variant, &opts).unwrap();
+    let (pb, pv) = (predict(&gpu, &base, &opts), predict(&gpu, &variant, &opts));
+    let tb = model::total(&pb);
+    assert_eq!((cause.baseline_dispatches, cause.variant_dispatches, cause.shared_dispatches), (4, 3, 2));
+    // Shared: the first `a` and `c` of the baseline; changed: `b` and the second `a`.
+    assert!(close(cause.shared_share, (pb[0].seconds + pb[2].seconds) / tb));
+    assert!(close(cause.changed_baseline_s, pb[1].seconds + pb[3].seconds));
+    assert!(close(cause.changed_variant_s, pv[1].seconds));
+    assert!(close(cause.changed_speedup.unwrap(), cause.changed_baseline_s / cause.changed_variant_s));
+    assert!(close(cause.limit.unwrap(), 1.0 / cause.shared_share));
+    let families: Vec<&str> = cause.shared_families.iter().map(|(f, _)| f.as_str()).collect();
+    assert!(families.contains(&"copy") && families.contains(&"ntt") && families.len() == 2, "{families:?}");
+    assert!(close(cause.shared_families.iter().map(|(_, s)| s).sum::<f64>(), cause.shared_share));
+    assert_eq!(cause.changed_families.len(), 2, "{:?}", cause.changed_families);
+    let note = cause.note("cso", 1e6);
+    assert!(note.contains("(copy -> fused)") && note.contains("the paper's"), "{note}");
+    // Identical traces: everything shared, nothing to speed up.
+    let same = report::cause(&gpu, &base, &base, &opts).unwrap();
+    assert!(close(same.shared_share, 1.0) && same.changed_speedup.is_none());
+    // Nothing shared: no bound.
+    let none = report::cause(&gpu, &[copy(1 << 12, 1)], &[copy(1 << 12, 2)], &opts).unwrap();
+    assert_eq!((none.shared_dispatches, none.shared_share, none.limit), (0, 0.0, None));
 }

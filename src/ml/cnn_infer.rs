@@ -56,7 +56,7 @@ use super::checkpoint::{Checkpoint, CheckpointConfig, Digester};
 use super::cnn::{argmax, CnnBounds, Faults, QuantCnn, Requant, CLASSES, POSITIONS, TAPS};
 use super::mnist::Split;
 use crate::backend::ledger::{write_trace, Ledger, Totals};
-use crate::backend::Backend;
+use crate::backend::{Backend, ShapeBackend};
 use crate::bgv::{Bgv, Ciphertext, Plaintext, PlaintextCache};
 use crate::compare::digits::{Convention, Digits};
 use crate::compare::extract::{sign_test_digits, DigitExtractor};
@@ -988,10 +988,112 @@ pub fn run_cnn_with<B: Backend>(
     model: &QuantCnn,
     data: &Split,
     options: CnnOptions,
+    checkpoint: Option<&mut Checkpoint>,
+    progress: impl FnMut(usize, usize),
+    trace: Option<&mut dyn std::io::Write>,
+) -> Result<CnnRun> {
+    run_cnn_server(backend, model, data, options, checkpoint, progress, trace, Client::Verify).map(|(run, _)| run)
+}
+
+/// What a shape-only trace of the CNN's server circuit recorded ([`trace_cnn_shapes`]): the
+/// counts that follow from shapes and the noise model. Nothing was computed or decrypted, so
+/// there are no scores and no accuracy.
+#[derive(Debug, Clone, Serialize)]
+pub struct CnnShapeTrace {
+    /// Images the batches were laid out for.
+    pub images: usize,
+    /// Batches.
+    pub batches: usize,
+    /// Images per batch (slots / 256).
+    pub images_per_batch: usize,
+    /// How the ReLUs are computed.
+    pub relu: ReluPath,
+    /// Domains of the two ReLUs' tables.
+    pub table_domains: (u64, u64),
+    /// Ledger records of the server's evaluation, all batches (one per backend call that is a
+    /// kernel, copy or clear: what `trace` received).
+    pub records: u64,
+    /// Bytes the server's kernels would read and write.
+    pub bytes_moved: u64,
+    /// GPU compute dispatches the calls would make.
+    pub gpu_dispatches: u64,
+    /// Resident bytes of the planned evaluation keys (from their shapes).
+    pub key_bytes: u64,
+    /// Resident bytes of the keys, the prepared plaintexts and one batch's inputs.
+    pub peak_device_bytes: u64,
+    /// Ciphertext-ciphertext multiplications, rotations and plaintext multiplications.
+    pub hmults: usize,
+    /// Slot rotations.
+    pub rotations: usize,
+    /// Plaintext multiplications.
+    pub pmults: usize,
+    /// Level and estimated noise after each stage of the last batch (the noise model works
+    /// on shapes: estimates follow from the plaintexts' norms and the operations).
+    pub noise: Vec<StageNoise>,
+    /// Wall-clock time of the whole shape-only run (key plan, key shapes, encryption and the
+    /// circuit on word counts), not a server time.
+    pub elapsed_ms: f64,
+}
+
+/// Records the ledger trace of the CNN's server circuit as [`run_cnn`] would run it with
+/// `options` on `data`, on the shape-only backend ([`ShapeBackend`]: word counts, no residues)
+/// over `ring`: the same keys plan (from the first batch's real images), the same inputs'
+/// noise estimates, the same levels, digits and modulus switches, so the same records in the
+/// same order as a real run's trace (tests/shape_trace.rs checks it against the CPU backend).
+/// Nothing is computed, decrypted or checked: there are no scores. Writes the records to
+/// `trace` if given; calls `progress(done, total)` after each batch.
+pub fn trace_cnn_shapes(
+    ring: std::sync::Arc<crate::ring::RingContext>,
+    model: &QuantCnn,
+    data: &Split,
+    options: CnnOptions,
+    progress: impl FnMut(usize, usize),
+    trace: Option<&mut dyn std::io::Write>,
+) -> Result<CnnShapeTrace> {
+    let clock = Instant::now();
+    let (run, records) =
+        run_cnn_server(ShapeBackend::new(ring), model, data, options, None, progress, trace, Client::ShapeOnly)?;
+    Ok(CnnShapeTrace {
+        images: run.images,
+        batches: run.batches,
+        images_per_batch: run.images_per_batch,
+        relu: run.relu,
+        table_domains: run.table_domains,
+        records,
+        bytes_moved: run.bytes_moved,
+        gpu_dispatches: run.gpu_dispatches,
+        key_bytes: run.key_bytes,
+        peak_device_bytes: run.peak_device_bytes,
+        hmults: run.stats.hmults,
+        rotations: run.stats.rotations,
+        pmults: run.stats.pmults,
+        noise: run.stats.noise,
+        elapsed_ms: clock.elapsed().as_secs_f64() * 1e3,
+    })
+}
+
+/// What the client does with the server's result in [`run_cnn_server`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Client {
+    /// Decrypts every batch's scores and checks them against the plaintext emulation.
+    Verify,
+    /// Nothing: the backend computes shapes only ([`trace_cnn_shapes`]).
+    ShapeOnly,
+}
+
+/// The run of [`run_cnn_with`] (with `client` saying whether the scores are decrypted and
+/// checked), and the number of ledger records of the server's evaluations.
+#[expect(clippy::too_many_arguments, reason = "run_cnn_with's arguments and the client's mode")]
+fn run_cnn_server<B: Backend>(
+    backend: B,
+    model: &QuantCnn,
+    data: &Split,
+    options: CnnOptions,
     mut checkpoint: Option<&mut Checkpoint>,
     mut progress: impl FnMut(usize, usize),
     mut trace: Option<&mut dyn std::io::Write>,
-) -> Result<CnnRun> {
+    client: Client,
+) -> Result<(CnnRun, u64)> {
     let CnnOptions { images, variant, relu } = options;
     let bgv = Bgv::new(Ledger::new(backend))?;
     let ledger = bgv.backend();
@@ -1020,7 +1122,7 @@ pub fn run_cnn_with<B: Backend>(
     let (mut correct, mut agree, mut mismatches, mut batches) = (0usize, 0usize, 0usize, 0usize);
     let (mut emu_agree, mut emu_correct) = (0usize, 0usize);
     let (mut encrypt_ms, mut server_ms, mut decrypt_ms) = (0.0, 0.0, 0.0);
-    let (mut peak, mut bytes_moved, mut gpu_dispatches) = (0u64, 0u64, 0u64);
+    let (mut peak, mut bytes_moved, mut gpu_dispatches, mut record_count) = (0u64, 0u64, 0u64, 0u64);
     let per = circuit.images_per_batch();
     let mut start = 0;
     while start < total {
@@ -1061,12 +1163,19 @@ pub fn run_cnn_with<B: Backend>(
         let totals = Totals::of(&records);
         bytes_moved += totals.bytes_read + totals.bytes_written;
         gpu_dispatches += totals.gpu_dispatches;
+        record_count += totals.records;
         if let Some(out) = trace.as_mut() {
             write_trace(&records, out)?;
         }
         peak =
             peak.max(key_bytes + prepared.resident_bytes() + cts.iter().map(|c| c.resident_bytes(ledger)).sum::<u64>());
         drop(cts);
+        if client == Client::ShapeOnly {
+            batches += 1;
+            start = end;
+            progress(end, total);
+            continue;
+        }
         let clock = Instant::now();
         let got = bgv.encoder().decode_signed(&bgv.decrypt(&sk, &scores)?)?;
         decrypt_ms += clock.elapsed().as_secs_f64() * 1e3;
@@ -1089,7 +1198,7 @@ pub fn run_cnn_with<B: Backend>(
         progress(end, total);
     }
     let n = total.max(1) as f64;
-    Ok(CnnRun {
+    let run = CnnRun {
         images: total,
         batches,
         images_per_batch: per,
@@ -1111,7 +1220,8 @@ pub fn run_cnn_with<B: Backend>(
         bytes_moved,
         gpu_dispatches,
         stats,
-    })
+    };
+    Ok((run, record_count))
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@ use serde::Serialize;
 use super::checkpoint::{sha256_hex, Checkpoint, CheckpointConfig, Digester};
 use super::lr::{Dataset, QuantLr};
 use crate::backend::ledger::{write_trace, Ledger, Totals};
-use crate::backend::Backend;
+use crate::backend::{Backend, ShapeBackend};
 use crate::bgv::Bgv;
 use crate::compress::{Bxt, BxtCiphertext, Variant, Weight};
 use crate::error::{Error, Result};
@@ -104,10 +104,85 @@ pub fn run_lr_with<B: Backend>(
     model: &QuantLr,
     data: &Dataset,
     options: LrOptions,
+    checkpoint: Option<&mut Checkpoint>,
+    progress: impl FnMut(usize, usize),
+    trace: Option<&mut dyn std::io::Write>,
+) -> Result<LrRun> {
+    run_lr_server(backend, model, data, options, checkpoint, progress, trace, Client::Verify).map(|(run, _)| run)
+}
+
+/// What a shape-only trace of the LR's server computation recorded ([`trace_lr_shapes`]).
+/// Nothing was computed or decrypted: no scores, no accuracy.
+#[derive(Debug, Clone, Serialize)]
+pub struct LrShapeTrace {
+    /// Images the batches were laid out for.
+    pub images: usize,
+    /// Batches.
+    pub batches: usize,
+    /// Ledger records of the server's evaluation, all batches.
+    pub records: u64,
+    /// Bytes the server's kernels would read and write.
+    pub bytes_moved: u64,
+    /// GPU compute dispatches the calls would make.
+    pub gpu_dispatches: u64,
+    /// Resident bytes of one batch's inputs and the result.
+    pub peak_device_bytes: u64,
+    /// Wall-clock time of the whole shape-only run, not a server time.
+    pub elapsed_ms: f64,
+}
+
+/// Records the ledger trace of the LR's server computation as [`run_lr`] would run it with
+/// `options` on `data`, on the shape-only backend over `ring` ([`ShapeBackend`]: word counts,
+/// no residues): the same records in the same order as a real run's trace (tests/shape_trace.rs
+/// checks it against the CPU backend). Nothing is computed, decrypted or checked. A shape-only
+/// run has no times: `options.timed` is refused ([`Error::InvalidField`]).
+pub fn trace_lr_shapes(
+    ring: std::sync::Arc<crate::ring::RingContext>,
+    model: &QuantLr,
+    data: &Dataset,
+    options: LrOptions,
+    progress: impl FnMut(usize, usize),
+    trace: Option<&mut dyn std::io::Write>,
+) -> Result<LrShapeTrace> {
+    if options.timed {
+        return Err(Error::InvalidField { field: "timed", reason: "a shape-only trace has no dispatch times" });
+    }
+    let clock = Instant::now();
+    let (run, records) =
+        run_lr_server(ShapeBackend::new(ring), model, data, options, None, progress, trace, Client::ShapeOnly)?;
+    Ok(LrShapeTrace {
+        images: run.images,
+        batches: run.batches,
+        records,
+        bytes_moved: run.bytes_moved,
+        gpu_dispatches: run.gpu_dispatches,
+        peak_device_bytes: run.peak_device_bytes,
+        elapsed_ms: clock.elapsed().as_secs_f64() * 1e3,
+    })
+}
+
+/// What the client does with the server's result in [`run_lr_server`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Client {
+    /// Decrypts every batch's scores and checks them against the quantised model.
+    Verify,
+    /// Nothing: the backend computes shapes only ([`trace_lr_shapes`]).
+    ShapeOnly,
+}
+
+/// The run of [`run_lr_with`] (with `client` saying whether the scores are decrypted and
+/// checked), and the number of ledger records of the server's evaluations.
+#[expect(clippy::too_many_arguments, reason = "run_lr_with's arguments and the client's mode")]
+fn run_lr_server<B: Backend>(
+    backend: B,
+    model: &QuantLr,
+    data: &Dataset,
+    options: LrOptions,
     mut checkpoint: Option<&mut Checkpoint>,
     mut progress: impl FnMut(usize, usize),
     mut trace: Option<&mut dyn std::io::Write>,
-) -> Result<LrRun> {
+    client: Client,
+) -> Result<(LrRun, u64)> {
     let LrOptions { images, variant, timed } = options;
     let bgv = Bgv::new(if timed { Ledger::timed(backend) } else { Ledger::new(backend) })?;
     let ledger = bgv.backend();
@@ -163,6 +238,7 @@ pub fn run_lr_with<B: Backend>(
     let (mut correct, mut agree, mut mismatches) = (0usize, 0usize, 0usize);
     let (mut encrypt_ms, mut server_ms, mut decrypt_ms) = (0.0, 0.0, 0.0);
     let (mut peak, mut bytes_moved, mut gpu_dispatches, mut batches) = (0u64, 0u64, 0u64, 0usize);
+    let mut record_count = 0u64;
     let mut start_index = 0;
     while start_index < total {
         let end = (start_index + slots).min(total);
@@ -224,12 +300,19 @@ pub fn run_lr_with<B: Backend>(
         let totals = Totals::of(&records);
         bytes_moved += totals.bytes_read + totals.bytes_written;
         gpu_dispatches += totals.gpu_dispatches;
+        record_count += totals.records;
         if let Some(out) = trace.as_mut() {
             write_trace(&records, out)?;
         }
         let resident: u64 = cts.iter().map(|c| c.resident_bytes(ledger)).sum::<u64>() + score.resident_bytes(ledger);
         peak = peak.max(resident);
         drop(cts);
+        if client == Client::ShapeOnly {
+            batches += 1;
+            start_index = end;
+            progress(end, total);
+            continue;
+        }
         // Client: decrypt and decide.
         let clock = Instant::now();
         let got = bgv.encoder().decode_signed(&bxt.decrypt(&sk, &score)?)?;
@@ -246,7 +329,7 @@ pub fn run_lr_with<B: Backend>(
         progress(end, total);
     }
     let n = total.max(1) as f64;
-    Ok(LrRun {
+    let run = LrRun {
         images: total,
         batches,
         accuracy: correct as f64 / n,
@@ -261,5 +344,6 @@ pub fn run_lr_with<B: Backend>(
         key_bytes: 0,
         bytes_moved,
         gpu_dispatches,
-    })
+    };
+    Ok((run, record_count))
 }

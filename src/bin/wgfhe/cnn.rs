@@ -11,11 +11,11 @@ use wgfhe::ml::checkpoint::Checkpoint;
 use wgfhe::ml::cnn::{self, CnnConfig, Faults, QuantCnn};
 use wgfhe::ml::cnn_infer::{self, CnnOptions, CnnRun, ReluPath};
 use wgfhe::ml::mnist::{self, Split};
-use wgfhe::params;
+use wgfhe::params::{self, Parameters};
 use wgfhe::ring::RingContext;
 use wgfhe::{Error, Result};
 
-use crate::mnist::{resolve_params, MnistArgs};
+use crate::mnist::{resolve_params, MnistArgs, SHAPE, SHAPE_NOTE};
 use crate::output::{self, Trace};
 
 /// Where the model trained with `config` is cached: `DIR/cnn-<first 16 hex digits of the
@@ -98,7 +98,7 @@ pub(crate) fn run(a: &MnistArgs, variant: Variant) -> Result<()> {
     }
     let default_set = if relu == ReluPath::Table { params::CNN_SET } else { params::CNN_DIGITS_SET };
     let params = resolve_params(a.params.as_deref().unwrap_or(default_set), a.insecure)?;
-    let choice = a.backend_choice()?;
+    let choice = if a.shape_only() { None } else { Some(a.backend_choice()?) };
     let say = |msg: String| a.say(msg);
     let mut trace = Trace::create(a.trace.as_deref())?;
     let mut checkpoint = a.open_checkpoint()?;
@@ -137,12 +137,17 @@ pub(crate) fn run(a: &MnistArgs, variant: Variant) -> Result<()> {
     let slots = 1usize << params.log_n();
     let per_batch = slots / cnn_infer::BLOCK;
     let total = a.images.unwrap_or(per_batch).min(data.test.len());
+    let options = CnnOptions { images: Some(total), variant, relu };
+    let Some(choice) = choice else {
+        // `--backend shape`.
+        return shape_trace(a, &params, &model, &data.test, options);
+    };
     let bar = output::image_bar(total, a.json);
     bar.tick();
     let task = CnnTask {
         model: &model,
         test: &data.test,
-        options: CnnOptions { images: Some(total), variant, relu },
+        options,
         progress: |done: usize, _| bar.set_position(done as u64),
         trace: output::trace_writer(&mut trace),
         checkpoint: checkpoint.as_mut(),
@@ -258,6 +263,95 @@ pub(crate) fn run(a: &MnistArgs, variant: Variant) -> Result<()> {
             what: "the encrypted CNN scores differ (this is a bug: please report it)".into(),
             reference: "the plaintext emulation of the circuit",
         });
+    }
+    Ok(())
+}
+
+/// `wgfhe mnist --model cnn --backend shape`: the server's ledger trace on the shape-only
+/// backend ([`cnn_infer::trace_cnn_shapes`]), and its totals (no scores).
+fn shape_trace(a: &MnistArgs, params: &Parameters, model: &QuantCnn, test: &Split, options: CnnOptions) -> Result<()> {
+    let mut trace = Trace::create(a.trace.as_deref())?;
+    let bar = output::image_bar(options.images.unwrap_or(test.len()), a.json);
+    bar.tick();
+    let run = cnn_infer::trace_cnn_shapes(
+        RingContext::new(params)?,
+        model,
+        test,
+        options,
+        |done: usize, _| bar.set_position(done as u64),
+        output::trace_writer(&mut trace),
+    )?;
+    bar.finish_and_clear();
+    output::finish_trace(trace)?;
+    let relu = options.relu;
+    if a.json {
+        let value = serde_json::json!({
+            "model": "cnn",
+            "shape_only": true,
+            "note": SHAPE_NOTE,
+            "images": run.images,
+            "relu": relu.name(),
+            "variant": options.variant.name(),
+            "keep": a.keep,
+            "kept_digits": match relu { ReluPath::Digits { kept } => Some(kept), ReluPath::Table => None },
+            "fault_aware": a.fault_aware,
+            "backend": SHAPE,
+            "params": params.name(),
+            "trace": a.trace.as_ref().map(|p| p.display().to_string()),
+            "records": run.records,
+            "bytes_moved": run.bytes_moved,
+            "gpu_dispatches": run.gpu_dispatches,
+            "peak_device_bytes": run.peak_device_bytes,
+            "key_bytes": run.key_bytes,
+            "images_per_batch": run.images_per_batch,
+            "batches": run.batches,
+            "hmults": run.hmults,
+            "rotations": run.rotations,
+            "pmults": run.pmults,
+            "noise": run.noise,
+            "table_domains": [run.table_domains.0, run.table_domains.1],
+            "elapsed_ms": run.elapsed_ms,
+            "peak_rss_bytes": output::peak_rss_bytes(),
+        });
+        println!("{value:#}");
+    } else {
+        println!(
+            "shape-only trace ({}, variant {}, relu {}{}): {} images in {} batch(es) of up to {}; nothing computed, \
+             decrypted or checked (no scores, no accuracy)",
+            params.name(),
+            options.variant.name(),
+            relu.name(),
+            match relu {
+                ReluPath::Digits { kept } => format!(" keeping {kept} of {} digits", cnn_infer::DIGIT_COUNT),
+                ReluPath::Table => String::new(),
+            },
+            run.images,
+            run.batches,
+            run.images_per_batch
+        );
+        println!(
+            "server: {} HMULTs, {} rotations, {} PMULTs; {} ledger records, {:.1} GB moved by {} GPU dispatches; \
+             planned keys {:.1} MB, {:.1} MB resident (keys, prepared plaintexts, one batch of inputs)",
+            run.hmults,
+            run.rotations,
+            run.pmults,
+            run.records,
+            run.bytes_moved as f64 / 1e9,
+            run.gpu_dispatches,
+            run.key_bytes as f64 / 1e6,
+            run.peak_device_bytes as f64 / 1e6
+        );
+        let stages: Vec<String> = run
+            .noise
+            .iter()
+            .map(|n| format!("{} L{} {:.0}/{:.0}", n.stage, n.level, n.noise_bits, n.modulus_bits))
+            .collect();
+        println!("level and estimated noise/modulus bits after each stage: {}", stages.join(", "));
+        println!(
+            "shape run {:.1} s, peak resident memory of the process {}",
+            run.elapsed_ms / 1e3,
+            output::peak_rss_text()
+        );
     }
     Ok(())
 }

@@ -49,7 +49,10 @@ pub(crate) struct MnistArgs {
     /// `--relu digits` with `--keep` below 1 only; trained on first use, then cached).
     #[arg(long)]
     pub(crate) fault_aware: bool,
-    /// Backend: auto, gpu or cpu (default: WGFHE_BACKEND, else auto).
+    /// Backend: auto, gpu or cpu (default: WGFHE_BACKEND, else auto); or `shape`: records the
+    /// server's ledger trace (`--trace`) on the shape-only backend, computes nothing, checks
+    /// nothing, prints no accuracy (word counts only: the same keys plan, levels and records as
+    /// a real run, in seconds to minutes; for `wgfhe-sim`).
     #[arg(long)]
     pub(crate) backend: Option<String>,
     /// Parameter set (default: bgv-lr-n13 for the LR, bgv-cnn-n16 for the CNN with
@@ -90,6 +93,11 @@ pub(crate) struct MnistArgs {
 }
 
 impl MnistArgs {
+    /// Whether `--backend shape` asks for a shape-only trace.
+    pub(crate) fn shape_only(&self) -> bool {
+        self.backend.as_deref() == Some(SHAPE)
+    }
+
     /// The backend of `--backend`, else of `WGFHE_BACKEND`.
     pub(crate) fn backend_choice(&self) -> wgfhe::Result<BackendChoice> {
         match &self.backend {
@@ -135,6 +143,14 @@ impl MnistArgs {
     }
 }
 
+/// `--backend shape`: the shape-only trace mode.
+pub(crate) const SHAPE: &str = "shape";
+
+/// What a shape-only run's JSON says it is.
+pub(crate) const SHAPE_NOTE: &str = "shape-only trace: the server's computation run on the shape-only backend \
+     (word counts, no residues) with the keys plan, levels and noise estimates of a real run; nothing computed, \
+     decrypted or checked: no scores, no accuracy";
+
 /// A shipped or application set by name, or with `insecure` an insecure test set
 /// ([`params::insecure_by_name`]), announced on stderr.
 pub(crate) fn resolve_params(name: &str, insecure: bool) -> wgfhe::Result<Parameters> {
@@ -172,6 +188,15 @@ pub(crate) fn run(a: &MnistArgs) -> wgfhe::Result<()> {
                 reason: "not a stage of the model: conv, relu1, fc1, relu2 or fc2 for the CNN, score for the LR",
             });
         }
+    }
+    if a.shape_only() && a.checkpoint.is_some() {
+        return Err(Error::InvalidField {
+            field: "checkpoint",
+            reason: "--backend shape computes no ciphertexts to checkpoint",
+        });
+    }
+    if a.shape_only() && a.timed {
+        return Err(Error::InvalidField { field: "timed", reason: "--backend shape has no dispatch times" });
     }
     if a.model == Model::Cnn {
         if a.timed {
@@ -222,7 +247,7 @@ impl<P: FnMut(usize, usize)> BackendTask for LrTask<'_, P> {
 /// images and prints the summary.
 fn run_lr(a: &MnistArgs, variant: Variant) -> wgfhe::Result<()> {
     let params = resolve_params(a.params.as_deref().unwrap_or(params::LR_SET), a.insecure)?;
-    let choice = a.backend_choice()?;
+    let choice = if a.shape_only() { None } else { Some(a.backend_choice()?) };
     let mut trace = Trace::create(a.trace.as_deref())?;
     let mut checkpoint = a.open_checkpoint()?;
     let start = Instant::now();
@@ -250,6 +275,10 @@ fn run_lr(a: &MnistArgs, variant: Variant) -> wgfhe::Result<()> {
         model.bound()
     ));
     let total = a.images.unwrap_or(test.len()).min(test.len());
+    let Some(choice) = choice else {
+        // `--backend shape`.
+        return lr_shape_trace(a, &params, &model, &test, LrOptions { images: Some(total), variant, timed: false });
+    };
     let bar = output::image_bar(total, a.json);
     let task = LrTask {
         model: &model,
@@ -326,6 +355,70 @@ fn run_lr(a: &MnistArgs, variant: Variant) -> wgfhe::Result<()> {
             what: "the encrypted predictions differ".into(),
             reference: "the quantised plaintext model",
         });
+    }
+    Ok(())
+}
+
+/// `wgfhe mnist --model lr --backend shape`: the server's ledger trace on the shape-only
+/// backend, and its totals (no scores).
+fn lr_shape_trace(
+    a: &MnistArgs,
+    params: &Parameters,
+    model: &QuantLr,
+    test: &Dataset,
+    options: LrOptions,
+) -> wgfhe::Result<()> {
+    let mut trace = Trace::create(a.trace.as_deref())?;
+    let bar = output::image_bar(options.images.unwrap_or(test.len()), a.json);
+    let run = infer::trace_lr_shapes(
+        RingContext::new(params)?,
+        model,
+        test,
+        options,
+        |done: usize, _| bar.set_position(done as u64),
+        output::trace_writer(&mut trace),
+    )?;
+    bar.finish_and_clear();
+    output::finish_trace(trace)?;
+    if a.json {
+        let value = serde_json::json!({
+            "model": "lr",
+            "shape_only": true,
+            "note": SHAPE_NOTE,
+            "images": run.images,
+            "batches": run.batches,
+            "variant": options.variant.name(),
+            "backend": SHAPE,
+            "params": params.name(),
+            "trace": a.trace.as_ref().map(|p| p.display().to_string()),
+            "records": run.records,
+            "bytes_moved": run.bytes_moved,
+            "gpu_dispatches": run.gpu_dispatches,
+            "peak_device_bytes": run.peak_device_bytes,
+            "key_bytes": 0,
+            "elapsed_ms": run.elapsed_ms,
+            "peak_rss_bytes": output::peak_rss_bytes(),
+        });
+        println!("{value:#}");
+    } else {
+        println!(
+            "shape-only trace ({}, variant {}): {} images in {} batch(es); nothing computed, decrypted or checked \
+             (no scores, no accuracy)",
+            params.name(),
+            options.variant.name(),
+            run.images,
+            run.batches
+        );
+        println!(
+            "server: {} ledger records, {:.1} MB moved by {} GPU dispatches, {:.1} MB resident per batch; shape run \
+             {:.1} s, peak resident memory {}",
+            run.records,
+            run.bytes_moved as f64 / 1e6,
+            run.gpu_dispatches,
+            run.peak_device_bytes as f64 / 1e6,
+            run.elapsed_ms / 1e3,
+            output::peak_rss_text()
+        );
     }
     Ok(())
 }
