@@ -29,16 +29,18 @@
 //! security, at the cost of the same number of bits of precision. It is off by default
 //! ([`Ckks::decrypt`]): use it whenever a decryption leaves the secret-key holder.
 
+pub mod bootstrap;
 pub mod chebyshev;
 pub mod encoder;
 pub mod evalmod;
-mod modraise;
 pub mod linear;
+mod modraise;
 pub mod precision;
 mod prepared;
 pub mod sparse;
 mod wire;
 
+pub use bootstrap::{BootConfig, BootKeys, BootStage, Bootstrapper};
 pub use chebyshev::ChebyshevSeries;
 pub use encoder::Encoder;
 pub use evalmod::{failure_probability, EvalModParams};

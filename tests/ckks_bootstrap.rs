@@ -1,0 +1,80 @@
+//! CKKS bootstrapping on a small insecure ring (`insecure_test_ckks_boot(10)`: the shipped
+//! `ckks-boot-n16` chain at `N = 2^10`): a ciphertext at the entry level comes back at the
+//! output level with its message, full and sparse slots, with and without the sparse secret;
+//! on the GPU (lavapipe) every recorded ciphertext has the CPU's words (`common/backends.rs`).
+
+#![expect(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic, reason = "tests")]
+
+#[path = "common/backends.rs"]
+mod backends;
+mod common;
+
+use backends::{cpu, cpu_and_gpu, Make, Transcript};
+use num_complex::Complex64;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use wgfhe::backend::Backend;
+use wgfhe::ckks::{BootConfig, Bootstrapper, Ckks, ScalePolicy};
+use wgfhe::params;
+use wgfhe::Error;
+
+cpu_and_gpu!(bootstrap_full_slots_sparse_secret);
+
+/// Worst error (in bits, `-log2 |err|`) of one bootstrapping of uniform values in [-1, 1].
+fn run<B: Backend>(make: Make<'_, B>, log: &Transcript, config: BootConfig, seed: u8) -> f64 {
+    let p = params::insecure_test_ckks_boot(10).unwrap();
+    let ckks = Ckks::new(make(&p), ScalePolicy::Double).unwrap();
+    let sk = ckks.gen_secret_key_from_seed(&[seed; 32]).unwrap();
+    let slots = config.slots;
+    let boot = Bootstrapper::new(&ckks, config).unwrap();
+    let keys = boot.gen_keys(&ckks, &sk, Some(&[seed.wrapping_add(1); 32])).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(u64::from(seed));
+    let values: Vec<Complex64> =
+        (0..slots).map(|_| Complex64::new(rng.random_range(-1.0..1.0), rng.random_range(-1.0..1.0))).collect();
+    let level = boot.entry_level();
+    let scale = ckks.default_scale();
+    let ct = ckks.encrypt_symmetric(&sk, &ckks.encode(&values, scale, slots, level).unwrap()).unwrap();
+    let out = boot.bootstrap(&ckks, &ct, &keys).unwrap();
+    log.record(ckks.backend(), "bootstrapped", out.polys());
+    assert_eq!(out.level(), boot.output_level());
+    assert!(out.level() > level, "bootstrapping must gain levels");
+    let got = ckks.decrypt(&sk, &out).unwrap();
+    let err = values.iter().zip(&got).map(|(w, g)| (w - g).norm()).fold(0.0, f64::max);
+    -err.log2()
+}
+
+fn bootstrap_full_slots_sparse_secret<B: Backend>(make: Make<'_, B>, log: &Transcript) {
+    let bits = run(make, log, BootConfig::new(512), 7);
+    eprintln!("full slots, sparse secret: {bits:.1} bits");
+    assert!(bits > 14.0, "{bits:.1} bits after bootstrapping");
+}
+
+#[test]
+fn sparse_slots_bootstrap() {
+    for slots in [64, 8] {
+        let bits = run(&cpu, &Transcript::default(), BootConfig::new(slots), 9);
+        eprintln!("{slots} slots, sparse secret: {bits:.1} bits");
+        assert!(bits > 14.0, "{slots} slots: {bits:.1} bits after bootstrapping");
+    }
+}
+
+#[test]
+fn bad_inputs_are_typed_errors() {
+    let p = params::insecure_test_ckks_boot(10).unwrap();
+    let ckks = Ckks::cpu(&p, ScalePolicy::Double).unwrap();
+    let single = Ckks::cpu(&p, ScalePolicy::Single).unwrap();
+    assert!(matches!(Bootstrapper::new(&single, BootConfig::new(512)), Err(Error::InvalidParameters { .. })));
+    assert!(Bootstrapper::new(&ckks, BootConfig { slots: 1024, ..BootConfig::new(512) }).is_err());
+    assert!(Bootstrapper::new(&ckks, BootConfig { log_ratio: f64::NAN, ..BootConfig::new(512) }).is_err());
+    assert!(Bootstrapper::new(&ckks, BootConfig { cts_levels: 30, ..BootConfig::new(512) }).is_err());
+    let boot = Bootstrapper::new(&ckks, BootConfig::new(64)).unwrap();
+    let sk = ckks.gen_secret_key_from_seed(&[1; 32]).unwrap();
+    let keys = boot.gen_keys(&ckks, &sk, Some(&[2; 32])).unwrap();
+    // Too few slots, too low a level.
+    let pt = ckks.encode(&[Complex64::new(0.5, 0.0); 32], ckks.default_scale(), 32, ckks.max_level()).unwrap();
+    let ct = ckks.encrypt_symmetric(&sk, &pt).unwrap();
+    assert!(matches!(boot.bootstrap(&ckks, &ct, &keys), Err(Error::DimensionMismatch { .. })));
+    let pt = ckks.encode(&[Complex64::new(0.5, 0.0); 64], ckks.default_scale(), 64, 2).unwrap();
+    let ct = ckks.encrypt_symmetric(&sk, &pt).unwrap();
+    assert!(matches!(boot.bootstrap(&ckks, &ct, &keys), Err(Error::DepthExhausted { .. })));
+}
