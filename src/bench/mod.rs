@@ -3,6 +3,7 @@
 //! multiplications and medians of interleaved timings, as rows that serialise to JSON.
 
 pub mod anchors;
+pub mod boot;
 pub mod bxt;
 pub mod compare;
 pub mod gates;

@@ -71,6 +71,10 @@ pub struct BootConfig {
     pub log_ratio: f64,
     /// Switch to an ephemeral sparse secret around ModRaise.
     pub sparse_secret: bool,
+    /// The output scale over the divisor of the next rescale at the output level (1 by
+    /// default; e.g. 2 for a Chebyshev series on `[-1, 1]` next, whose affine map is then
+    /// free: [`Ckks::chebyshev_input_scale`]). In `[2^-8, 2^8]`.
+    pub output_scale_factor: f64,
 }
 
 impl BootConfig {
@@ -89,6 +93,7 @@ impl BootConfig {
             degree: 63,
             log_ratio: -12.0,
             sparse_secret: true,
+            output_scale_factor: 1.0,
         }
     }
 }
@@ -154,6 +159,9 @@ impl Bootstrapper {
         if !(config.log_ratio.is_finite() && (-40.0..=-4.0).contains(&config.log_ratio)) {
             return Err(Error::InvalidField { field: "bootstrapping log ratio", reason: "must be in [-40, -4]" });
         }
+        if !(config.output_scale_factor.is_finite() && (2f64.powi(-8)..=256.0).contains(&config.output_scale_factor)) {
+            return Err(Error::InvalidField { field: "bootstrapping output scale factor", reason: "must be in [2^-8, 2^8]" });
+        }
         let ppl = ckks.policy().primes_per_level();
         let top = ckks.max_level();
         let q0: f64 = ckks.params().q().iter().take(BASE_PRIMES).map(|m| f64::from(m.value())).product();
@@ -169,7 +177,7 @@ impl Bootstrapper {
             .checked_sub(ppl * config.stc_levels)
             .filter(|&l| l > BASE_PRIMES - 1 + ppl)
             .ok_or(Error::InvalidParameters { reason: "chain too short for bootstrapping".into() })?;
-        let out_scale = ckks.next_rescale_divisor(out_level)?;
+        let out_scale = ckks.next_rescale_divisor(out_level)? * config.output_scale_factor;
         let s_out = out_scale / ratio;
         let eval_mod = EvalModParams::new(config.k, config.double_angle, config.degree, ratio, s_out)?;
         let transforms = BootTransforms::new(
@@ -212,8 +220,8 @@ impl Bootstrapper {
         self.out_level
     }
 
-    /// The scale of a bootstrapped ciphertext (the divisor of the next rescale at
-    /// [`Bootstrapper::output_level`]).
+    /// The scale of a bootstrapped ciphertext: [`BootConfig::output_scale_factor`] times the
+    /// divisor of the next rescale at [`Bootstrapper::output_level`].
     #[must_use]
     pub fn output_scale(&self) -> f64 {
         self.out_scale

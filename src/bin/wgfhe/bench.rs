@@ -29,6 +29,9 @@ pub(crate) enum Suite {
     /// Bootstrapped Boolean gates (single-gate latency, batch throughput, key bytes, failure
     /// rate) against OpenFHE BinFHE STD128 GINX (if installed), single thread.
     Gates,
+    /// The cost and precision ledgers of a CKKS hop (a depth-4 layer, then a bootstrap), with
+    /// OpenFHE's CKKS bootstrapping as the anchor (`--params ckks-boot-n16`).
+    Boot,
 }
 
 /// Options of `wgfhe bench`.
@@ -99,6 +102,20 @@ pub(crate) struct BenchArgs {
     #[arg(long)]
     gate_gpu: bool,
     /// Print JSON.
+    /// Hops of the boot suite's precision ledger.
+    #[arg(long, default_value_t = 10, value_parser = crate::check::count, allow_negative_numbers = true)]
+    hops: usize,
+    /// Slots of the boot suite (default N/2).
+    #[arg(long)]
+    slots: Option<usize>,
+    /// Allow an insecure test ring (`insecure-test-ckks-boot-n{log_n}`) in the boot suite's
+    /// `--params` (not 128-bit secure: tests and experiments only).
+    #[arg(long)]
+    insecure: bool,
+    /// Extra arguments for OpenFHE's boot anchor script (repeatable, e.g. `--openfhe-arg=--log-n
+    /// --openfhe-arg=15`).
+    #[arg(long, allow_hyphen_values = true)]
+    openfhe_arg: Vec<String>,
     #[arg(long)]
     json: bool,
 }
@@ -142,7 +159,31 @@ pub(crate) fn run(a: &BenchArgs) -> wgfhe::Result<()> {
         Suite::Bxt => bxt_suite(a),
         Suite::Compare => compare_suite(a),
         Suite::Gates => gates_suite(a),
+        Suite::Boot => boot_suite(a),
     }
+}
+
+/// The boot suite (CPU, in a pool of the first `--threads` count, 1 by default for this suite).
+fn boot_suite(a: &BenchArgs) -> wgfhe::Result<()> {
+    let name = a.params.as_deref().unwrap_or(params::CKKS_BOOT_SET);
+    let params = crate::mnist::resolve_params(name, a.insecure)?;
+    if params.scheme() != Scheme::Ckks {
+        return Err(Error::InvalidField { field: "params", reason: "the boot suite needs a CKKS set (ckks-boot-n16)" });
+    }
+    let config = wgfhe::bench::boot::Config {
+        params,
+        slots: a.slots,
+        reps: a.reps,
+        hops: a.hops,
+        threads: a.threads.first().copied().unwrap_or(1),
+        openfhe: !a.no_openfhe,
+        openfhe_python: std::env::var_os("WGFHE_OPENFHE_PYTHON").map(PathBuf::from),
+        openfhe_args: a.openfhe_arg.clone(),
+        seed: 1,
+    };
+    let report = wgfhe::bench::boot::run(&config)?;
+    let table = report.table();
+    output::print_report(&report, table, a.json)
 }
 
 /// The gates suite (CPU, one thread for single gates; the batch in a pool of the first

@@ -1,0 +1,484 @@
+//! `wgfhe bench --suite boot`: the cost and precision ledgers of one CKKS hop (a layer, then a
+//! bootstrap), in the style of a bootstrapping cost ledger.
+//!
+//! **The hop.** The layer is a fixed polynomial activation of depth 4 on every slot: the
+//! degree-15 Chebyshev interpolant of `sin(pi x / 2)` on `[-1, 1]` ([`layer_series`]),
+//! evaluated by [`Ckks::eval_chebyshev_to`] straight to the scale the bootstrap's entry
+//! expects; the bootstrap is [`Bootstrapper::bootstrap_with`] with the default
+//! [`BootConfig`] for the slot count (CoeffToSlot and SlotToCoeff in 3 levels each, EvalMod
+//! `K = 16`, degree 63, 3 double angles, sparse-secret encapsulation). The bootstrap returns
+//! the scale the layer's series evaluates for free, so a hop consumes exactly the levels it
+//! regains and hops repeat.
+//!
+//! **Cost ledger.** Keys and inputs are made outside the timed region. Each of `reps` timed
+//! hops runs on a timed traffic ledger ([`Ledger::timed`]); a stage's `ms` is its wall time
+//! (the median over the hops), its `share` that over the median hop, its `key_bytes` the key
+//! bytes its dispatches read, and its `ntt`, `basis_conversion` and `key_switch` shares the
+//! parts of its summed dispatch time in those kernel families ([`super::stages::stage_of`]:
+//! forward and inverse NTTs; base conversion and the ModDown correction; the key-switching
+//! inner product). Stages: `layer`, `mod_raise`, `coeff_to_slot`, `eval_mod`,
+//! `slot_to_coeff`, and `other` (the entry rescale and the two sparse-secret switches). One
+//! rayon thread by default (`--threads`).
+//!
+//! **Keys.** Generated for the transforms' rotations only, plus conjugation and
+//! relinearisation, then held seeded (the `a` halves regenerated from seeds in the key
+//! switch) and bit-packed (`b` halves unpacked there): `resident_key_bytes`; `full_key_bytes`
+//! is the same set with both halves one residue per word.
+//!
+//! **Precision ledger.** Inputs uniform in `[-1, 1]` (real), `-log2` of the absolute error per
+//! slot against the same computation in `f64` (the layer's series applied exactly): worst
+//! slot and median, for the fresh input, after the layer, after the bootstrap and after
+//! `hops` hops (10 by default).
+//!
+//! **Anchor.** OpenFHE's CKKS bootstrapping through `benches/anchors/openfhe_ckks_boot.py`
+//! (the anchors venv, one thread), run after ours in the same invocation: its JSON is
+//! attached as it prints it (time, precision, rotation keys and their bytes).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use num_complex::Complex64;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+
+use super::kernels::median_p95;
+use super::stages::stage_of;
+use super::ReportHeader;
+use crate::backend::ledger::{Ledger, Record};
+use crate::backend::{Backend, CpuBackend};
+use crate::ckks::{precision_stats, BootConfig, BootStage, Bootstrapper, ChebyshevSeries, Ciphertext, Ckks, ScalePolicy};
+use crate::error::{Error, Result};
+use crate::params::{Parameters, Scheme};
+use crate::ring::RingContext;
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// A CKKS set with the bootstrapping chain (`ckks-boot-n16`, or an insecure test ring).
+    pub params: Parameters,
+    /// Slots (default `N/2`).
+    pub slots: Option<usize>,
+    /// Timed hops.
+    pub reps: usize,
+    /// Hops of the precision ledger.
+    pub hops: usize,
+    /// Rayon threads of the CPU backend.
+    pub threads: usize,
+    /// Run OpenFHE's anchor after ours.
+    pub openfhe: bool,
+    /// Python of the anchors venv (default `benches/anchors/.venv/bin/python`).
+    pub openfhe_python: Option<PathBuf>,
+    /// Extra arguments for the anchor script (e.g. `--log-n 15 --security none`).
+    pub openfhe_args: Vec<String>,
+    /// Seed of the keys and inputs.
+    pub seed: u8,
+}
+
+/// One stage of the hop.
+#[derive(Debug, Clone, Serialize)]
+pub struct StageRow {
+    /// `layer`, `mod_raise`, `coeff_to_slot`, `eval_mod`, `slot_to_coeff` or `other`.
+    pub stage: &'static str,
+    /// Median wall time over the timed hops.
+    pub ms: f64,
+    /// `ms` over the median hop.
+    pub share: f64,
+    /// Key bytes read by the stage's dispatches (one hop).
+    pub key_bytes: u64,
+    /// All bytes its dispatches read and wrote (one hop).
+    pub bytes: u64,
+    /// Share of its summed dispatch time in NTTs.
+    pub ntt: f64,
+    /// Share in base conversion and the ModDown correction.
+    pub basis_conversion: f64,
+    /// Share in the key-switching inner product.
+    pub key_switch: f64,
+    /// Dispatches (one hop).
+    pub dispatches: usize,
+}
+
+/// Worst-slot and median bits of one point of the precision ledger.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Bits {
+    /// `-log2` of the largest error.
+    pub worst: f64,
+    /// Median over the slots.
+    pub median: f64,
+}
+
+/// The precision ledger.
+#[derive(Debug, Clone, Serialize)]
+pub struct Precision {
+    /// The fresh input.
+    pub input: Bits,
+    /// After the layer.
+    pub after_layer: Bits,
+    /// After the bootstrap.
+    pub after_boot: Bits,
+    /// Worst slot after the bootstrap (the headline figure).
+    pub bits_after_boot: f64,
+    /// Worst slot after `hops` hops.
+    pub bits_after_10_hops: f64,
+    /// Median after `hops` hops.
+    pub median_after_hops: f64,
+    /// Hops run.
+    pub hops: usize,
+}
+
+/// The suite's report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// Backend, device, threads, reps.
+    #[serde(flatten)]
+    pub header: ReportHeader,
+    /// Parameter set.
+    pub params: String,
+    /// Ring degree.
+    pub n: usize,
+    /// Slots.
+    pub slots: usize,
+    /// Whether the set meets 128-bit security.
+    pub secure: bool,
+    /// The bootstrapping configuration.
+    pub config: BootConfigReport,
+    /// Median hop (ms).
+    pub hop_ms: f64,
+    /// Median bootstrap alone (the hop less its layer).
+    pub boot_ms: f64,
+    /// The stages.
+    pub rows: Vec<StageRow>,
+    /// Rotation keys (plus conjugation).
+    pub rotation_keys: usize,
+    /// Every bootstrapping key as held in memory (seeded, packed).
+    pub resident_key_bytes: u64,
+    /// The same keys with both halves one residue per word.
+    pub full_key_bytes: u64,
+    /// Key generation (s).
+    pub keygen_s: f64,
+    /// The precision ledger.
+    pub precision: Precision,
+    /// Failure probability of one bootstrap (Irwin-Hall bound).
+    pub failure_probability: f64,
+    /// OpenFHE's anchor, as it printed it, or why it did not run.
+    pub openfhe: serde_json::Value,
+}
+
+/// The configuration in the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct BootConfigReport {
+    /// CoeffToSlot levels.
+    pub cts_levels: usize,
+    /// SlotToCoeff levels.
+    pub stc_levels: usize,
+    /// EvalMod's K.
+    pub k: u32,
+    /// EvalMod's degree.
+    pub degree: usize,
+    /// Double-angle steps.
+    pub double_angle: u32,
+    /// log2 of the message-to-Q_0 ratio.
+    pub log_ratio: f64,
+    /// Sparse-secret encapsulation.
+    pub sparse_secret: bool,
+    /// Levels a bootstrap consumes.
+    pub depth: usize,
+    /// Level of a bootstrapped ciphertext.
+    pub output_level: usize,
+}
+
+/// The layer's activation: the degree-15 Chebyshev interpolant of `sin(pi x / 2)` on `[-1, 1]`
+/// (depth 4).
+pub fn layer_series() -> Result<ChebyshevSeries> {
+    ChebyshevSeries::interpolate(|x| (std::f64::consts::FRAC_PI_2 * x).sin(), -1.0, 1.0, 15)
+}
+
+const STAGES: [&str; 6] = ["layer", "mod_raise", "coeff_to_slot", "eval_mod", "slot_to_coeff", "other"];
+
+fn stage_name(s: BootStage) -> &'static str {
+    match s {
+        BootStage::ModRaise => "mod_raise",
+        BootStage::CoeffToSlot => "coeff_to_slot",
+        BootStage::EvalMod => "eval_mod",
+        BootStage::SlotToCoeff => "slot_to_coeff",
+        BootStage::Prepare | BootStage::Decapsulate => "other",
+    }
+}
+
+fn bits(want: &[Complex64], got: &[Complex64]) -> Result<Bits> {
+    let s = precision_stats(want, got)?;
+    Ok(Bits { worst: s.min_real, median: s.median_real })
+}
+
+/// Per-stage accumulators of one hop.
+#[derive(Default, Clone)]
+struct StageAcc {
+    ms: f64,
+    key_bytes: u64,
+    bytes: u64,
+    dispatch_ns: u64,
+    ntt_ns: u64,
+    bconv_ns: u64,
+    ks_ns: u64,
+    dispatches: usize,
+}
+
+impl StageAcc {
+    fn add(&mut self, ms: f64, records: &[Record]) {
+        self.ms += ms;
+        for r in records {
+            let ns = r.elapsed_ns.unwrap_or(0);
+            self.key_bytes += r.key_bytes;
+            self.bytes += r.bytes_read + r.bytes_written;
+            self.dispatch_ns += ns;
+            self.dispatches += 1;
+            match stage_of(r.kernel) {
+                "ntt" => self.ntt_ns += ns,
+                "basis_conversion" => self.bconv_ns += ns,
+                "key_switch_inner_product" => self.ks_ns += ns,
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Runs the suite on the CPU backend (in a rayon pool of `config.threads`).
+pub fn run(config: &Config) -> Result<Report> {
+    if config.params.scheme() != Scheme::Ckks {
+        return Err(Error::InvalidField { field: "params", reason: "the boot suite needs a CKKS set" });
+    }
+    if config.reps == 0 || config.hops == 0 {
+        return Err(Error::InvalidField { field: "reps", reason: "reps and hops must be at least 1" });
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(config.threads.max(1))
+        .build()
+        .map_err(|e| Error::Backend { backend: "cpu", reason: format!("rayon pool: {e}") })?;
+    let mut report = pool.install(|| run_ours(config))?;
+    report.openfhe = if config.openfhe { openfhe(config) } else { serde_json::json!({ "skipped": "--no-openfhe" }) };
+    Ok(report)
+}
+
+fn run_ours(config: &Config) -> Result<Report> {
+    let params = &config.params;
+    let ledger = Ledger::timed(CpuBackend::new(RingContext::new(params)?));
+    let ckks = Ckks::new(ledger, ScalePolicy::Double)?;
+    let n = params.n();
+    let slots = config.slots.unwrap_or(n / 2);
+    let series = layer_series()?;
+    // The bootstrap returns the layer's free input scale (2 D for a series on [-1, 1]).
+    let (lo, hi) = series.interval();
+    let factor = 4.0 / (hi - lo);
+    let boot_config = BootConfig { output_scale_factor: factor, ..BootConfig::new(slots) };
+    let boot = Bootstrapper::new(&ckks, boot_config.clone())?;
+    let be = ckks.backend();
+
+    // Keys (untimed), held seeded and packed.
+    let start = Instant::now();
+    let sk = ckks.gen_secret_key_from_seed(&[config.seed; 32])?;
+    let mut keys = boot.gen_keys(&ckks, &sk, Some(&[config.seed.wrapping_add(1); 32]))?;
+    let full_key_bytes = keys.resident_bytes(be);
+    keys.eval = keys.eval.into_seeded().into_packed(be)?;
+    let keygen_s = start.elapsed().as_secs_f64();
+    let resident_key_bytes = keys.resident_bytes(be);
+    let rotation_keys = keys.eval.galois.len();
+    be.take();
+
+    // Inputs at the top level.
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(u64::from(config.seed));
+    let x: Vec<Complex64> = (0..slots).map(|_| Complex64::new(rng.random_range(-1.0..1.0), 0.0)).collect();
+    // A fresh input where a bootstrap leaves its output: the output level, the layer's scale.
+    let level = boot.output_level();
+    let fresh = ckks.encrypt_symmetric(&sk, &ckks.encode(&x, boot.output_scale(), slots, level)?)?;
+    let plain_layer = |v: &[Complex64]| -> Vec<Complex64> {
+        v.iter().map(|z| Complex64::new(series.evaluate(z.re), 0.0)).collect()
+    };
+
+    // One hop: the layer to the entry scale, then the bootstrap; stages timed and ledgered.
+    let hop = |ct: &Ciphertext<Ledger<CpuBackend>>,
+               acc: Option<&mut Vec<StageAcc>>|
+     -> Result<(Ciphertext<Ledger<CpuBackend>>, Ciphertext<Ledger<CpuBackend>>)> {
+        let mut local = vec![StageAcc::default(); STAGES.len()];
+        be.take();
+        let t0 = Instant::now();
+        let layered = ckks.eval_chebyshev_to(ct, &series, &keys.eval, ckks.default_scale())?;
+        be.flush()?;
+        let mut last = Instant::now();
+        if let Some(a) = local.get_mut(0) {
+            a.add((last - t0).as_secs_f64() * 1e3, &be.take());
+        }
+        let out = boot.bootstrap_with(&ckks, &layered, &keys, |stage| {
+            let now = Instant::now();
+            let i = STAGES.iter().position(|s| *s == stage_name(stage)).unwrap_or(STAGES.len() - 1);
+            if let Some(a) = local.get_mut(i) {
+                a.add((now - last).as_secs_f64() * 1e3, &be.take());
+            }
+            last = now;
+            Ok(())
+        })?;
+        if let Some(acc) = acc {
+            acc.extend(local);
+        }
+        Ok((layered, out))
+    };
+
+    let start_ct = fresh;
+
+    // Warm-up and the first point of the precision ledger.
+    let input_bits = bits(&x, &ckks.decrypt(&sk, &start_ct)?)?;
+    let (layered, booted) = hop(&start_ct, None)?;
+    let want_layer = plain_layer(&x);
+    let after_layer = bits(&want_layer, &ckks.decrypt(&sk, &layered)?)?;
+    let after_boot = bits(&want_layer, &ckks.decrypt(&sk, &booted)?)?;
+
+    // Timed hops.
+    let mut per_hop: Vec<Vec<StageAcc>> = Vec::with_capacity(config.reps);
+    let mut hop_ms = Vec::with_capacity(config.reps);
+    for _ in 0..config.reps {
+        let mut acc = Vec::new();
+        let t = Instant::now();
+        hop(&start_ct, Some(&mut acc))?;
+        hop_ms.push(t.elapsed().as_secs_f64() * 1e3);
+        per_hop.push(acc);
+    }
+
+    // Hops of the precision ledger (the first one is above).
+    let mut want = want_layer;
+    let mut ct = booted;
+    for _ in 1..config.hops {
+        let (_, out) = hop(&ct, None)?;
+        want = plain_layer(&want);
+        ct = out;
+    }
+    let after_hops = bits(&want, &ckks.decrypt(&sk, &ct)?)?;
+
+    let (median_hop, _) = median_p95(&mut hop_ms.clone());
+    let mut rows = Vec::with_capacity(STAGES.len());
+    for (i, name) in STAGES.iter().enumerate() {
+        let mut ms: Vec<f64> = per_hop.iter().filter_map(|h| h.get(i)).map(|a| a.ms).collect();
+        let (m, _) = median_p95(&mut ms);
+        let first = per_hop.first().and_then(|h| h.get(i)).cloned().unwrap_or_default();
+        let share = |ns: u64| if first.dispatch_ns == 0 { 0.0 } else { ns as f64 / first.dispatch_ns as f64 };
+        rows.push(StageRow {
+            stage: name,
+            ms: m,
+            share: if median_hop > 0.0 { m / median_hop } else { 0.0 },
+            key_bytes: first.key_bytes,
+            bytes: first.bytes,
+            ntt: share(first.ntt_ns),
+            basis_conversion: share(first.bconv_ns),
+            key_switch: share(first.ks_ns),
+            dispatches: first.dispatches,
+        });
+    }
+    let layer_ms = rows.first().map_or(0.0, |r| r.ms);
+    Ok(Report {
+        header: ReportHeader::new("cpu", super::machine(), config.reps),
+        params: params.name().to_string(),
+        n,
+        slots,
+        secure: !params.is_insecure(),
+        config: BootConfigReport {
+            cts_levels: boot_config.cts_levels,
+            stc_levels: boot_config.stc_levels,
+            k: boot_config.k,
+            degree: boot_config.degree,
+            double_angle: boot_config.double_angle,
+            log_ratio: boot_config.log_ratio,
+            sparse_secret: boot_config.sparse_secret,
+            depth: boot.depth(),
+            output_level: boot.output_level(),
+        },
+        hop_ms: median_hop,
+        boot_ms: median_hop - layer_ms,
+        rows,
+        rotation_keys,
+        resident_key_bytes,
+        full_key_bytes,
+        keygen_s,
+        precision: Precision {
+            input: input_bits,
+            after_layer,
+            after_boot,
+            bits_after_boot: after_boot.worst,
+            bits_after_10_hops: after_hops.worst,
+            median_after_hops: after_hops.median,
+            hops: config.hops,
+        },
+        failure_probability: boot.failure_probability(n)?,
+        openfhe: serde_json::Value::Null,
+    })
+}
+
+/// OpenFHE's anchor (its JSON), or `{"error": ...}`.
+fn openfhe(config: &Config) -> serde_json::Value {
+    let python = config
+        .openfhe_python
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("benches/anchors/.venv/bin/python"));
+    let script = Path::new("benches/anchors/openfhe_ckks_boot.py");
+    if !python.exists() || !script.exists() {
+        return serde_json::json!({ "error": format!("not installed ({} or {} missing; run benches/anchors/setup.sh)", python.display(), script.display()) });
+    }
+    let mut cmd = Command::new(&python);
+    cmd.arg(script).args(["--runs", &config.reps.to_string(), "--threads", &config.threads.max(1).to_string()]);
+    cmd.args(&config.openfhe_args);
+    match cmd.output() {
+        Ok(out) if out.status.success() => serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| serde_json::json!({ "error": format!("unreadable output: {e}") })),
+        Ok(out) => serde_json::json!({
+            "error": format!("exit {}: {}", out.status, String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or(""))
+        }),
+        Err(e) => serde_json::json!({ "error": format!("cannot start {}: {e}", python.display()) }),
+    }
+}
+
+impl Report {
+    /// The report as a text table.
+    #[must_use]
+    pub fn table(&self) -> String {
+        let mut s = format!(
+            "CKKS hop at {} (N = {}, {} slots, {}): hop {:.0} ms, bootstrap {:.0} ms; {} rotation keys, {:.1} MB resident \
+             (seeded + packed; {:.1} MB full); failure probability {:.2e}\n",
+            self.params,
+            self.n,
+            self.slots,
+            if self.secure { "128-bit" } else { "INSECURE test ring" },
+            self.hop_ms,
+            self.boot_ms,
+            self.rotation_keys,
+            self.resident_key_bytes as f64 / 1e6,
+            self.full_key_bytes as f64 / 1e6,
+            self.failure_probability,
+        );
+        s.push_str("stage           ms      share  key MB   NTT   bconv  keysw\n");
+        for r in &self.rows {
+            s.push_str(&format!(
+                "{:<14} {:>8.1} {:>6.1}% {:>7.1} {:>5.0}% {:>5.0}% {:>5.0}%\n",
+                r.stage,
+                r.ms,
+                100.0 * r.share,
+                r.key_bytes as f64 / 1e6,
+                100.0 * r.ntt,
+                100.0 * r.basis_conversion,
+                100.0 * r.key_switch
+            ));
+        }
+        let p = &self.precision;
+        s.push_str(&format!(
+            "precision (bits, worst / median): input {:.1} / {:.1}, after layer {:.1} / {:.1}, after bootstrap {:.1} / {:.1}, \
+             after {} hops {:.1} / {:.1}\n",
+            p.input.worst,
+            p.input.median,
+            p.after_layer.worst,
+            p.after_layer.median,
+            p.after_boot.worst,
+            p.after_boot.median,
+            p.hops,
+            p.bits_after_10_hops,
+            p.median_after_hops
+        ));
+        s.push_str(&format!("OpenFHE: {}\n", self.openfhe));
+        s
+    }
+}
