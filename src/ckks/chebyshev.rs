@@ -336,15 +336,31 @@ impl<B: Backend> Ckks<B> {
         Ok(ct.with(ct.core.map_c0(self.backend(), |c0| c0.add(self.backend(), &constant))?, ct.scale))
     }
 
-    /// `round(k)` reduced into every prime of `q_0..q_level`.
+    /// `round(k)` reduced into every prime of `q_0..q_level` (exact for every finite `k`).
     fn integer_residues(&self, level: usize, k: f64) -> Result<Vec<u32>> {
         let rounded = k.round();
-        if !rounded.is_finite() || rounded.abs() >= 2f64.powi(126) {
-            return Err(Error::InvalidScale { reason: "a scaled constant does not fit 126 bits" });
+        if !rounded.is_finite() {
+            return Err(Error::InvalidScale { reason: "a scaled constant is not finite" });
         }
-        let k = rounded as i128;
+        // Exactly `mantissa * 2^shift` (an f64 above 2^126 is a 53-bit integer times a power of 2).
+        let (mantissa, shift) = if rounded.abs() < 2f64.powi(126) {
+            (rounded as i128, 0u32)
+        } else {
+            let shift = rounded.abs().log2().floor() as i32 - 60;
+            (((rounded / 2f64.powi(shift)) as i128), shift.unsigned_abs())
+        };
         let ctx = self.backend.context();
-        ctx.q_basis(level)?.iter().map(|&i| Ok(k.rem_euclid(i128::from(ctx.modulus(i)?.value())) as u32)).collect()
+        ctx.q_basis(level)?
+            .iter()
+            .map(|&i| {
+                let q = i128::from(ctx.modulus(i)?.value());
+                let mut r = mantissa.rem_euclid(q);
+                for _ in 0..shift {
+                    r = (r * 2) % q;
+                }
+                Ok(r as u32)
+            })
+            .collect()
     }
 
     /// `2 a b - c` for `c` one of the powers (or the constant 1 when `c` is `None`), rescaled.
@@ -572,6 +588,39 @@ mod tests {
             let y = (x - 2.0) / 2.0;
             assert!((s.evaluate(x) - (2.0 + 2.0 * y - 2.0 * y * y)).abs() < 1e-14);
         }
+    }
+
+    #[test]
+    fn scaled_constants_reduce_exactly_at_any_size() {
+        use num_bigint::BigInt;
+        let p = params::insecure_test_ckks(TestRing { log_n: 10, q_primes: 6, p_primes: 1, dnum: 6 }, 30).unwrap();
+        let ckks = Ckks::cpu(&p, ScalePolicy::Double).unwrap();
+        let ctx = ckks.backend().context();
+        for k in [
+            0.0,
+            1.0,
+            -1.0,
+            12345.6,
+            -(2f64.powi(100)) * 1.5,
+            2f64.powi(126),
+            -3.0 * 2f64.powi(130),
+            5.0 * 2f64.powi(170),
+        ] {
+            let exact: BigInt = big(k.round());
+            let got = ckks.integer_residues(5, k).unwrap();
+            for (i, r) in got.iter().enumerate() {
+                let q = BigInt::from(ctx.modulus(i).unwrap().value());
+                let want: BigInt = ((&exact % &q) + &q) % &q;
+                assert_eq!(BigInt::from(*r), want, "k = {k:e}, prime {i}");
+            }
+        }
+        assert!(matches!(ckks.integer_residues(5, f64::NAN), Err(Error::InvalidScale { .. })));
+    }
+
+    /// An integral `f64` as a big integer.
+    fn big(x: f64) -> num_bigint::BigInt {
+        use num_traits::FromPrimitive;
+        num_bigint::BigInt::from_f64(x).unwrap()
     }
 
     #[test]
