@@ -640,6 +640,7 @@ mod tests {
     /// Encrypts `xs` at the recommended input scale, evaluates, and returns the worst slot
     /// error against Clenshaw with the levels consumed.
     fn homomorphic(
+        policy: ScalePolicy,
         series: &ChebyshevSeries,
         q_primes: usize,
         input_scale: Option<f64>,
@@ -648,7 +649,7 @@ mod tests {
         let p =
             params::insecure_test_ckks(TestRing { log_n: 10, q_primes, p_primes: 3, dnum: q_primes.div_ceil(3) }, 30)
                 .unwrap();
-        let ckks = Ckks::cpu(&p, ScalePolicy::Double).unwrap();
+        let ckks = Ckks::cpu(&p, policy).unwrap();
         let sk = ckks.gen_secret_key_from_seed(&[7; 32]).unwrap();
         let keys = ckks.gen_evaluation_keys(&sk, &[], false).unwrap();
         let slots = 64;
@@ -667,7 +668,7 @@ mod tests {
         let err =
             xs.iter().zip(&got).map(|(&x, z)| (z.re - series.evaluate(x)).abs().max(z.im.abs())).fold(0.0, f64::max);
         assert_eq!(out.slots(), slots);
-        ((level - out.level()) / 2, err, out.scale())
+        ((level - out.level()) / policy.primes_per_level(), err, out.scale())
     }
 
     /// The error bound of a homomorphic evaluation: every ciphertext carries an error of at most
@@ -689,7 +690,8 @@ mod tests {
                 ChebyshevSeries::interpolate(|x: f64| (w * x).cos() + 0.25 * (w * x).sin(), lo, hi, degree).unwrap();
             let depth = series.depth();
             assert_eq!(depth, ceil_log2(degree + 1));
-            let (levels, err, scale) = homomorphic(&series, 3 + 2 * depth, None, Some(2f64.powi(55)));
+            let (levels, err, scale) =
+                homomorphic(ScalePolicy::Double, &series, 3 + 2 * depth, None, Some(2f64.powi(55)));
             assert_eq!(levels, depth, "degree {degree}");
             assert_eq!(scale, 2f64.powi(55));
             let bound = bound(&series);
@@ -703,12 +705,27 @@ mod tests {
     }
 
     #[test]
+    fn homomorphic_chebyshev_under_the_single_policy() {
+        // Scale about 2^30: the per-operation error of the bound above becomes 2^-10 of a slot
+        // (the same terms over 2^30 instead of 2^60), so the bound is 2^30 times larger.
+        for degree in [3usize, 7] {
+            let series = ChebyshevSeries::interpolate(|x: f64| (1.5 * x).sin(), -1.0, 1.0, degree).unwrap();
+            let depth = series.depth();
+            let (levels, err, _) = homomorphic(ScalePolicy::Single, &series, 2 + depth, None, None);
+            assert_eq!(levels, depth);
+            let bound = bound(&series) * 2f64.powi(30);
+            eprintln!("single policy, degree {degree}: error 2^{:.1} (bound 2^{:.1})", err.log2(), bound.log2());
+            assert!(err < bound, "{err:e} >= {bound:e}");
+        }
+    }
+
+    #[test]
     fn an_input_far_from_the_recommended_scale_costs_one_level() {
         let series = ChebyshevSeries::interpolate(|x: f64| (2.0 * x).sin(), -1.0, 1.0, 9).unwrap();
         // D / 8 instead of 2 D: the free map would divide the scale of T_8 by 2^32.
         let p = params::insecure_test_ckks(TestRing { log_n: 10, q_primes: 13, p_primes: 3, dnum: 5 }, 30).unwrap();
         let d = Ckks::cpu(&p, ScalePolicy::Double).unwrap().default_scale() / 8.0;
-        let (levels, err, scale) = homomorphic(&series, 13, Some(d), None);
+        let (levels, err, scale) = homomorphic(ScalePolicy::Double, &series, 13, Some(d), None);
         assert_eq!(levels, series.depth() + 1);
         assert_eq!(scale, d);
         assert!(err < bound(&series), "{err:e}");
