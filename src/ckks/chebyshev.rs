@@ -336,15 +336,31 @@ impl<B: Backend> Ckks<B> {
         Ok(ct.with(ct.core.map_c0(self.backend(), |c0| c0.add(self.backend(), &constant))?, ct.scale))
     }
 
-    /// `round(k)` reduced into every prime of `q_0..q_level`.
+    /// `round(k)` reduced into every prime of `q_0..q_level` (exact for every finite `k`).
     fn integer_residues(&self, level: usize, k: f64) -> Result<Vec<u32>> {
         let rounded = k.round();
-        if !rounded.is_finite() || rounded.abs() >= 2f64.powi(126) {
-            return Err(Error::InvalidScale { reason: "a scaled constant does not fit 126 bits" });
+        if !rounded.is_finite() {
+            return Err(Error::InvalidScale { reason: "a scaled constant is not finite" });
         }
-        let k = rounded as i128;
+        // Exactly `mantissa * 2^shift` (an f64 above 2^126 is a 53-bit integer times a power of 2).
+        let (mantissa, shift) = if rounded.abs() < 2f64.powi(126) {
+            (rounded as i128, 0u32)
+        } else {
+            let shift = rounded.abs().log2().floor() as i32 - 60;
+            (((rounded / 2f64.powi(shift)) as i128), shift.unsigned_abs())
+        };
         let ctx = self.backend.context();
-        ctx.q_basis(level)?.iter().map(|&i| Ok(k.rem_euclid(i128::from(ctx.modulus(i)?.value())) as u32)).collect()
+        ctx.q_basis(level)?
+            .iter()
+            .map(|&i| {
+                let q = i128::from(ctx.modulus(i)?.value());
+                let mut r = mantissa.rem_euclid(q);
+                for _ in 0..shift {
+                    r = (r * 2) % q;
+                }
+                Ok(r as u32)
+            })
+            .collect()
     }
 
     /// `2 a b - c` for `c` one of the powers (or the constant 1 when `c` is `None`), rescaled.
@@ -575,6 +591,39 @@ mod tests {
     }
 
     #[test]
+    fn scaled_constants_reduce_exactly_at_any_size() {
+        use num_bigint::BigInt;
+        let p = params::insecure_test_ckks(TestRing { log_n: 10, q_primes: 6, p_primes: 1, dnum: 6 }, 30).unwrap();
+        let ckks = Ckks::cpu(&p, ScalePolicy::Double).unwrap();
+        let ctx = ckks.backend().context();
+        for k in [
+            0.0,
+            1.0,
+            -1.0,
+            12345.6,
+            -(2f64.powi(100)) * 1.5,
+            2f64.powi(126),
+            -3.0 * 2f64.powi(130),
+            5.0 * 2f64.powi(170),
+        ] {
+            let exact: BigInt = big(k.round());
+            let got = ckks.integer_residues(5, k).unwrap();
+            for (i, r) in got.iter().enumerate() {
+                let q = BigInt::from(ctx.modulus(i).unwrap().value());
+                let want: BigInt = ((&exact % &q) + &q) % &q;
+                assert_eq!(BigInt::from(*r), want, "k = {k:e}, prime {i}");
+            }
+        }
+        assert!(matches!(ckks.integer_residues(5, f64::NAN), Err(Error::InvalidScale { .. })));
+    }
+
+    /// An integral `f64` as a big integer.
+    fn big(x: f64) -> num_bigint::BigInt {
+        use num_traits::FromPrimitive;
+        num_bigint::BigInt::from_f64(x).unwrap()
+    }
+
+    #[test]
     fn bad_series_are_typed_errors() {
         for (lo, hi) in [(1.0, 1.0), (2.0, 1.0), (f64::NAN, 1.0), (0.0, f64::INFINITY)] {
             assert!(matches!(ChebyshevSeries::new(lo, hi, vec![1.0]), Err(Error::InvalidField { .. })));
@@ -591,6 +640,7 @@ mod tests {
     /// Encrypts `xs` at the recommended input scale, evaluates, and returns the worst slot
     /// error against Clenshaw with the levels consumed.
     fn homomorphic(
+        policy: ScalePolicy,
         series: &ChebyshevSeries,
         q_primes: usize,
         input_scale: Option<f64>,
@@ -599,7 +649,7 @@ mod tests {
         let p =
             params::insecure_test_ckks(TestRing { log_n: 10, q_primes, p_primes: 3, dnum: q_primes.div_ceil(3) }, 30)
                 .unwrap();
-        let ckks = Ckks::cpu(&p, ScalePolicy::Double).unwrap();
+        let ckks = Ckks::cpu(&p, policy).unwrap();
         let sk = ckks.gen_secret_key_from_seed(&[7; 32]).unwrap();
         let keys = ckks.gen_evaluation_keys(&sk, &[], false).unwrap();
         let slots = 64;
@@ -618,7 +668,7 @@ mod tests {
         let err =
             xs.iter().zip(&got).map(|(&x, z)| (z.re - series.evaluate(x)).abs().max(z.im.abs())).fold(0.0, f64::max);
         assert_eq!(out.slots(), slots);
-        ((level - out.level()) / 2, err, out.scale())
+        ((level - out.level()) / policy.primes_per_level(), err, out.scale())
     }
 
     /// The error bound of a homomorphic evaluation: every ciphertext carries an error of at most
@@ -640,7 +690,8 @@ mod tests {
                 ChebyshevSeries::interpolate(|x: f64| (w * x).cos() + 0.25 * (w * x).sin(), lo, hi, degree).unwrap();
             let depth = series.depth();
             assert_eq!(depth, ceil_log2(degree + 1));
-            let (levels, err, scale) = homomorphic(&series, 3 + 2 * depth, None, Some(2f64.powi(55)));
+            let (levels, err, scale) =
+                homomorphic(ScalePolicy::Double, &series, 3 + 2 * depth, None, Some(2f64.powi(55)));
             assert_eq!(levels, depth, "degree {degree}");
             assert_eq!(scale, 2f64.powi(55));
             let bound = bound(&series);
@@ -654,12 +705,27 @@ mod tests {
     }
 
     #[test]
+    fn homomorphic_chebyshev_under_the_single_policy() {
+        // Scale about 2^30: the per-operation error of the bound above becomes 2^-10 of a slot
+        // (the same terms over 2^30 instead of 2^60), so the bound is 2^30 times larger.
+        for degree in [3usize, 7] {
+            let series = ChebyshevSeries::interpolate(|x: f64| (1.5 * x).sin(), -1.0, 1.0, degree).unwrap();
+            let depth = series.depth();
+            let (levels, err, _) = homomorphic(ScalePolicy::Single, &series, 2 + depth, None, None);
+            assert_eq!(levels, depth);
+            let bound = bound(&series) * 2f64.powi(30);
+            eprintln!("single policy, degree {degree}: error 2^{:.1} (bound 2^{:.1})", err.log2(), bound.log2());
+            assert!(err < bound, "{err:e} >= {bound:e}");
+        }
+    }
+
+    #[test]
     fn an_input_far_from_the_recommended_scale_costs_one_level() {
         let series = ChebyshevSeries::interpolate(|x: f64| (2.0 * x).sin(), -1.0, 1.0, 9).unwrap();
         // D / 8 instead of 2 D: the free map would divide the scale of T_8 by 2^32.
         let p = params::insecure_test_ckks(TestRing { log_n: 10, q_primes: 13, p_primes: 3, dnum: 5 }, 30).unwrap();
         let d = Ckks::cpu(&p, ScalePolicy::Double).unwrap().default_scale() / 8.0;
-        let (levels, err, scale) = homomorphic(&series, 13, Some(d), None);
+        let (levels, err, scale) = homomorphic(ScalePolicy::Double, &series, 13, Some(d), None);
         assert_eq!(levels, series.depth() + 1);
         assert_eq!(scale, d);
         assert!(err < bound(&series), "{err:e}");

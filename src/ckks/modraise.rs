@@ -48,6 +48,8 @@ struct Lifter<'a, B: Backend> {
     top_basis: crate::ring::Basis,
     /// `Q_0` and `Q_0 / q_i` when `Q_0 < 2^127`.
     small: Option<(u128, Vec<u128>)>,
+    /// `2^64 mod p` for every top prime `p`.
+    two64: Vec<u64>,
 }
 
 impl<'a, B: Backend> Lifter<'a, B> {
@@ -62,7 +64,8 @@ impl<'a, B: Backend> Lifter<'a, B> {
             }
             _ => None,
         };
-        Ok(Self { ckks, low, top, top_basis, small })
+        let two64 = top.moduli().iter().map(|m| ((1u128 << 64) % u128::from(m.value())) as u64).collect();
+        Ok(Self { ckks, low, top, top_basis, small, two64 })
     }
 
     /// The centred value of one coefficient's residues mod `Q_0`, reduced mod every top prime.
@@ -79,8 +82,19 @@ impl<'a, B: Backend> Lifter<'a, B> {
                     acc -= q0;
                 }
             }
-            let centred: i128 = if acc > q0 - acc { -((q0 - acc) as i128) } else { acc as i128 };
-            out.extend(self.top.moduli().iter().map(|m| centred.rem_euclid(i128::from(m.value())) as u32));
+            // The centred value is -(Q_0 - acc) above Q_0 / 2: reduce its magnitude (as two
+            // 64-bit halves) and negate.
+            let (magnitude, negative) = if acc > q0 - acc { (q0 - acc, true) } else { (acc, false) };
+            let (hi, lo) = ((magnitude >> 64) as u64, magnitude as u64);
+            out.extend(self.top.moduli().iter().zip(&self.two64).map(|(m, &two64)| {
+                let q = u64::from(m.value());
+                let r = ((hi % q) * two64 + lo % q) % q;
+                if negative && r != 0 {
+                    (q - r) as u32
+                } else {
+                    r as u32
+                }
+            }));
         } else {
             let centred = self.low.reconstruct_centered(column)?;
             out.extend(self.top.decompose_signed(&centred));
