@@ -43,16 +43,17 @@ counts the keys at N = 2^16 in less memory (the key set does not depend on the p
 62 keys and the same bytes at N = 2^15 either way).
 
 Measurements: keygen (KeyGen, EvalMultKeyGen, EvalBootstrapSetup, EvalBootstrapKeyGen) is
-untimed in the bootstrap figures but its seconds are reported. Then --runs bootstraps, each of
-a fresh public-key encryption of x uniform in [-1, 1]^slots (real) encoded at level depth - 1
-(one level left, as in the examples); each is timed with perf_counter and decrypted; the time is
-the median of the runs (all runs listed), the precision -log2 |decrypted - x| per slot over all
-runs: worst slot (min) and median. Rotation keys: the automorphism indices held for the secret
-key (conjugation included), and the bytes of SerializeEvalAutomorphismKey / SerializeEvalMultKey
-(BINARY) written to a temporary directory that is deleted afterwards. --keys-only skips the
-precomputed CoeffsToSlots/SlotsToCoeffs plaintexts and the bootstraps (key count and bytes
-where a full run does not fit in memory). Resident set sizes are read from /proc/self/statm
-(peak: VmHWM in /proc/self/status). Prints one JSON object.
+untimed in the bootstrap figures but its seconds are reported. Then --runs bootstraps, each of a
+fresh public-key encryption of x uniform in [-1, 1]^slots (real) encoded at level depth - 1 (one
+level left, as in the examples); each is timed with perf_counter (wall) and process_time (CPU
+time of this one-threaded process, which a loaded machine inflates less) and decrypted; the
+times are the medians of the runs (all runs listed), the precision -log2 |decrypted - x| per
+slot over all runs: worst slot (min) and median. Rotation keys: the automorphism indices held
+for the secret key (conjugation included), and the bytes of SerializeEvalAutomorphismKey /
+SerializeEvalMultKey (BINARY) written to a temporary directory that is deleted afterwards.
+--keys-only skips the precomputed CoeffsToSlots/SlotsToCoeffs plaintexts and the bootstraps (key
+count and bytes where a full run does not fit in memory). Resident set sizes are read from
+/proc/self/statm (peak: VmHWM in /proc/self/status). Prints one JSON object.
 """
 
 import argparse
@@ -247,6 +248,7 @@ if args.keys_only:
 
 rng = np.random.default_rng(args.seed)
 times = []
+cpu_times = []
 errs = []
 level_out = None
 scale_deg_out = None
@@ -255,9 +257,10 @@ for _ in range(args.runs):
     pt = cc.MakeCKKSPackedPlaintext(list(map(float, x)), 1, depth - 1)
     pt.SetLength(slots)
     ct = cc.Encrypt(kp.publicKey, pt)
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     ct_out = cc.EvalBootstrap(ct)
     times.append(time.perf_counter() - t)
+    cpu_times.append(time.process_time() - c)
     level_out = ct_out.GetLevel()
     scale_deg_out = ct_out.GetNoiseScaleDeg()
     dec = cc.Decrypt(kp.secretKey, ct_out)
@@ -271,6 +274,9 @@ out["bootstrap"] = {
     "runs": args.runs,
     "seconds_median": round(float(np.median(times)), 3),
     "seconds_runs": [round(s, 3) for s in times],
+    "cpu_seconds_median": round(float(np.median(cpu_times)), 3),
+    "cpu_seconds_runs": [round(s, 3) for s in cpu_times],
+    "load_average_1min_after": round(os.getloadavg()[0], 2),
     "precision_bits_worst_slot": round(float(bits.min()), 3),
     "precision_bits_median": round(float(np.median(bits)), 3),
     "max_abs_err": float(err.max()),
