@@ -1,6 +1,6 @@
 //! Sparse-secret encapsulation for CKKS bootstrapping (Bossuat, Troncoso-Pastoriza, Hubaux,
 //! "Bootstrapping for approximate homomorphic encryption with negligible failure-probability by
-//! using sparse-secret encapsulation", ACNS 2022).
+//! using sparse-secret encapsulation", IACR ePrint 2022/024).
 //!
 //! ModRaise turns `ct` (under `s`, modulo `Q_l`) into an encryption of `m + Q_l I(X)` whose
 //! integer part `I` grows with the secret's Hamming weight, and EvalMod must cover `|I| < K`.
@@ -26,7 +26,7 @@
 //! hybrid key `s -> s'` at any level would be far above that. The key `s -> s'` is therefore a
 //! gadget key without special primes (Brakerski-Vaikuntanathan style) modulo `Q_l = q_0..q_l`
 //! alone: each residue limb of `c_1` is cut into digits of [`SPARSE_DIGIT_BITS`] bits, and the
-//! key holds one RLWE sample of `s` times each digit's gadget value. At the lowest level of
+//! key holds, per digit, an RLWE sample under `s'` of `s` times that digit's gadget value. At the lowest level of
 //! `ScalePolicy::Double` (the 3 base primes, `log2 Q_2 = 89.9` in `ckks-boot-n16`) this is well
 //! inside the bound; [`check_sparse_key_level`] refuses a level above it for a secure set.
 //! The switch adds `sum_t d_t e_t` with `0 <= d_t < 2^5` and no rounding term: a coefficient
