@@ -1,42 +1,59 @@
 #!/usr/bin/env python3
-"""OpenFHE CKKS bootstrapping anchor for `ckks-boot-n16` (issue 21).
+r"""OpenFHE CKKS bootstrapping anchor for `ckks-boot-n16` (issue 21).
 
 Set up with ./setup.sh, then run with the venv interpreter (one configuration per process, so
 that the memory of one does not stack on the other):
 
     nice -n 5 benches/anchors/.venv/bin/python benches/anchors/openfhe_ckks_boot.py
-    nice -n 5 benches/anchors/.venv/bin/python benches/anchors/openfhe_ckks_boot.py --secret sparse
+    nice -n 5 benches/anchors/.venv/bin/python benches/anchors/openfhe_ckks_boot.py --keys-only
+    nice -n 5 benches/anchors/.venv/bin/python benches/anchors/openfhe_ckks_boot.py \
+        --log-n 15 --security none --levels-after 4
+    nice -n 5 benches/anchors/.venv/bin/python benches/anchors/openfhe_ckks_boot.py \
+        --secret uniform --log-n 15 --security none --levels-after 1
 
 Single-threaded: OMP_NUM_THREADS is put into the environment (from --threads, default 1)
 *before* openfhe is imported (its OpenMP runtime reads it at load time).
 
 Parameters (defaults): ring dimension 2^16 (--log-n), 2^15 slots (full packing, --log-slots),
 SecurityLevel HEStd_128_classic (OpenFHE checks log2(QP) against its own 128-bit table and
-refuses a chain that does not fit), secret UNIFORM_TERNARY or SPARSE_TERNARY (--secret),
+refuses a chain that does not fit), secret SPARSE_TERNARY (default: the configuration that fits
+128 bits at N = 2^16 with the examples' sizes and levels left, see below) or UNIFORM_TERNARY,
 FLEXIBLEAUTO scaling with scaling mod size 59 and first mod size 60: the scaling technique and
 sizes of OpenFHE's own CKKS bootstrapping examples (simple-ckks-bootstrapping with 64-bit
 native integers), level budget [3, 3] (CoeffsToSlots, SlotsToCoeffs), dim1 [0, 0] (OpenFHE
 picks the baby-step size), HYBRID key switching with OpenFHE's default number of digits.
 Multiplicative depth = --levels-after + GetBootstrapDepth([3, 3], secret), as in the examples.
 --levels-after (the levels left for computation after a bootstrap) defaults to the largest
-value OpenFHE accepts at N = 2^16 under HEStd_128_classic with these sizes, found by trying
-GenCryptoContext from --levels-after-max down (0 for the uniform secret, 4 for the sparse one
-with 59/60). A full run at N = 2^16 needs more than 7 GB resident (the precomputed
-plaintexts and about 5.5 GB of keys); --log-n 15 --security none --levels-after 0 runs the same
-chain at half the ring (OpenFHE's 128-bit table refuses it there), --keys-only counts the keys
-at N = 2^16 in less memory.
+value in [1, --levels-after-max] (default 4, the depth-4 layer of a ckks-boot-n16 hop) that
+OpenFHE accepts at this N and security level, found by trying GenCryptoContext from the top
+down. 0 is never chosen by default: with the depth equal to the bootstrapping depth the input
+sits at OpenFHE's last level and the measured precision is not that of a bootstrap (43 bits at
+N = 2^12 against 18.4 with one level after).
+
+At N = 2^16 under HEStd_128_classic: the sparse secret with 59/60 admits 4 levels after; the
+uniform secret with 59/60 admits only 0, and with --scaling-mod-size 50 it admits 4 (log2 Q =
+1261; its 49 rotation keys serialize to 5.09 GB) but EvalBootstrap then refuses to run at
+N = 2^15 ("Degree [10] must be less than or equal to the correction factor [8]") and gives
+about 9 bits at N = 2^12.
+
+A full run at N = 2^16 needs more than 8.6 GB resident (about 3.8 GB of precomputed plaintexts
+and 4.4 GB of keys); --log-n 15 --security none --levels-after L (L as chosen at N = 2^16) runs
+the same chain at half the ring (OpenFHE's 128-bit table refuses it there), and --keys-only
+counts the keys at N = 2^16 in less memory (the key set does not depend on the precomputation:
+62 keys and the same bytes at N = 2^15 either way).
 
 Measurements: keygen (KeyGen, EvalMultKeyGen, EvalBootstrapSetup, EvalBootstrapKeyGen) is
-untimed in the bootstrap figures but its seconds are reported. Then --runs bootstraps, each of
-a fresh public-key encryption of x uniform in [-1, 1]^slots (real) encoded at level depth - 1
-(one level left, as in the examples); each is timed with perf_counter and decrypted; the time is
-the median of the runs (all runs listed), the precision -log2 |decrypted - x| per slot over all
-runs: worst slot (min) and median. Rotation keys: the automorphism indices held for the secret
-key (conjugation included), and the bytes of SerializeEvalAutomorphismKey / SerializeEvalMultKey
-(BINARY) written to a temporary directory that is deleted afterwards. --keys-only skips the
-precomputed CoeffsToSlots/SlotsToCoeffs plaintexts and the bootstraps (key count and bytes
-where a full run does not fit in memory). Resident set sizes are read from /proc/self/statm
-(peak: VmHWM in /proc/self/status). Prints one JSON object.
+untimed in the bootstrap figures but its seconds are reported. Then --runs bootstraps, each of a
+fresh public-key encryption of x uniform in [-1, 1]^slots (real) encoded at level depth - 1 (one
+level left, as in the examples); each is timed with perf_counter (wall) and process_time (CPU
+time of this one-threaded process, which a loaded machine inflates less) and decrypted; the
+times are the medians of the runs (all runs listed), the precision -log2 |decrypted - x| per
+slot over all runs: worst slot (min) and median. Rotation keys: the automorphism indices held
+for the secret key (conjugation included), and the bytes of SerializeEvalAutomorphismKey /
+SerializeEvalMultKey (BINARY) written to a temporary directory that is deleted afterwards.
+--keys-only skips the precomputed CoeffsToSlots/SlotsToCoeffs plaintexts and the bootstraps (key
+count and bytes where a full run does not fit in memory). Resident set sizes are read from
+/proc/self/statm (peak: VmHWM in /proc/self/status). Prints one JSON object.
 """
 
 import argparse
@@ -50,12 +67,12 @@ parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
 parser.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS (default 1)")
 parser.add_argument("--log-n", type=int, default=16)
 parser.add_argument("--log-slots", type=int, default=None, help="default log-n - 1")
-parser.add_argument("--secret", choices=["uniform", "sparse"], default="uniform")
+parser.add_argument("--secret", choices=["uniform", "sparse"], default="sparse")
 parser.add_argument("--scaling-mod-size", type=int, default=59)
 parser.add_argument("--first-mod-size", type=int, default=60)
 parser.add_argument("--level-budget", type=int, nargs=2, default=[3, 3])
 parser.add_argument("--levels-after", type=int, default=None, help="default: largest accepted")
-parser.add_argument("--levels-after-max", type=int, default=10)
+parser.add_argument("--levels-after-max", type=int, default=4)
 parser.add_argument(
     "--security",
     choices=["128", "none"],
@@ -136,14 +153,17 @@ if args.levels_after is not None:
     cc = make_context(levels_after)
 else:
     cc = None
-    for levels_after in range(args.levels_after_max, -1, -1):
+    for levels_after in range(args.levels_after_max, 0, -1):
         try:
             cc = make_context(levels_after)
             break
         except Exception as e:  # OpenFHE raises when log2(QP) exceeds its table for N
             refused[levels_after] = str(e).strip().splitlines()[0][-160:]
     if cc is None:
-        raise SystemExit("no depth accepted: %s" % json.dumps(refused))
+        raise SystemExit(
+            "no depth with 1 to %d levels after bootstrapping accepted (try a smaller "
+            "--scaling-mod-size): %s" % (args.levels_after_max, json.dumps(refused))
+        )
 for f in (
     PKESchemeFeature.PKE,
     PKESchemeFeature.KEYSWITCH,
@@ -228,6 +248,7 @@ if args.keys_only:
 
 rng = np.random.default_rng(args.seed)
 times = []
+cpu_times = []
 errs = []
 level_out = None
 scale_deg_out = None
@@ -236,9 +257,10 @@ for _ in range(args.runs):
     pt = cc.MakeCKKSPackedPlaintext(list(map(float, x)), 1, depth - 1)
     pt.SetLength(slots)
     ct = cc.Encrypt(kp.publicKey, pt)
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     ct_out = cc.EvalBootstrap(ct)
     times.append(time.perf_counter() - t)
+    cpu_times.append(time.process_time() - c)
     level_out = ct_out.GetLevel()
     scale_deg_out = ct_out.GetNoiseScaleDeg()
     dec = cc.Decrypt(kp.secretKey, ct_out)
@@ -252,6 +274,9 @@ out["bootstrap"] = {
     "runs": args.runs,
     "seconds_median": round(float(np.median(times)), 3),
     "seconds_runs": [round(s, 3) for s in times],
+    "cpu_seconds_median": round(float(np.median(cpu_times)), 3),
+    "cpu_seconds_runs": [round(s, 3) for s in cpu_times],
+    "load_average_1min_after": round(os.getloadavg()[0], 2),
     "precision_bits_worst_slot": round(float(bits.min()), 3),
     "precision_bits_median": round(float(np.median(bits)), 3),
     "max_abs_err": float(err.max()),
