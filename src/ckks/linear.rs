@@ -1415,6 +1415,46 @@ mod tests {
         ));
     }
 
+    /// `r` hoisted rotations at level `l` make one ModUp (`l + 1` inverse and `sum_j (l + 1 + k -
+    /// alpha_j)` forward limb-NTTs) and `r` ModDowns (`2k + 2(l + 1)` each): against `r` full key
+    /// switches, `(r - 1)` ModUps fewer (counted through the ledger).
+    #[test]
+    fn hoisted_rotations_share_one_mod_up() {
+        use crate::backend::ledger::Ledger;
+        let p = params::insecure_test_ckks(TestRing { log_n: 10, q_primes: 15, p_primes: 3, dnum: 5 }, 30).unwrap();
+        let ckks =
+            Ckks::new(Ledger::new(CpuBackend::new(crate::ring::RingContext::new(&p).unwrap())), ScalePolicy::Double)
+                .unwrap();
+        let sk = ckks.gen_secret_key_from_seed(&[9; 32]).unwrap();
+        let steps = [1i64, 2, 3, 5];
+        let keys = ckks.gen_evaluation_keys(&sk, &steps, false).unwrap();
+        let ntts = |records: Vec<crate::backend::ledger::Record>| -> usize {
+            records
+                .iter()
+                .filter(|r| r.kernel == "ntt_forward" || r.kernel == "ntt_inverse")
+                .map(|r| r.limbs as usize)
+                .sum()
+        };
+        for level in [14usize, 9, 4] {
+            let ct =
+                ckks.encrypt_symmetric(&sk, &ckks.encode(&[ONE], ckks.default_scale(), 8, level).unwrap()).unwrap();
+            let (l1, k) = (level + 1, p.p().len());
+            let modup: usize = (0..p.dnum())
+                .map(|j| p.digit_range(j).filter(|&i| i <= level).count())
+                .filter(|&alpha| alpha > 0)
+                .map(|alpha| l1 + k - alpha)
+                .sum();
+            let moddown = 2 * k + 2 * l1;
+            ckks.backend().take();
+            ckks.rotate_hoisted(&ct, &steps, &keys).unwrap();
+            assert_eq!(ntts(ckks.backend().take()), l1 + modup + steps.len() * moddown, "level {level}");
+            for &s in &steps {
+                ckks.rotate(&ct, s, &keys).unwrap();
+            }
+            assert_eq!(ntts(ckks.backend().take()), steps.len() * (l1 + modup + moddown), "level {level}");
+        }
+    }
+
     fn boot_keys(f: &Fixture, plan: &BootTransforms) -> EvaluationKeys<CpuBackend> {
         let rot = plan.rotations();
         let keys = f.ckks.gen_evaluation_keys(&f.sk, &rot, true).unwrap();
