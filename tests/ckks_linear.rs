@@ -3,7 +3,7 @@
 //! computation on the CPU (`cpu::*`) and, on the GPU (`gpu::*`), also word for word against the
 //! CPU's run (see `common/backends.rs`).
 
-#![expect(clippy::unwrap_used, clippy::indexing_slicing, reason = "tests")]
+#![expect(clippy::unwrap_used, reason = "tests")]
 
 #[path = "common/backends.rs"]
 mod backends;

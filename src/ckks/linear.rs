@@ -70,8 +70,8 @@ use num_complex::Complex64;
 use super::{Ciphertext, Ckks, Plaintext};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
-use crate::poly::RnsPoly;
-use crate::rlwe::{self, EvaluationKeys};
+use crate::poly::{Eval, RnsPoly};
+use crate::rlwe::{self, EvaluationKeys, KeyPlan};
 
 const ZERO: Complex64 = Complex64::new(0.0, 0.0);
 const ONE: Complex64 = Complex64::new(1.0, 0.0);
@@ -682,6 +682,86 @@ impl BootTransforms {
     }
 }
 
+/// A [`LinearTransform`] with its diagonals encoded and lifted for ciphertexts at one level
+/// ([`Ckks::prepare_transform`]), each pre-rotated by its giant step. Its `Debug` output does not
+/// show the residues.
+pub struct PreparedTransform<B: Backend> {
+    slots: usize,
+    level: usize,
+    plan: BsgsPlan,
+    diagonals: BTreeMap<usize, RnsPoly<B, Eval>>,
+    param_id: u64,
+}
+
+impl<B: Backend> std::fmt::Debug for PreparedTransform<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PreparedTransform")
+            .field("slots", &self.slots)
+            .field("level", &self.level)
+            .field("plan", &self.plan)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<B: Backend> PreparedTransform<B> {
+    /// The level of the ciphertexts it applies to.
+    #[must_use]
+    pub fn level(&self) -> usize {
+        self.level
+    }
+
+    /// The baby-step giant-step plan.
+    #[must_use]
+    pub fn bsgs(&self) -> &BsgsPlan {
+        &self.plan
+    }
+
+    /// Bytes of the lifted diagonals on the backend (4 a word).
+    #[must_use]
+    pub fn resident_bytes(&self, backend: &B) -> u64 {
+        self.diagonals.values().map(|p| 4 * backend.len(p.buffer()) as u64).sum()
+    }
+}
+
+/// Where [`Ckks::linear_transform`]'s diagonals come from.
+#[derive(Clone, Copy)]
+enum Diagonals<'a, B: Backend> {
+    /// Encoded and lifted at each use.
+    Clear(&'a LinearTransform),
+    /// Lifted once.
+    Prepared(&'a PreparedTransform<B>),
+}
+
+/// [`BootTransforms`] with every group's diagonals prepared at the level it runs at
+/// ([`Ckks::prepare_boot`]).
+#[derive(Debug)]
+pub struct PreparedBoot<B: Backend> {
+    ring_degree: usize,
+    slots: usize,
+    cts: Vec<PreparedTransform<B>>,
+    stc: Vec<PreparedTransform<B>>,
+}
+
+impl<B: Backend> PreparedBoot<B> {
+    /// The level CoeffToSlot's input must be at.
+    #[must_use]
+    pub fn cts_level(&self) -> Option<usize> {
+        self.cts.first().map(PreparedTransform::level)
+    }
+
+    /// The level SlotToCoeff's input must be at.
+    #[must_use]
+    pub fn stc_level(&self) -> Option<usize> {
+        self.stc.first().map(PreparedTransform::level)
+    }
+
+    /// Bytes of every lifted diagonal on the backend.
+    #[must_use]
+    pub fn resident_bytes(&self, backend: &B) -> u64 {
+        self.cts.iter().chain(&self.stc).map(|p| p.resident_bytes(backend)).sum()
+    }
+}
+
 /// How [`Ckks::linear_transform_with`] rotates the input by the baby steps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BabySteps {
@@ -746,19 +826,84 @@ impl<B: Backend> Ckks<B> {
         keys: &EvaluationKeys<B>,
         baby: BabySteps,
     ) -> Result<Ciphertext<B>> {
+        self.bsgs_apply(ct, Diagonals::Clear(lt), keys, baby)
+    }
+
+    /// Encodes and lifts the diagonals of `lt` (each pre-rotated by its giant step) once, at the
+    /// scale of the next rescale from `level`, for ciphertexts at `level`: what
+    /// [`Ckks::linear_transform`] does at every call. Errors: [`Error::LevelOutOfRange`],
+    /// [`Error::DepthExhausted`] at a level that cannot be rescaled, [`Error::EncodingOverflow`].
+    pub fn prepare_transform(&self, lt: &LinearTransform, level: usize) -> Result<PreparedTransform<B>> {
+        let pt_scale = self.next_rescale_divisor(level)?;
+        let mut diagonals = BTreeMap::new();
+        for (&giant, terms) in lt.plan.giants() {
+            for &(_, k) in terms {
+                diagonals.insert(k, self.lift_diagonal(lt, k, giant, pt_scale, level)?);
+            }
+        }
+        Ok(PreparedTransform { slots: lt.slots, level, plan: lt.plan.clone(), diagonals, param_id: self.params().id() })
+    }
+
+    /// [`Ckks::linear_transform_with`] with prepared diagonals: the same words. Errors: those
+    /// of [`Ckks::linear_transform`], and [`Error::LevelMismatch`] unless `ct` is at the
+    /// prepared level, [`Error::ParameterMismatch`] for a transform of other parameters.
+    pub fn linear_transform_prepared(
+        &self,
+        ct: &Ciphertext<B>,
+        prepared: &PreparedTransform<B>,
+        keys: &EvaluationKeys<B>,
+        baby: BabySteps,
+    ) -> Result<Ciphertext<B>> {
+        if prepared.param_id != self.params().id() {
+            return Err(Error::ParameterMismatch { expected: self.params().id(), found: prepared.param_id });
+        }
+        if prepared.level != ct.level() {
+            return Err(Error::LevelMismatch { left: ct.level(), right: prepared.level });
+        }
+        self.bsgs_apply(ct, Diagonals::Prepared(prepared), keys, baby)
+    }
+
+    /// `rot_{-giant}(diag_k)` of `lt` encoded at `pt_scale` for `level` and lifted.
+    fn lift_diagonal(
+        &self,
+        lt: &LinearTransform,
+        k: usize,
+        giant: usize,
+        pt_scale: f64,
+        level: usize,
+    ) -> Result<RnsPoly<B, Eval>> {
+        let n = lt.slots;
+        let diag =
+            lt.diagonals.get(&k).ok_or(Error::InvalidParameters { reason: "a diagonal outside the plan".into() })?;
+        // rot_{-giant}(diag_k)[j] = diag_k[j - giant].
+        let values: Vec<Complex64> = (0..n).map(|j| diag[(j + n - giant) % n]).collect();
+        self.lift(&self.encode(&values, pt_scale, n, level)?, level)
+    }
+
+    /// The baby-step giant-step evaluation shared by the clear and prepared transforms.
+    fn bsgs_apply(
+        &self,
+        ct: &Ciphertext<B>,
+        diagonals: Diagonals<'_, B>,
+        keys: &EvaluationKeys<B>,
+        baby: BabySteps,
+    ) -> Result<Ciphertext<B>> {
         self.check_ct(ct)?;
         if ct.degree() != 1 {
             return Err(Error::CiphertextDegree { degree: ct.degree(), expected: 1 });
         }
         let n = ct.slots;
-        if lt.slots != n {
-            return Err(Error::DimensionMismatch { what: "linear transform slots", expected: n, found: lt.slots });
+        let (slots, plan) = match diagonals {
+            Diagonals::Clear(lt) => (lt.slots, &lt.plan),
+            Diagonals::Prepared(p) => (p.slots, &p.plan),
+        };
+        if slots != n {
+            return Err(Error::DimensionMismatch { what: "linear transform slots", expected: n, found: slots });
         }
         let be = self.backend();
         let level = ct.level();
         let pt_scale = self.next_rescale_divisor(level)?;
         let scale = self.checked_scale(ct.scale * pt_scale, level)?;
-        let plan = lt.bsgs();
         let steps: Vec<i64> = plan.baby_steps().into_iter().map(|b| b as i64).collect();
         let rotated = match baby {
             BabySteps::Hoisted => self.rotate_hoisted(ct, &steps, keys)?,
@@ -780,16 +925,20 @@ impl<B: Backend> Ckks<B> {
             let mut c0 = RnsPoly::zero(be, basis.clone())?;
             let mut c1 = RnsPoly::zero(be, basis.clone())?;
             for &(b, k) in terms {
-                let diag = lt
-                    .diagonals
-                    .get(&k)
-                    .ok_or(Error::InvalidParameters { reason: "a diagonal outside the plan".into() })?;
-                // rot_{-giant}(diag_k)[j] = diag_k[j - giant].
-                let values: Vec<Complex64> = (0..n).map(|j| diag[(j + n - giant) % n]).collect();
-                let m = self.lift(&self.encode(&values, pt_scale, n, level)?, level)?;
+                let lifted;
+                let m = match diagonals {
+                    Diagonals::Clear(lt) => {
+                        lifted = self.lift_diagonal(lt, k, giant, pt_scale, level)?;
+                        &lifted
+                    }
+                    Diagonals::Prepared(p) => p
+                        .diagonals
+                        .get(&k)
+                        .ok_or(Error::InvalidParameters { reason: "a diagonal outside the plan".into() })?,
+                };
                 let (s0, s1) = source(b)?.core.degree_one()?;
-                c0.mul_add_assign(be, s0, &m)?;
-                c1.mul_add_assign(be, s1, &m)?;
+                c0.mul_add_assign(be, s0, m)?;
+                c1.mul_add_assign(be, s1, m)?;
             }
             let mut part = ct.with(ct.core.with_polys(vec![c0, c1])?, scale);
             if giant != 0 {
@@ -859,17 +1008,101 @@ impl<B: Backend> Ckks<B> {
         Ok(x)
     }
 
-    fn check_plan(&self, ct: &Ciphertext<B>, plan: &BootTransforms) -> Result<()> {
-        let n = self.params().n();
-        if plan.ring_degree != n {
-            return Err(Error::DimensionMismatch {
-                what: "transform ring degree",
-                expected: n,
-                found: plan.ring_degree,
-            });
+    /// The diagonals of `plan` prepared for CoeffToSlot's input at `cts_level` and
+    /// SlotToCoeff's at `stc_level` (each group one level below the previous one).
+    pub fn prepare_boot(&self, plan: &BootTransforms, cts_level: usize, stc_level: usize) -> Result<PreparedBoot<B>> {
+        let k = self.policy.primes_per_level();
+        let chain = |transforms: &[LinearTransform], top: usize| -> Result<Vec<PreparedTransform<B>>> {
+            transforms
+                .iter()
+                .enumerate()
+                .map(|(i, lt)| {
+                    let level = top.checked_sub(i * k).ok_or(Error::DepthExhausted { level: top, wanted: i * k })?;
+                    self.prepare_transform(lt, level)
+                })
+                .collect()
+        };
+        Ok(PreparedBoot {
+            ring_degree: plan.ring_degree,
+            slots: plan.slots,
+            cts: chain(&plan.cts, cts_level)?,
+            stc: chain(&plan.stc, stc_level)?,
+        })
+    }
+
+    /// [`Ckks::coeff_to_slot`] with prepared diagonals (the same words); `ct` must be at the
+    /// prepared CoeffToSlot level ([`Error::LevelMismatch`]).
+    pub fn coeff_to_slot_prepared(
+        &self,
+        ct: &Ciphertext<B>,
+        prepared: &PreparedBoot<B>,
+        keys: &EvaluationKeys<B>,
+    ) -> Result<Ciphertext<B>> {
+        self.check_shape(ct, prepared.ring_degree, prepared.slots)?;
+        let mut x = self.subring_trace(ct, keys)?;
+        for p in &prepared.cts {
+            x = self.linear_transform_prepared(&x, p, keys, BabySteps::Hoisted)?;
         }
-        if plan.slots != ct.slots {
-            return Err(Error::DimensionMismatch { what: "transform slots", expected: ct.slots, found: plan.slots });
+        Ok(x)
+    }
+
+    /// [`Ckks::slot_to_coeff`] with prepared diagonals (the same words); `ct` must be at the
+    /// prepared SlotToCoeff level ([`Error::LevelMismatch`]).
+    pub fn slot_to_coeff_prepared(
+        &self,
+        ct: &Ciphertext<B>,
+        prepared: &PreparedBoot<B>,
+        keys: &EvaluationKeys<B>,
+    ) -> Result<Ciphertext<B>> {
+        self.check_shape(ct, prepared.ring_degree, prepared.slots)?;
+        let mut x = ct.with(ct.core.map(|p| p.duplicate(self.backend()))?, ct.scale);
+        for p in &prepared.stc {
+            x = self.linear_transform_prepared(&x, p, keys, BabySteps::Hoisted)?;
+        }
+        Ok(x)
+    }
+
+    /// The rotation and conjugation keys of one CoeffToSlot (input at `cts_level`), the
+    /// real/imaginary split of its output, and one SlotToCoeff (input at `stc_level`), each at
+    /// the highest level it is used at (for [`crate::rlwe::gen_planned_keys`]; merge with the
+    /// plan of the rest of bootstrapping by [`KeyPlan::merge`]). No relinearisation key.
+    /// Errors: [`Error::DepthExhausted`] for a budget deeper than the levels given.
+    pub fn boot_key_plan(&self, plan: &BootTransforms, cts_level: usize, stc_level: usize) -> Result<KeyPlan> {
+        let k = self.policy.primes_per_level();
+        let mut key_plan = KeyPlan::default();
+        let put = |steps: &[i64], level: usize, out: &mut KeyPlan| {
+            for &s in steps {
+                let g = self.rotation_element(s);
+                let l = out.galois.entry(g).or_insert(level);
+                *l = (*l).max(level);
+            }
+        };
+        put(&plan.trace_rotations(), cts_level, &mut key_plan);
+        for (transforms, top) in [(&plan.cts, cts_level), (&plan.stc, stc_level)] {
+            for (i, lt) in transforms.iter().enumerate() {
+                let level = top.checked_sub(i * k).ok_or(Error::DepthExhausted { level: top, wanted: i * k })?;
+                put(&lt.rotations(), level, &mut key_plan);
+            }
+        }
+        let after_cts = cts_level
+            .checked_sub(plan.cts.len() * k)
+            .ok_or(Error::DepthExhausted { level: cts_level, wanted: plan.cts.len() * k })?;
+        let conj = key_plan.galois.entry(self.conjugation_element()).or_insert(after_cts);
+        *conj = (*conj).max(after_cts);
+        Ok(key_plan)
+    }
+
+    fn check_plan(&self, ct: &Ciphertext<B>, plan: &BootTransforms) -> Result<()> {
+        self.check_shape(ct, plan.ring_degree, plan.slots)
+    }
+
+    fn check_shape(&self, ct: &Ciphertext<B>, ring_degree: usize, slots: usize) -> Result<()> {
+        let n = self.params().n();
+        if ring_degree != n {
+            return Err(Error::DimensionMismatch { what: "transform ring degree", expected: n, found: ring_degree });
+        }
+        if slots != ct.slots {
+            return Err(Error::DimensionMismatch { what: "transform slots", expected: ct.slots, found: slots });
         }
         Ok(())
     }
@@ -1182,6 +1415,46 @@ mod tests {
         ));
     }
 
+    /// `r` hoisted rotations at level `l` make one ModUp (`l + 1` inverse and `sum_j (l + 1 + k -
+    /// alpha_j)` forward limb-NTTs) and `r` ModDowns (`2k + 2(l + 1)` each): against `r` full key
+    /// switches, `(r - 1)` ModUps fewer (counted through the ledger).
+    #[test]
+    fn hoisted_rotations_share_one_mod_up() {
+        use crate::backend::ledger::Ledger;
+        let p = params::insecure_test_ckks(TestRing { log_n: 10, q_primes: 15, p_primes: 3, dnum: 5 }, 30).unwrap();
+        let ckks =
+            Ckks::new(Ledger::new(CpuBackend::new(crate::ring::RingContext::new(&p).unwrap())), ScalePolicy::Double)
+                .unwrap();
+        let sk = ckks.gen_secret_key_from_seed(&[9; 32]).unwrap();
+        let steps = [1i64, 2, 3, 5];
+        let keys = ckks.gen_evaluation_keys(&sk, &steps, false).unwrap();
+        let ntts = |records: Vec<crate::backend::ledger::Record>| -> usize {
+            records
+                .iter()
+                .filter(|r| r.kernel == "ntt_forward" || r.kernel == "ntt_inverse")
+                .map(|r| r.limbs as usize)
+                .sum()
+        };
+        for level in [14usize, 9, 4] {
+            let ct =
+                ckks.encrypt_symmetric(&sk, &ckks.encode(&[ONE], ckks.default_scale(), 8, level).unwrap()).unwrap();
+            let (l1, k) = (level + 1, p.p().len());
+            let modup: usize = (0..p.dnum())
+                .map(|j| p.digit_range(j).filter(|&i| i <= level).count())
+                .filter(|&alpha| alpha > 0)
+                .map(|alpha| l1 + k - alpha)
+                .sum();
+            let moddown = 2 * k + 2 * l1;
+            ckks.backend().take();
+            ckks.rotate_hoisted(&ct, &steps, &keys).unwrap();
+            assert_eq!(ntts(ckks.backend().take()), l1 + modup + steps.len() * moddown, "level {level}");
+            for &s in &steps {
+                ckks.rotate(&ct, s, &keys).unwrap();
+            }
+            assert_eq!(ntts(ckks.backend().take()), steps.len() * (l1 + modup + moddown), "level {level}");
+        }
+    }
+
     fn boot_keys(f: &Fixture, plan: &BootTransforms) -> EvaluationKeys<CpuBackend> {
         let rot = plan.rotations();
         let keys = f.ckks.gen_evaluation_keys(&f.sk, &rot, true).unwrap();
@@ -1253,6 +1526,47 @@ mod tests {
     }
 
     #[test]
+    fn prepared_transforms_and_planned_keys_give_the_same_words() {
+        let f = fixture();
+        let be = f.ckks.backend();
+        let mut rng = ChaCha8Rng::seed_from_u64(8);
+        let slots = 64;
+        let plan = BootTransforms::new(1024, slots, 2, 3, 0.5).unwrap();
+        let keys = boot_keys(&f, &plan);
+        let (cts_level, stc_level) = (f.ckks.max_level(), f.ckks.max_level() - 4);
+        let key_plan = f.ckks.boot_key_plan(&plan, cts_level, stc_level).unwrap();
+        assert_eq!(key_plan.galois.len(), keys.galois.len());
+        assert!(key_plan.galois.values().any(|&l| l < cts_level));
+        // Every key at the highest level it is used at: fewer bytes, the same words.
+        let reduced = keys.reduced_to(be, &key_plan).unwrap();
+        assert!(reduced.resident_bytes(be) < keys.resident_bytes(be));
+        let prepared = f.ckks.prepare_boot(&plan, cts_level, stc_level).unwrap();
+        assert_eq!((prepared.cts_level(), prepared.stc_level()), (Some(cts_level), Some(stc_level)));
+        let z = random_vec(&mut rng, slots);
+        let ct = f
+            .ckks
+            .encrypt_symmetric(&f.sk, &f.ckks.encode(&z, f.ckks.default_scale(), slots, cts_level).unwrap())
+            .unwrap();
+        let words = |c: &Ciphertext<CpuBackend>| c.polys().iter().map(|p| p.to_host(be).unwrap()).collect::<Vec<_>>();
+        let a = f.ckks.coeff_to_slot(&ct, &plan, &keys).unwrap();
+        let b = f.ckks.coeff_to_slot_prepared(&ct, &prepared, &reduced).unwrap();
+        assert!(words(&a) == words(&b));
+        let (ra, ia) = f.ckks.split_real_imag(&a, &keys).unwrap();
+        let (rb, ib) = f.ckks.split_real_imag(&b, &reduced).unwrap();
+        assert!(words(&ra) == words(&rb) && words(&ia) == words(&ib));
+        assert_eq!(a.level(), stc_level);
+        let c = f.ckks.slot_to_coeff(&a, &plan, &keys).unwrap();
+        let d = f.ckks.slot_to_coeff_prepared(&b, &prepared, &reduced).unwrap();
+        assert!(words(&c) == words(&d));
+        // CtS scaled by 0.5: StC gives back z / 2.
+        let half: Vec<Complex64> = z.iter().map(|v| v * 0.5).collect();
+        assert!(max_err(&f.ckks.decrypt(&f.sk, &d).unwrap(), &half) < BOUND);
+        // A prepared transform runs at its level only.
+        let low = f.ckks.drop_to_level(&ct, cts_level - 1).unwrap();
+        assert!(matches!(f.ckks.coeff_to_slot_prepared(&low, &prepared, &reduced), Err(Error::LevelMismatch { .. })));
+    }
+
+    #[test]
     fn transforms_refuse_mismatched_inputs() {
         let f = fixture();
         let plan = BootTransforms::new(1024, 64, 2, 2, 1.0).unwrap();
@@ -1279,11 +1593,16 @@ mod tests {
                 .unwrap();
             let t = std::time::Instant::now();
             let out = f.ckks.coeff_to_slot(&ct, &plan, &keys).unwrap();
+            let clear = t.elapsed();
+            let prepared = f.ckks.prepare_boot(&plan, 14, 14).unwrap();
+            let t = std::time::Instant::now();
+            let again = f.ckks.coeff_to_slot_prepared(&ct, &prepared, &keys).unwrap();
             println!(
-                "CtS N=2^10 {slots} slots {levels} levels at level 14: {:?} ({:?})",
+                "CtS N=2^10 {slots} slots {levels} levels at level 14: {clear:?}, prepared diagonals {:?} ({:?})",
                 t.elapsed(),
                 plan.cost().coeff_to_slot
             );
+            assert_eq!(again.level(), out.level());
             assert_eq!(out.level(), 14 - 2 * levels);
         }
     }
