@@ -41,13 +41,13 @@
 //! `stc_levels`, each two primes: [`Bootstrapper::output_level`].
 
 use super::evalmod::{failure_probability, EvalModParams};
-use super::linear::BootTransforms;
+use super::linear::{BootTransforms, PreparedBoot};
 use super::sparse::{SparseSwitchKeys, SPARSE_HAMMING_WEIGHT};
 use super::{Ciphertext, Ckks, ScalePolicy};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::math::sampling::Seed;
-use crate::rlwe::{EvaluationKeys, SecretKey};
+use crate::rlwe::{self, EvaluationKeys, KeyPlan, NoiseScale, SecretKey};
 
 /// Primes of the modulus `Q_0` that ModRaise lifts from.
 pub const BASE_PRIMES: usize = 2;
@@ -248,16 +248,37 @@ impl Bootstrapper {
         failure_probability(n, h, self.config.k)
     }
 
-    /// The keys: relinearisation, the transforms' rotations and conjugation under `sk`, and
-    /// with [`BootConfig::sparse_secret`] an ephemeral sparse secret (from `master` when given,
-    /// else the operating system) with its two switching keys.
+    /// The level CoeffToSlot's output (EvalMod's input) is at.
+    fn cts_out(&self) -> usize {
+        self.top - ScalePolicy::Double.primes_per_level() * self.config.cts_levels
+    }
+
+    /// The level EvalMod's output (SlotToCoeff's input) is at.
+    fn eval_out(&self) -> usize {
+        self.out_level + ScalePolicy::Double.primes_per_level() * self.config.stc_levels
+    }
+
+    /// Each evaluation key at the highest level bootstrapping uses it: the rotation keys of
+    /// the trace and of every CoeffToSlot and SlotToCoeff group at that group's level,
+    /// conjugation at CoeffToSlot's output, relinearisation at EvalMod's input
+    /// ([`Ckks::boot_key_plan`]). Errors: those of [`Ckks::boot_key_plan`].
+    pub fn key_plan<B: Backend>(&self, ckks: &Ckks<B>) -> Result<KeyPlan> {
+        let mut plan = ckks.boot_key_plan(&self.transforms, self.top, self.eval_out())?;
+        plan.merge(&KeyPlan { relin: Some(self.cts_out()), ..KeyPlan::default() });
+        Ok(plan)
+    }
+
+    /// The keys: relinearisation, the transforms' rotations and conjugation under `sk`, each
+    /// generated at the level of its use ([`Bootstrapper::key_plan`]), and with
+    /// [`BootConfig::sparse_secret`] an ephemeral sparse secret (from `master` when given, else
+    /// the operating system) with its two switching keys.
     pub fn gen_keys<B: Backend>(
         &self,
         ckks: &Ckks<B>,
         sk: &SecretKey<B>,
         master: Option<&Seed>,
     ) -> Result<BootKeys<B>> {
-        let eval = ckks.gen_evaluation_keys(sk, &self.rotations(), true)?;
+        let eval = rlwe::gen_planned_keys(ckks.backend(), sk, &self.key_plan(ckks)?, NoiseScale(1))?;
         let sparse = if self.config.sparse_secret {
             let s = ckks.gen_sparse_secret_key(master, SPARSE_HAMMING_WEIGHT)?;
             Some(ckks.gen_sparse_switch_keys(sk, &s, ckks.sparse_key_level())?)
@@ -265,6 +286,14 @@ impl Bootstrapper {
             None
         };
         Ok(BootKeys { eval, sparse })
+    }
+
+    /// CoeffToSlot's and SlotToCoeff's diagonals lifted once at the levels they run at
+    /// ([`Ckks::prepare_boot`]), for [`Bootstrapper::bootstrap_with`]: the same words as the
+    /// unprepared transforms, without re-encoding every diagonal at every bootstrap (at the
+    /// cost of holding them: [`PreparedBoot::resident_bytes`]).
+    pub fn prepare<B: Backend>(&self, ckks: &Ckks<B>) -> Result<PreparedBoot<B>> {
+        ckks.prepare_boot(&self.transforms, self.top, self.eval_out())
     }
 
     /// Bootstraps `ct` (degree 1, [`BootConfig::slots`] slots, at [`Bootstrapper::entry_level`]
@@ -276,16 +305,18 @@ impl Bootstrapper {
         ct: &Ciphertext<B>,
         keys: &BootKeys<B>,
     ) -> Result<Ciphertext<B>> {
-        self.bootstrap_with(ckks, ct, keys, |_| Ok(()))
+        self.bootstrap_with(ckks, ct, keys, None, |_| Ok(()))
     }
 
-    /// [`Bootstrapper::bootstrap`], calling `after` at the end of every stage (after the
-    /// backend's queue is flushed), for timing and traffic ledgers.
+    /// [`Bootstrapper::bootstrap`] with the transforms' diagonals `prepared` by
+    /// [`Bootstrapper::prepare`] (the same words), calling `after` at the end of every stage
+    /// (after the backend's queue is flushed), for timing and traffic ledgers.
     pub fn bootstrap_with<B: Backend>(
         &self,
         ckks: &Ckks<B>,
         ct: &Ciphertext<B>,
         keys: &BootKeys<B>,
+        prepared: Option<&PreparedBoot<B>>,
         mut after: impl FnMut(BootStage) -> Result<()>,
     ) -> Result<Ciphertext<B>> {
         ckks.check_ct(ct)?;
@@ -332,7 +363,10 @@ impl Bootstrapper {
         // Relabelled so that CoeffToSlot (with S_in / (2 Q_0) in its matrices) leaves x = t / Q_0
         // at S_in after the split.
         let raised = Ciphertext { scale: self.s_in, ..raised };
-        let slots = ckks.coeff_to_slot(&raised, &self.transforms, &keys.eval)?;
+        let slots = match prepared {
+            Some(p) => ckks.coeff_to_slot_prepared(&raised, p, &keys.eval)?,
+            None => ckks.coeff_to_slot(&raised, &self.transforms, &keys.eval)?,
+        };
         mark(BootStage::CoeffToSlot)?;
 
         let (re, im) = ckks.split_real_imag(&slots, &keys.eval)?;
@@ -341,7 +375,10 @@ impl Bootstrapper {
         let joined = ckks.combine_real_imag(&re, &im)?;
         mark(BootStage::EvalMod)?;
 
-        let out = ckks.slot_to_coeff(&joined, &self.transforms, &keys.eval)?;
+        let out = match prepared {
+            Some(p) => ckks.slot_to_coeff_prepared(&joined, p, &keys.eval)?,
+            None => ckks.slot_to_coeff(&joined, &self.transforms, &keys.eval)?,
+        };
         mark(BootStage::SlotToCoeff)?;
         if out.level() != self.out_level {
             return Err(Error::LevelMismatch { left: out.level(), right: self.out_level });
