@@ -57,6 +57,15 @@
 //! is folded into the CoeffToSlot scalar. [`Ckks::split_real_imag`] and
 //! [`Ckks::combine_real_imag`] separate and join the real and imaginary parts of the slots
 //! (one conjugation; the multiplication by `i` is the exact monomial `X^(N/2)`, no level).
+//!
+//! # Keys and precomputation
+//!
+//! [`Ckks::boot_key_plan`] gives every rotation (and the conjugation) at the highest level it
+//! is used at, for [`crate::rlwe::gen_planned_keys`] or [`EvaluationKeys::reduced_to`] (the
+//! same words with fewer limbs). [`Ckks::prepare_boot`] lifts every diagonal once at the level
+//! it is used at ([`PreparedTransform`]), which the `*_prepared` transforms use (the same
+//! words). [`BootCost::estimate`] counts rotations, ModUps and products from the diagonal
+//! offsets alone, at any size.
 #![expect(
     clippy::indexing_slicing,
     reason = "plaintext loops over vectors of length n with indices reduced mod n or bounded by n"
@@ -1584,6 +1593,11 @@ mod tests {
     #[ignore = "timing, printed only"]
     fn time_one_coeff_to_slot() {
         let f = fixture();
+        // Building the N = 2^16, 2^15-slot transforms in the clear (3 levels each).
+        let t = std::time::Instant::now();
+        let big = BootTransforms::new(1 << 16, 1 << 15, 3, 3, 1.0).unwrap();
+        println!("BootTransforms::new(2^16, 2^15, 3, 3): {:?}", t.elapsed());
+        assert_eq!(big.cost(), BootCost::estimate(1 << 16, 1 << 15, 3, 3).unwrap());
         for (slots, levels) in [(512usize, 3usize), (512, 2), (512, 4)] {
             let plan = BootTransforms::new(1024, slots, levels, levels, 1.0).unwrap();
             let keys = f.ckks.gen_evaluation_keys(&f.sk, &plan.rotations(), true).unwrap();
