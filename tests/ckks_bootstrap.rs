@@ -50,11 +50,64 @@ fn bootstrap_full_slots_sparse_secret<B: Backend>(make: Make<'_, B>, log: &Trans
 }
 
 #[test]
+fn prepared_diagonals_and_planned_keys_give_the_same_words() {
+    let p = params::insecure_test_ckks_boot(10).unwrap();
+    let ckks = Ckks::cpu(&p, ScalePolicy::Double).unwrap();
+    let sk = ckks.gen_secret_key_from_seed(&[5; 32]).unwrap();
+    let boot = Bootstrapper::new(&ckks, BootConfig::new(128)).unwrap();
+    let keys = boot.gen_keys(&ckks, &sk, Some(&[6; 32])).unwrap();
+    // Every key sits at the level of its use: none above the top, relinearisation below it.
+    let plan = boot.key_plan(&ckks).unwrap();
+    assert!(plan.relin.unwrap() < ckks.max_level());
+    assert!(plan.galois.values().any(|&l| l < ckks.max_level()), "some rotation key below the top");
+    let values = vec![Complex64::new(0.25, -0.5); 128];
+    let level = boot.entry_level() + 4;
+    let ct = ckks.encrypt_symmetric(&sk, &ckks.encode(&values, ckks.default_scale(), 128, level).unwrap()).unwrap();
+    let plain = boot.bootstrap(&ckks, &ct, &keys).unwrap();
+    let prepared = boot.prepare(&ckks).unwrap();
+    let mut stages = Vec::new();
+    let fast = boot
+        .bootstrap_with(&ckks, &ct, &keys, Some(&prepared), |s| {
+            stages.push(s);
+            Ok(())
+        })
+        .unwrap();
+    for (a, b) in plain.polys().iter().zip(fast.polys()) {
+        assert_eq!(a.to_host(ckks.backend()).unwrap(), b.to_host(ckks.backend()).unwrap());
+    }
+    assert_eq!(stages.len(), 6, "every stage reported once: {stages:?}");
+    let got = ckks.decrypt(&sk, &fast).unwrap();
+    let err = values.iter().zip(&got).map(|(w, g)| (w - g).norm()).fold(0.0, f64::max);
+    assert!(err < 2f64.powi(-14), "error {err}");
+}
+
+#[test]
 fn sparse_slots_bootstrap() {
     for slots in [64, 8] {
         let bits = run(&cpu, &Transcript::default(), BootConfig::new(slots), 9);
         eprintln!("{slots} slots, sparse secret: {bits:.1} bits");
         assert!(bits > 14.0, "{slots} slots: {bits:.1} bits after bootstrapping");
+    }
+}
+
+/// A constant vector puts the whole message in one coefficient, at the ratio's bound: the
+/// worst case of EvalMod's sine (`(2 pi 2^-10)^2 / 6`, about 17 bits relative).
+#[test]
+fn constant_vector_at_the_ratio_bound() {
+    let p = params::insecure_test_ckks_boot(10).unwrap();
+    let ckks = Ckks::cpu(&p, ScalePolicy::Double).unwrap();
+    let sk = ckks.gen_secret_key_from_seed(&[21; 32]).unwrap();
+    let boot = Bootstrapper::new(&ckks, BootConfig::new(512)).unwrap();
+    let keys = boot.gen_keys(&ckks, &sk, Some(&[22; 32])).unwrap();
+    for c in [1.0, -0.75] {
+        let values = vec![Complex64::new(c, 0.0); 512];
+        let ct = ckks
+            .encrypt_symmetric(&sk, &ckks.encode(&values, ckks.default_scale(), 512, boot.entry_level()).unwrap())
+            .unwrap();
+        let got = ckks.decrypt(&sk, &boot.bootstrap(&ckks, &ct, &keys).unwrap()).unwrap();
+        let err = values.iter().zip(&got).map(|(w, g)| (w - g).norm()).fold(0.0, f64::max);
+        eprintln!("constant {c}: {:.1} bits", -err.log2());
+        assert!(-err.log2() > 15.0, "constant {c}: {:.1} bits", -err.log2());
     }
 }
 

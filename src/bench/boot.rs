@@ -6,7 +6,7 @@
 //! evaluated by [`Ckks::eval_chebyshev_to`] straight to the scale the bootstrap's entry
 //! expects; the bootstrap is [`Bootstrapper::bootstrap_with`] with the default
 //! [`BootConfig`] for the slot count (CoeffToSlot and SlotToCoeff in 3 levels each, EvalMod
-//! `K = 16`, degree 63, 3 double angles, sparse-secret encapsulation). The bootstrap returns
+//! `K = 16`, degree 40, 3 double angles, message ratio `2^-10`, sparse-secret encapsulation). The bootstrap returns
 //! the scale the layer's series evaluates for free, so a hop consumes exactly the levels it
 //! regains and hops repeat.
 //!
@@ -47,7 +47,9 @@ use super::stages::stage_of;
 use super::ReportHeader;
 use crate::backend::ledger::{Ledger, Record};
 use crate::backend::{Backend, CpuBackend};
-use crate::ckks::{precision_stats, BootConfig, BootStage, Bootstrapper, ChebyshevSeries, Ciphertext, Ckks, ScalePolicy};
+use crate::ckks::{
+    precision_stats, BootConfig, BootStage, Bootstrapper, ChebyshevSeries, Ciphertext, Ckks, ScalePolicy,
+};
 use crate::error::{Error, Result};
 use crate::params::{Parameters, Scheme};
 use crate::ring::RingContext;
@@ -294,9 +296,8 @@ fn run_ours(config: &Config) -> Result<Report> {
     // A fresh input where a bootstrap leaves its output: the output level, the layer's scale.
     let level = boot.output_level();
     let fresh = ckks.encrypt_symmetric(&sk, &ckks.encode(&x, boot.output_scale(), slots, level)?)?;
-    let plain_layer = |v: &[Complex64]| -> Vec<Complex64> {
-        v.iter().map(|z| Complex64::new(series.evaluate(z.re), 0.0)).collect()
-    };
+    let plain_layer =
+        |v: &[Complex64]| -> Vec<Complex64> { v.iter().map(|z| Complex64::new(series.evaluate(z.re), 0.0)).collect() };
 
     // One hop: the layer to the entry scale, then the bootstrap; stages timed and ledgered.
     let hop = |ct: &Ciphertext<Ledger<CpuBackend>>,
@@ -417,10 +418,7 @@ fn run_ours(config: &Config) -> Result<Report> {
 
 /// OpenFHE's anchor (its JSON), or `{"error": ...}`.
 fn openfhe(config: &Config) -> serde_json::Value {
-    let python = config
-        .openfhe_python
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("benches/anchors/.venv/bin/python"));
+    let python = config.openfhe_python.clone().unwrap_or_else(|| PathBuf::from("benches/anchors/.venv/bin/python"));
     let script = Path::new("benches/anchors/openfhe_ckks_boot.py");
     if !python.exists() || !script.exists() {
         return serde_json::json!({ "error": format!("not installed ({} or {} missing; run benches/anchors/setup.sh)", python.display(), script.display()) });
