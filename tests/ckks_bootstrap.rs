@@ -3,7 +3,7 @@
 //! output level with its message, full and sparse slots, with and without the sparse secret;
 //! on the GPU (lavapipe) every recorded ciphertext has the CPU's words (`common/backends.rs`).
 
-#![expect(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic, reason = "tests")]
+#![expect(clippy::unwrap_used, reason = "tests")]
 
 #[path = "common/backends.rs"]
 mod backends;

@@ -1,5 +1,5 @@
 //! CKKS bootstrapping: ModRaise, CoeffToSlot, EvalMod, SlotToCoeff, with sparse-secret
-//! encapsulation, composed from [`super::modraise`], [`super::linear`], [`super::evalmod`] and
+//! encapsulation, composed from ModRaise ([`Ckks::mod_raise`]), [`super::linear`], [`super::evalmod`] and
 //! [`super::sparse`].
 //!
 //! # Scales with 30-bit primes
