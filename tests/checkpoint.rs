@@ -22,7 +22,9 @@ use wgfhe::backend::{CpuBackend, GpuBackend};
 use wgfhe::bgv::Bgv;
 use wgfhe::compress::{Bxt, Variant};
 use wgfhe::ml::checkpoint::{Checkpoint, MANIFEST};
-use wgfhe::ml::cnn_infer::{run_cnn_with, CnnCircuit, CnnOptions, CnnRun, CnnStats, ReluPath, STAGES};
+use wgfhe::ml::cnn_infer::{
+    checkpoint_stages, run_cnn_with, CnnCircuit, CnnOptions, CnnRun, CnnStats, ReluPath, STAGES,
+};
 use wgfhe::ml::infer::{run_lr_with, LrOptions, LrRun};
 use wgfhe::ml::lr::{Dataset, QuantLr};
 use wgfhe::ml::mnist::PIXELS;
@@ -138,7 +140,12 @@ fn table_path_resumes_after_every_stage_with_the_same_ciphertexts() {
     let whole = Scratch::new("table-whole");
     // Stopped after each stage of the first batch in turn (each run resumes the last one),
     // then resumed to the end.
-    stop_and_resume(&p, opts, &whole.0, "table-steps", &STAGES);
+    // Every stage, including the first ReLU's per-channel parts (`relu1.1` of two channels).
+    let stages = checkpoint_stages(small_model().channels);
+    assert_eq!(stages, ["conv", "relu1.1", "relu1", "fc1", "relu2", "fc2"]);
+    assert!(STAGES.iter().all(|s| stages.iter().any(|t| t == s)));
+    let stages: Vec<&str> = stages.iter().map(String::as_str).collect();
+    stop_and_resume(&p, opts, &whole.0, "table-steps", &stages);
     // The checkpointed circuit is the plain circuit: the same scores ciphertext.
     assert_eq!(stage_files(&whole.0)["b000000-fc2-000.wgfh"], plain_scores(&p, opts));
     // Stopped once, under every other variant.
@@ -157,8 +164,39 @@ fn digit_path_resumes_with_the_same_ciphertexts() {
     let p = digit_params();
     let opts = options(Variant::Cso, ReluPath::Digits { kept: 2 });
     let whole = Scratch::new("digits-whole");
-    stop_and_resume(&p, opts, &whole.0, "digits", &["relu1"]);
+    stop_and_resume(&p, opts, &whole.0, "digits", &["relu1.1", "relu1"]);
     assert_eq!(stage_files(&whole.0)["b000000-fc2-000.wgfh"], plain_scores(&p, opts));
+}
+
+static PROBED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+#[test]
+fn the_job_peak_memory_survives_a_restart() {
+    let p = params();
+    let opts = options(Variant::Cso, ReluPath::Table);
+    let dir = Scratch::new("rss");
+    let probe = || Some(PROBED.load(std::sync::atomic::Ordering::Relaxed));
+    let run = |stop: Option<&str>, rss: u64| {
+        PROBED.store(rss, std::sync::atomic::Ordering::Relaxed);
+        let mut cp = Checkpoint::open(&dir.0).unwrap().with_key_seed(SEED).with_rss_probe(probe);
+        if let Some(s) = stop {
+            cp = cp.stop_after(s);
+        }
+        let backend = CpuBackend::new(RingContext::new(&p).unwrap());
+        let run = run_cnn_with(backend, &small_model(), &images(6), opts, Some(&mut cp), |_, _| {}, None);
+        (run, cp.job_peak_rss_bytes(), cp.writes().iter().map(|w| w.peak_rss_bytes).collect::<Vec<_>>())
+    };
+    // The first process peaks higher than the one that resumes it: the job keeps the first's.
+    let (first, peak, writes) = run(Some("relu1.1"), 7_000);
+    assert!(matches!(first, Err(Error::CheckpointStopped { .. })), "{first:?}");
+    assert_eq!(peak, Some(7_000));
+    assert_eq!(writes, [Some(7_000), Some(7_000)]);
+    let (second, peak, writes) = run(None, 5_000);
+    second.unwrap();
+    assert_eq!(peak, Some(7_000));
+    assert!(!writes.is_empty() && writes.iter().all(|w| *w == Some(5_000)), "{writes:?}");
+    // Reopened without a probe, the manifest still holds it.
+    assert_eq!(Checkpoint::open(&dir.0).unwrap().job_peak_rss_bytes(), Some(7_000));
 }
 
 /// Flips one byte of `dir/name` in the middle.

@@ -568,6 +568,19 @@ impl LutSet {
         self.plan
     }
 
+    /// The cheapest plan (fewest HMULTs, then depth) with at most `max_baby_steps` baby steps
+    /// (at least one): [`LutSet::plan`] itself when it fits. The baby-step powers are held for
+    /// the whole evaluation, so the cap bounds the working set of
+    /// [`eval_lut_set_with_plan`] (about `k` plus twice the `log2` of the table's degree
+    /// ciphertexts; [`eval_lut_set_measured`] reports the exact count).
+    pub fn plan_within(&self, max_baby_steps: usize) -> Result<EvalPlan> {
+        if self.plan.baby_steps <= max_baby_steps {
+            return Ok(self.plan);
+        }
+        let parts: Vec<Parts<'_>> = self.tables.iter().map(Lut::parts).collect();
+        poly_eval::best_plan_set_within(self.t, &parts, Objective::Hmults, max_baby_steps)
+    }
+
     /// The exact cost of evaluating the whole set with `strategy` and `baby_steps` (`>= 1`).
     pub fn cost(&self, strategy: Strategy, baby_steps: usize) -> Result<EvalStats> {
         let parts: Vec<Parts<'_>> = self.tables.iter().map(Lut::parts).collect();

@@ -748,6 +748,18 @@ pub(crate) fn simulate(t: Modulus, parts: Parts<'_>, strategy: Strategy, k: usiz
 /// The cheapest plan for `set` under `objective`: both strategies, `k` from 1 to
 /// `4 sqrt(n s) + 4` for `n` coefficients and `s` polynomials.
 pub(crate) fn best_plan_set(t: Modulus, set: &[Parts<'_>], objective: Objective) -> Result<EvalPlan> {
+    best_plan_set_within(t, set, objective, usize::MAX)
+}
+
+/// [`best_plan_set`] among the plans with at most `max_baby_steps` baby steps (at least one
+/// is always allowed): the baby-step powers are what a table evaluation holds for its whole
+/// duration, so this caps its working set.
+pub(crate) fn best_plan_set_within(
+    t: Modulus,
+    set: &[Parts<'_>],
+    objective: Objective,
+    max_baby_steps: usize,
+) -> Result<EvalPlan> {
     let mut best: Option<EvalPlan> = None;
     for strategy in [Strategy::Direct, Strategy::EvenOdd] {
         let len = set
@@ -758,7 +770,7 @@ pub(crate) fn best_plan_set(t: Modulus, set: &[Parts<'_>], objective: Objective)
             })
             .max()
             .unwrap_or(0);
-        let k_max = len.min(4 * (len * set.len().max(1)).isqrt() + 4).max(1);
+        let k_max = len.min(4 * (len * set.len().max(1)).isqrt() + 4).min(max_baby_steps).max(1);
         for k in 1..=k_max {
             let cost = simulate_set(t, set, strategy, k)?;
             if best.is_none_or(|b| key(objective, cost) < key(objective, b.cost)) {

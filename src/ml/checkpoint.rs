@@ -125,6 +125,10 @@ struct Manifest {
     /// Master seed of the key owner's randomness (hexadecimal).
     key_seed: String,
     batches: Vec<BatchRecord>,
+    /// The largest peak resident memory (bytes) a process of this job reported when it
+    /// completed a stage ([`Checkpoint::with_rss_probe`]): the job's peak across restarts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    peak_rss_bytes: Option<u64>,
 }
 
 /// What writing one stage cost.
@@ -142,6 +146,9 @@ pub struct StageWrite {
     pub serialize_ms: f64,
     /// Time to write, sync and rename the files and the manifest (ms).
     pub write_ms: f64,
+    /// The process's peak resident memory when the stage was written (bytes), if a probe
+    /// was given ([`Checkpoint::with_rss_probe`]).
+    pub peak_rss_bytes: Option<u64>,
 }
 
 /// A checkpoint directory (see the [module documentation](self)). Its `Debug` form shows
@@ -155,6 +162,7 @@ pub struct Checkpoint {
     notes: Vec<String>,
     writes: Vec<StageWrite>,
     inputs_ms: f64,
+    rss_probe: Option<fn() -> Option<u64>>,
 }
 
 impl std::fmt::Debug for Checkpoint {
@@ -293,6 +301,7 @@ impl Checkpoint {
             notes: Vec::new(),
             writes: Vec::new(),
             inputs_ms: 0.0,
+            rss_probe: None,
         })
     }
 
@@ -339,6 +348,22 @@ impl Checkpoint {
     fn fingerprint(config: &CheckpointConfig) -> Result<String> {
         let json = serde_json::to_string(config).map_err(|e| Error::json("encoding of the configuration", &e))?;
         Ok(sha256_hex(json.as_bytes()))
+    }
+
+    /// Reads the process's peak resident memory with `probe` (bytes; `None` where unknown)
+    /// each time a stage is written, and keeps the largest value of every process of the job
+    /// in the manifest ([`Checkpoint::job_peak_rss_bytes`]).
+    #[must_use]
+    pub fn with_rss_probe(mut self, probe: fn() -> Option<u64>) -> Self {
+        self.rss_probe = Some(probe);
+        self
+    }
+
+    /// The largest peak resident memory the job's processes reported when they wrote a stage
+    /// (this one's included), across restarts; `None` if none was probed.
+    #[must_use]
+    pub fn job_peak_rss_bytes(&self) -> Option<u64> {
+        self.manifest.as_ref().and_then(|m| m.peak_rss_bytes)
     }
 
     /// Uses `seed` as the key owner's master seed when the directory has no manifest yet (by
@@ -456,6 +481,7 @@ impl Checkpoint {
             config,
             key_seed: hex(&seed),
             batches: Vec::new(),
+            peak_rss_bytes: None,
         };
         save_manifest(&self.dir, &m)?;
         self.manifest = Some(m);
@@ -594,7 +620,11 @@ impl Checkpoint {
         }
         let bytes = files.iter().map(|f| f.bytes).sum();
         let clock = Instant::now();
+        let rss = self.rss_probe.and_then(|probe| probe());
         let (m, dir) = self.manifest_mut()?;
+        if let Some(r) = rss {
+            m.peak_rss_bytes = Some(m.peak_rss_bytes.map_or(r, |p| p.max(r)));
+        }
         let stages = m.config.stages.clone();
         let b = m.batches.get_mut(batch).ok_or_else(|| {
             file_error(&path, Error::InvalidField { field: "manifest", reason: "a batch is missing" })
@@ -618,6 +648,7 @@ impl Checkpoint {
             bytes,
             serialize_ms,
             write_ms: write_ms + clock.elapsed().as_secs_f64() * 1e3,
+            peak_rss_bytes: rss,
         });
         if self.stop_after.as_deref() == Some(stage.as_str()) {
             return Err(Error::CheckpointStopped { batch, stage });

@@ -60,7 +60,7 @@ use crate::backend::{Backend, ShapeBackend};
 use crate::bgv::{Bgv, Ciphertext, Plaintext, PlaintextCache};
 use crate::compare::digits::{Convention, Digits};
 use crate::compare::extract::{sign_test_digits, DigitExtractor};
-use crate::compare::lut::{eval_lut_bounded, eval_lut_set, Bounded, Lut, LutSet};
+use crate::compare::lut::{eval_lut_bounded, eval_lut_set_measured, Bounded, Lut, LutSet};
 use crate::compare::wordwise::EncryptedDigits;
 use crate::compress::{Bxt, BxtCiphertext, Variant, Weight};
 use crate::error::{Error, Result};
@@ -79,6 +79,26 @@ pub const BLOCK: usize = 256;
 /// about 10 GB, so at that size the budget holds the first-used part of them (a cache entry is
 /// kept until its key is needed at another level or factor).
 pub const PREPARED_BUDGET: u64 = 1 << 30;
+
+/// Bytes the working set of one digit-table set ([`ReluPath::Digits`]) may take by default
+/// (see [`CnnCircuit::with_table_budget`]): the baby steps of its plan are capped so that
+/// `(k + 2 log2(degree) + tables)` ciphertexts at the input's level fit. With the fewest-HMULT
+/// plans the first set at `bgv-cnn-n17` held 99 ciphertexts of up to 88 MB and the second 208 of
+/// up to 52 MB (peak RSS above 16 GB); under 7 GB the plans take 84 -> 56 and 191 -> 107 baby
+/// steps for 5% and 15% more HMULTs.
+pub const TABLE_WORKING_SET_BUDGET: u64 = 7_000_000_000;
+
+/// The most baby steps a set of `tables` tables of degree up to `degree`, evaluated on an
+/// input at `level` of a ring of degree `n`, may take for its working set to fit `budget` bytes
+/// (at least one): the baby-step powers, plus about `2 log2(degree)` giant-step powers and
+/// pending products, plus one result per table, each at most a degree-1 ciphertext at `level`
+/// (`2 (level + 1) n` words of 4 bytes).
+fn baby_steps_within(budget: u64, n: usize, level: usize, degree: usize, tables: usize) -> usize {
+    let ct_bytes = 8 * (level as u64 + 1) * n as u64;
+    let held = usize::try_from(budget / ct_bytes.max(1)).unwrap_or(usize::MAX);
+    let log_degree = (usize::BITS - degree.leading_zeros()) as usize;
+    held.saturating_sub(2 * log_degree + tables).max(1)
+}
 
 /// Base of the balanced digits of the [`ReluPath::Digits`] path.
 pub const DIGIT_BASE: u32 = 13;
@@ -165,6 +185,7 @@ impl Activation {
 
     /// The activation of `z` in every slot; the constant `one` (cache key `one_key`) is the
     /// digit path's `1 - [z < 0]`.
+    #[allow(clippy::too_many_arguments)]
     fn eval<B: Backend>(
         &self,
         bgv: &Bgv<B>,
@@ -173,6 +194,7 @@ impl Activation {
         (one, one_key): (&Plaintext, usize),
         cache: &mut PlaintextCache<B>,
         stats: &mut CnnStats,
+        (stage, budget): (&'static str, u64),
     ) -> Result<Ciphertext<B>> {
         match self {
             Self::Table(lut) => {
@@ -181,8 +203,21 @@ impl Activation {
                 Ok(a.into_ciphertext())
             }
             Self::Digits { set, layout, kept } => {
-                let (mut outs, s) = eval_lut_set(bgv, keys, z, set)?;
+                let level = z.ciphertext().level();
+                let degree = set.tables().iter().map(Lut::degree).max().unwrap_or(0);
+                let cap = baby_steps_within(budget, bgv.params().n(), level, degree, set.tables().len());
+                let plan = set.plan_within(cap)?;
+                let (mut outs, s, peak) = eval_lut_set_measured(bgv, keys, z, set, &plan, true)?;
                 stats.hmults += s.hmults;
+                stats.record_table_set(TableSetRun {
+                    stage,
+                    level,
+                    baby_steps: plan.baby_steps,
+                    hmults: s.hmults,
+                    relins: s.relins,
+                    peak_ciphertexts: peak,
+                    peak_bytes_bound: peak as u64 * 8 * (level as u64 + 1) * bgv.params().n() as u64,
+                });
                 let g = outs.pop().ok_or(Error::InvalidField { field: "cnn", reason: "empty digit table set" })?;
                 let digits = EncryptedDigits::from_top_digits(*layout, outs)?;
                 let (negative, cs) = sign_test_digits(bgv, keys, &digits, *kept)?;
@@ -249,6 +284,7 @@ pub struct CnnCircuit {
     baby: usize,
     steps: Vec<i64>,
     images_per_batch: usize,
+    table_budget: u64,
 }
 
 /// Rotates a slot vector left by `steps` within each row of `half` slots (what
@@ -346,7 +382,19 @@ impl CnnCircuit {
             baby,
             steps: steps.into_iter().collect(),
             images_per_batch: slots / BLOCK,
+            table_budget: TABLE_WORKING_SET_BUDGET,
         })
+    }
+
+    /// The circuit with the working set of each digit-table set capped at `bytes` (default
+    /// [`TABLE_WORKING_SET_BUDGET`]; `u64::MAX` for the fewest-HMULT plans): the plan of a set
+    /// is chosen at its input's level with at most as many baby steps as fit. The tables
+    /// compute the same values whatever the plan; only the cost and the ciphertexts' words
+    /// differ. The [`ReluPath::Table`] path is not capped.
+    #[must_use]
+    pub fn with_table_budget(mut self, bytes: u64) -> Self {
+        self.table_budget = bytes;
+        self
     }
 
     /// The pre-rotated generalised diagonals of `inputs` matrices `rows x cols` (entry
@@ -477,7 +525,8 @@ impl CnnCircuit {
         z: &Bounded<B>,
         stats: &mut CnnStats,
     ) -> Result<Ciphertext<B>> {
-        self.act1.eval(bgv, keys, z, (&self.one, self.key_one()), &mut PlaintextCache::new(0), stats)
+        let mut cache = PlaintextCache::new(0);
+        self.act1.eval(bgv, keys, z, (&self.one, self.key_one()), &mut cache, stats, ("relu1", self.table_budget))
     }
 
     /// Cache keys of the circuit's plaintexts ([`PlaintextCache`]): the FC100 diagonals in
@@ -685,16 +734,8 @@ impl CnnCircuit {
                     stats.conv_ms += clock.elapsed().as_secs_f64() * 1e3;
                     Stage::Conv(conv)
                 }
-                Stage::Conv(conv) => {
-                    let mut act1 = Vec::with_capacity(m.channels);
-                    for z in conv {
-                        let z = Bounded::fresh(bgv, z, bounds.conv)?;
-                        act1.push(self.act1.eval(bgv, keys, &z, (&self.one, self.key_one()), cache, stats)?);
-                    }
-                    bgv.backend().synchronize()?;
-                    stats.relu1_ms += clock.elapsed().as_secs_f64() * 1e3;
-                    Stage::Relu1(act1)
-                }
+                Stage::Conv(conv) => self.relu1_step(bgv, keys, Vec::with_capacity(m.channels), conv, cache, stats)?,
+                Stage::Relu1Part { done, rest } => self.relu1_step(bgv, keys, done, rest, cache, stats)?,
                 Stage::Relu1(act1) => {
                     let level = act1.iter().map(Ciphertext::level).min().unwrap_or(0);
                     let act1 = act1.iter().map(|c| bgv.mod_switch_to_level(c, level)).collect::<Result<Vec<_>>>()?;
@@ -707,7 +748,15 @@ impl CnnCircuit {
                 }
                 Stage::Fc1(z2) => {
                     let z2 = Bounded::fresh(bgv, z2, bounds.fc1)?;
-                    let a2 = self.act2.eval(bgv, keys, &z2, (&self.one, self.key_one()), cache, stats)?;
+                    let a2 = self.act2.eval(
+                        bgv,
+                        keys,
+                        &z2,
+                        (&self.one, self.key_one()),
+                        cache,
+                        stats,
+                        ("relu2", self.table_budget),
+                    )?;
                     bgv.backend().synchronize()?;
                     stats.relu2_ms += clock.elapsed().as_secs_f64() * 1e3;
                     Stage::Relu2(a2)
@@ -726,7 +775,9 @@ impl CnnCircuit {
                 stats.noise.push(StageNoise::of(bgv, name, ct));
             }
             if let Some(cp) = checkpoint.as_deref_mut() {
-                let index = state.index().ok_or(Error::InvalidField { field: "cnn", reason: "no stage to record" })?;
+                let index = state
+                    .index(m.channels)
+                    .ok_or(Error::InvalidField { field: "cnn", reason: "no stage to record" })?;
                 let cts = state.ciphertexts();
                 cp.completed_stage(index, cts.len(), |i| {
                     let ct = cts.get(i).ok_or(Error::DimensionMismatch {
@@ -741,6 +792,50 @@ impl CnnCircuit {
     }
 }
 
+impl CnnCircuit {
+    /// One channel of the first ReLU: its activation appended to `done` and removed from
+    /// `rest` (the conv outputs still to do); [`Stage::Relu1`] once `rest` is empty, else
+    /// [`Stage::Relu1Part`] (a checkpoint records every channel).
+    fn relu1_step<B: Backend>(
+        &self,
+        bgv: &Bgv<B>,
+        keys: &EvaluationKeys<B>,
+        mut done: Vec<Ciphertext<B>>,
+        mut rest: Vec<Ciphertext<B>>,
+        cache: &mut PlaintextCache<B>,
+        stats: &mut CnnStats,
+    ) -> Result<Stage<B>> {
+        let clock = Instant::now();
+        if !rest.is_empty() {
+            let z = Bounded::fresh(bgv, rest.remove(0), self.bounds.conv)?;
+            done.push(self.act1.eval(
+                bgv,
+                keys,
+                &z,
+                (&self.one, self.key_one()),
+                cache,
+                stats,
+                ("relu1", self.table_budget),
+            )?);
+        }
+        bgv.backend().synchronize()?;
+        stats.relu1_ms += clock.elapsed().as_secs_f64() * 1e3;
+        Ok(if rest.is_empty() { Stage::Relu1(done) } else { Stage::Relu1Part { done, rest } })
+    }
+}
+
+/// The names of the stages a checkpoint of a CNN with `channels` conv channels records, in
+/// order: [`STAGES`] with, after `conv`, one `relu1.<c>` per channel of the first ReLU but the
+/// last (`c` channels done; the last one completes `relu1`), so that a stopped run loses at
+/// most one channel's tables.
+#[must_use]
+pub fn checkpoint_stages(channels: usize) -> Vec<String> {
+    let mut out = vec![STAGES[0].to_owned()];
+    out.extend((1..channels).map(|c| format!("relu1.{c}")));
+    out.extend(STAGES[1..].iter().map(|s| (*s).to_owned()));
+    out
+}
+
 /// The stages of the CNN circuit, in order: what a checkpoint records after each.
 pub const STAGES: [&str; 5] = ["conv", "relu1", "fc1", "relu2", "fc2"];
 
@@ -751,6 +846,14 @@ enum Stage<B: Backend> {
     Inputs,
     /// One materialised ciphertext per channel.
     Conv(Vec<Ciphertext<B>>),
+    /// The first ReLU part done: the activations of the first channels and the conv outputs
+    /// of the others (both non-empty).
+    Relu1Part {
+        /// Activations, in channel order.
+        done: Vec<Ciphertext<B>>,
+        /// Conv outputs still to activate, in channel order.
+        rest: Vec<Ciphertext<B>>,
+    },
     /// One activation per channel.
     Relu1(Vec<Ciphertext<B>>),
     /// The FC100 pre-activation (bias added).
@@ -762,36 +865,55 @@ enum Stage<B: Backend> {
 }
 
 impl<B: Backend> Stage<B> {
-    /// Index in [`STAGES`] (`None` for the inputs).
-    fn index(&self) -> Option<usize> {
+    /// Index in [`checkpoint_stages`] of a CNN with `channels` channels (`None` for the
+    /// inputs).
+    fn index(&self, channels: usize) -> Option<usize> {
+        let c = channels.max(1);
         match self {
             Self::Inputs => None,
             Self::Conv(_) => Some(0),
-            Self::Relu1(_) => Some(1),
-            Self::Fc1(_) => Some(2),
-            Self::Relu2(_) => Some(3),
-            Self::Fc2(_) => Some(4),
+            Self::Relu1Part { done, .. } => Some(done.len()),
+            Self::Relu1(_) => Some(c),
+            Self::Fc1(_) => Some(c + 1),
+            Self::Relu2(_) => Some(c + 2),
+            Self::Fc2(_) => Some(c + 3),
         }
     }
 
+    /// The stage's name in [`STAGES`] (`None` for the inputs and a part of the first ReLU).
+    fn name(&self) -> Option<&'static str> {
+        match self {
+            Self::Inputs | Self::Relu1Part { .. } => None,
+            Self::Conv(_) => Some(STAGES[0]),
+            Self::Relu1(_) => Some(STAGES[1]),
+            Self::Fc1(_) => Some(STAGES[2]),
+            Self::Relu2(_) => Some(STAGES[3]),
+            Self::Fc2(_) => Some(STAGES[4]),
+        }
+    }
+
+    /// The ciphertexts a checkpoint records (a part of the first ReLU: the activations done,
+    /// then the conv outputs still to do).
     fn ciphertexts(&self) -> Vec<&Ciphertext<B>> {
         match self {
             Self::Inputs => Vec::new(),
             Self::Conv(v) | Self::Relu1(v) => v.iter().collect(),
+            Self::Relu1Part { done, rest } => done.iter().chain(rest).collect(),
             Self::Fc1(c) | Self::Relu2(c) | Self::Fc2(c) => vec![c],
         }
     }
 
-    /// The stage's name and first ciphertext (for the noise record).
+    /// The stage's name and first ciphertext (for the noise record; `None` for a part of the
+    /// first ReLU).
     fn first(&self) -> Option<(&'static str, &Ciphertext<B>)> {
-        let name = STAGES.get(self.index()?)?;
-        Some((name, *self.ciphertexts().first()?))
+        Some((self.name()?, *self.ciphertexts().first()?))
     }
 
-    /// The stage `index` of [`STAGES`] from its loaded ciphertexts (`channels` for the first
-    /// two stages, one after).
+    /// The stage `index` of [`checkpoint_stages`]`(channels)` from its loaded ciphertexts
+    /// (`channels` up to `relu1`, one after).
     fn restore(index: usize, mut cts: Vec<Ciphertext<B>>, channels: usize) -> Result<Self> {
-        let expected = if index < 2 { channels } else { 1 };
+        let c = channels.max(1);
+        let expected = if index <= c { channels } else { 1 };
         if cts.len() != expected {
             return Err(Error::DimensionMismatch {
                 what: "checkpointed stage ciphertexts",
@@ -804,10 +926,14 @@ impl<B: Backend> Stage<B> {
         };
         Ok(match index {
             0 => Self::Conv(cts),
-            1 => Self::Relu1(cts),
-            2 => Self::Fc1(one(&mut cts)?),
-            3 => Self::Relu2(one(&mut cts)?),
-            4 => Self::Fc2(one(&mut cts)?),
+            i if i < c => {
+                let rest = cts.split_off(i);
+                Self::Relu1Part { done: cts, rest }
+            }
+            i if i == c => Self::Relu1(cts),
+            i if i == c + 1 => Self::Fc1(one(&mut cts)?),
+            i if i == c + 2 => Self::Relu2(one(&mut cts)?),
+            i if i == c + 3 => Self::Fc2(one(&mut cts)?),
             _ => return Err(Error::InvalidField { field: "checkpoint", reason: "unknown CNN stage" }),
         })
     }
@@ -835,6 +961,41 @@ pub struct CnnStats {
     /// Level and estimated noise after each stage of the last batch (public metadata: the
     /// estimate depends only on the parameters and the plaintext weights).
     pub noise: Vec<StageNoise>,
+    /// The digit-table sets evaluated ([`ReluPath::Digits`]), one record per stage: the
+    /// largest working set of its evaluations.
+    pub table_sets: Vec<TableSetRun>,
+}
+
+impl CnnStats {
+    /// Keeps, per stage, the record of the evaluation with the largest working set.
+    fn record_table_set(&mut self, run: TableSetRun) {
+        match self.table_sets.iter_mut().find(|r| r.stage == run.stage) {
+            Some(r) if r.peak_bytes_bound < run.peak_bytes_bound => *r = run,
+            Some(_) => {}
+            None => self.table_sets.push(run),
+        }
+    }
+}
+
+/// One evaluation of a digit-table set: its plan and its measured working set.
+#[derive(Debug, Clone, Serialize)]
+pub struct TableSetRun {
+    /// `relu1` or `relu2`.
+    pub stage: &'static str,
+    /// Level of the input.
+    pub level: usize,
+    /// Baby steps of the plan (capped by [`CnnCircuit::with_table_budget`]).
+    pub baby_steps: usize,
+    /// HMULTs done.
+    pub hmults: usize,
+    /// Relinearisations done.
+    pub relins: usize,
+    /// The most ciphertexts the evaluation held at once (counted by the evaluator).
+    pub peak_ciphertexts: usize,
+    /// `peak_ciphertexts` degree-1 ciphertexts at the input's level, in bytes: a bound on the
+    /// working set (the powers sit at or below that level; the temporaries inside one
+    /// operation are not counted).
+    pub peak_bytes_bound: u64,
 }
 
 /// Where a stage left its output ciphertext: level, estimated noise and modulus, in bits.
@@ -972,7 +1133,7 @@ fn checkpoint_config<B: Backend>(
         images_per_batch: per_batch,
         model_sha256: super::checkpoint::sha256_hex(model.to_json()?.as_bytes()),
         data_sha256: digest.finish(),
-        stages: STAGES.iter().map(|s| (*s).to_owned()).collect(),
+        stages: checkpoint_stages(model.channels),
     })
 }
 
@@ -1030,6 +1191,9 @@ pub struct CnnShapeTrace {
     /// Level and estimated noise after each stage of the last batch (the noise model works
     /// on shapes: estimates follow from the plaintexts' norms and the operations).
     pub noise: Vec<StageNoise>,
+    /// The digit-table sets' plans and working sets (counted by the evaluator, as in a real
+    /// run).
+    pub table_sets: Vec<TableSetRun>,
     /// Wall-clock time of the whole shape-only run (key plan, key shapes, encryption and the
     /// circuit on word counts), not a server time.
     pub elapsed_ms: f64,
@@ -1068,6 +1232,7 @@ pub fn trace_cnn_shapes(
         rotations: run.stats.rotations,
         pmults: run.stats.pmults,
         noise: run.stats.noise,
+        table_sets: run.stats.table_sets,
         elapsed_ms: clock.elapsed().as_secs_f64() * 1e3,
     })
 }

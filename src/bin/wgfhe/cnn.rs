@@ -309,6 +309,7 @@ fn shape_trace(a: &MnistArgs, params: &Parameters, model: &QuantCnn, test: &Spli
             "rotations": run.rotations,
             "pmults": run.pmults,
             "noise": run.noise,
+            "table_sets": run.table_sets,
             "table_domains": [run.table_domains.0, run.table_domains.1],
             "elapsed_ms": run.elapsed_ms,
             "peak_rss_bytes": output::peak_rss_bytes(),

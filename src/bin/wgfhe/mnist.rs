@@ -84,7 +84,8 @@ pub(crate) struct MnistArgs {
     #[arg(long, value_name = "DIR")]
     pub(crate) checkpoint: Option<std::path::PathBuf>,
     /// Stop with exit status 3 once STAGE has been written to the checkpoint (for testing
-    /// resumption; CNN stages conv, relu1, fc1, relu2, fc2; LR stage score).
+    /// resumption; CNN stages conv, relu1.<c> (the first ReLU done on c channels, all but the
+    /// last), relu1, fc1, relu2, fc2; LR stage score).
     #[arg(long, hide = true, value_name = "STAGE", requires = "checkpoint")]
     pub(crate) stop_after: Option<String>,
     /// Print one JSON object instead of the summary.
@@ -128,7 +129,7 @@ impl MnistArgs {
     /// `--stop-after`.
     pub(crate) fn open_checkpoint(&self) -> wgfhe::Result<Option<Checkpoint>> {
         let Some(dir) = &self.checkpoint else { return Ok(None) };
-        let cp = Checkpoint::open(dir)?;
+        let cp = Checkpoint::open(dir)?.with_rss_probe(crate::output::peak_rss_bytes);
         Ok(Some(match &self.stop_after {
             Some(stage) => cp.stop_after(stage),
             None => cp,
@@ -182,10 +183,15 @@ pub(crate) fn run(a: &MnistArgs) -> wgfhe::Result<()> {
     let variant = Variant::parse(&a.variant)?;
     if let Some(stage) = &a.stop_after {
         let stages: &[&str] = if a.model == Model::Cnn { &wgfhe::ml::cnn_infer::STAGES } else { &infer::STAGES };
-        if !stages.contains(&stage.as_str()) {
+        // `relu1.<c>`: the first ReLU done on `c` channels (checked against the model's channels
+        // when the checkpoint is bound).
+        let part = a.model == Model::Cnn
+            && stage.strip_prefix("relu1.").is_some_and(|c| !c.is_empty() && c.bytes().all(|b| b.is_ascii_digit()));
+        if !stages.contains(&stage.as_str()) && !part {
             return Err(Error::InvalidField {
                 field: "stop-after",
-                reason: "not a stage of the model: conv, relu1, fc1, relu2 or fc2 for the CNN, score for the LR",
+                reason: "not a stage of the model: conv, relu1.<channels done>, relu1, fc1, relu2 or fc2 for the CNN, \
+                         score for the LR",
             });
         }
     }

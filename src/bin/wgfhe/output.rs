@@ -124,6 +124,8 @@ pub(crate) fn checkpoint_json(checkpoint: Option<&wgfhe::ml::checkpoint::Checkpo
             "notes": cp.notes(),
             "stages_written": cp.writes(),
             "inputs_digest_ms": cp.inputs_digest_ms(),
+            "job_peak_rss_bytes": cp.job_peak_rss_bytes().max(peak_rss_bytes()),
+            "job_peak_rss_note": "the largest VmHWM of this job's processes (across restarts), each read when a stage was written, and this process's",
         })
     })
 }
