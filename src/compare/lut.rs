@@ -769,6 +769,34 @@ mod tests {
         assert!(Lut::relu(1 << 30, 3).is_err());
     }
 
+    #[test]
+    fn capped_plans_respect_the_cap_and_cost_what_they_say() {
+        let t = 65537;
+        let set = LutSet::new(vec![
+            Lut::relu(t, 200).unwrap(),
+            Lut::sign(t, 200).unwrap(),
+            Lut::less_than(t, 200, 17).unwrap(),
+        ])
+        .unwrap();
+        let best = set.plan();
+        assert!(best.baby_steps > 4, "{best:?}");
+        // A cap the plan fits is the plan itself.
+        assert_eq!(set.plan_within(best.baby_steps).unwrap(), best);
+        assert_eq!(set.plan_within(usize::MAX).unwrap(), best);
+        for cap in [0, 1, 2, 4, best.baby_steps - 1] {
+            let plan = set.plan_within(cap).unwrap();
+            assert!(plan.baby_steps <= cap.max(1), "cap {cap}: {plan:?}");
+            assert_eq!(set.cost(plan.strategy, plan.baby_steps).unwrap(), plan.cost);
+            assert!(plan.cost.hmults >= best.cost.hmults, "cap {cap}: {plan:?} against {best:?}");
+            // The cheapest under the cap: no allowed plan has fewer HMULTs.
+            for k in 1..=cap.max(1) {
+                for strategy in [Strategy::Direct, Strategy::EvenOdd] {
+                    assert!(set.cost(strategy, k).unwrap().hmults >= plan.cost.hmults, "cap {cap}, k {k}");
+                }
+            }
+        }
+    }
+
     /// Compile times and plans of the large tables (run with `--ignored --nocapture`).
     #[test]
     #[ignore = "slow: compiles tables of up to 65535 points"]

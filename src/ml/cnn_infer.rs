@@ -1406,4 +1406,16 @@ mod tests {
         assert_eq!(baby_steps(1), 1);
         assert_eq!(baby_steps(16), 4);
     }
+
+    #[test]
+    fn table_budget_counts_degree_one_ciphertexts_at_the_input_level() {
+        // N = 2^17, level 83: 88,080,384 bytes a ciphertext; 7 GB hold 79 of them, less
+        // 2 * 12 (degree 3014 has 12 bits) + 3 tables.
+        assert_eq!(baby_steps_within(7_000_000_000, 1 << 17, 83, 3014, 3), 79 - 27);
+        // Level 49: 52,428,800 bytes; 133 held, less 2 * 14 + 3.
+        assert_eq!(baby_steps_within(7_000_000_000, 1 << 17, 49, 16382, 3), 133 - 31);
+        // Never below one baby step, and no cap for an unbounded budget.
+        assert_eq!(baby_steps_within(1, 1 << 17, 83, 3014, 3), 1);
+        assert!(baby_steps_within(u64::MAX, 1 << 17, 83, 3014, 3) > 1 << 30);
+    }
 }
