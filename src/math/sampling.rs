@@ -282,9 +282,10 @@ pub fn uniform_limb(seed: &Seed, purpose: Purpose, index: u32, m: &Modulus, out:
 /// register per state word, rotations as `vprold`) under `pulp`'s run-time dispatch. Residue
 /// `4 (b + l) + k` takes words `4k .. 4k + 3` of lane `l` (the [module docs](self)' layout),
 /// reduced lane-wise by `FastReducer` (four lazy Shoup products and branch-free conditional
-/// subtractions, exact: see its docs); no transposition is needed. Below AVX-512 (sixteen
-/// lanes of state no longer fit the registers, and the compiler leaves the rounds scalar)
-/// the words come from `rand_chacha`, 1 KiB at a time, and only the reduction is the fast one.
+/// subtractions, exact: see its docs); no transposition is needed. At AVX2 the same scheme
+/// runs on 8 lanes with explicit intrinsics (the compiler leaves the portable rounds scalar
+/// there); without AVX2 the words come from `rand_chacha`, 1 KiB at a time, and only the
+/// reduction is the fast one.
 ///
 /// Errors with [`Error::CountTooLarge`] if `index >= 2^24`.
 pub fn uniform_limb_at(
@@ -308,7 +309,7 @@ pub fn uniform_limb_at(
         }
         if level >= SimdLevel::Avx2 {
             if let Some(s) = pulp::x86::V3::try_new() {
-                s.vectorize(StreamOp { seed, stream, red, out });
+                s.vectorize(avx2::Op { s, job: WideJob { key: key_words(seed), stream, red, out } });
                 return Ok(());
             }
         }
@@ -318,7 +319,7 @@ pub fn uniform_limb_at(
     Ok(())
 }
 
-/// The path below AVX-512: `rand_chacha`'s stream, 1 KiB (64 residues) per call, each
+/// The path without AVX2: `rand_chacha`'s stream, 1 KiB (64 residues) per call, each
 /// residue reduced by `FastReducer`.
 struct StreamOp<'a> {
     seed: &'a Seed,
@@ -470,26 +471,183 @@ impl<const L: usize> pulp::NullaryFnOnce for WideOp<'_, L> {
     #[inline(always)]
     fn call(self) {
         let WideJob { key, stream, red, out } = self.0;
-        let mut block = 0u64;
-        let mut chunks = out.chunks_exact_mut(4 * L);
-        for chunk in &mut chunks {
-            let [r0, r1, r2, r3] = wide_residues::<L>(&key, stream, block, red);
-            // Residue 4 l + k of the batch is r_k[l].
-            for ((((o, &a), &b), &c), &d) in chunk.chunks_exact_mut(4).zip(&r0).zip(&r1).zip(&r2).zip(&r3) {
-                o.copy_from_slice(&[a, b, c, d]);
-            }
-            block = block.wrapping_add(L as u64);
+        fill_batches::<L, _>(out, &Portable { key, stream, red });
+    }
+}
+
+/// Where [`fill_batches`] gets its batches from: `batch(b)` returns the residues of blocks
+/// `b .. b + L` as `r[k][l]` = residue `4 (b + l) + k`. (A trait with always-inlined methods
+/// rather than a closure, so that the batch code is compiled inside the caller's
+/// `target_feature` context.)
+trait Batches<const L: usize> {
+    fn batch(&self, block: u64) -> [[u32; L]; 4];
+}
+
+/// [`wide_residues`] as a [`Batches`] source.
+struct Portable {
+    key: [u32; 8],
+    stream: u64,
+    red: FastReducer,
+}
+
+impl<const L: usize> Batches<L> for Portable {
+    #[inline(always)]
+    fn batch(&self, block: u64) -> [[u32; L]; 4] {
+        wide_residues::<L>(&self.key, self.stream, block, self.red)
+    }
+}
+
+/// Fills `out` batch by batch from `src`.
+#[inline(always)]
+fn fill_batches<const L: usize, B: Batches<L>>(out: &mut [u32], src: &B) {
+    let mut block = 0u64;
+    let mut chunks = out.chunks_exact_mut(4 * L);
+    for chunk in &mut chunks {
+        let [r0, r1, r2, r3] = src.batch(block);
+        // Residue 4 l + k of the batch is r_k[l].
+        for ((((o, &a), &b), &c), &d) in chunk.chunks_exact_mut(4).zip(&r0).zip(&r1).zip(&r2).zip(&r3) {
+            o.copy_from_slice(&[a, b, c, d]);
         }
-        let tail = chunks.into_remainder();
-        if !tail.is_empty() {
-            // A partial batch: the words past the end are computed and dropped.
-            let [r0, r1, r2, r3] = wide_residues::<L>(&key, stream, block, red);
-            for ((((o, &a), &b), &c), &d) in tail.chunks_mut(4).zip(&r0).zip(&r1).zip(&r2).zip(&r3) {
-                for (oi, v) in o.iter_mut().zip([a, b, c, d]) {
-                    *oi = v;
-                }
+        block = block.wrapping_add(L as u64);
+    }
+    let tail = chunks.into_remainder();
+    if !tail.is_empty() {
+        // A partial batch: the words past the end are computed and dropped.
+        let [r0, r1, r2, r3] = src.batch(block);
+        for ((((o, &a), &b), &c), &d) in tail.chunks_mut(4).zip(&r0).zip(&r1).zip(&r2).zip(&r3) {
+            for (oi, v) in o.iter_mut().zip([a, b, c, d]) {
+                *oi = v;
             }
         }
+    }
+}
+
+/// The wide generator at AVX2 with explicit intrinsics (8 blocks per batch, one per lane of
+/// a `ymm` register): the compiler leaves [`wide_residues`] scalar at this level.
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use core::arch::x86_64::__m256i;
+
+    use pulp::cast;
+    use pulp::x86::V3;
+
+    use super::{lanes_reduce, FastReducer, CHACHA_CONSTANTS};
+
+    /// The AVX2 form of the wide generator, as a `pulp` operation.
+    pub(super) struct Op<'a> {
+        pub(super) s: V3,
+        pub(super) job: super::WideJob<'a>,
+    }
+
+    impl pulp::NullaryFnOnce for Op<'_> {
+        type Output = ();
+
+        #[inline(always)]
+        fn call(self) {
+            let Op { s, job: super::WideJob { key, stream, red, out } } = self;
+            super::fill_batches::<8, _>(out, &Source { s, key, stream, red });
+        }
+    }
+
+    /// [`residues8`] as a [`super::Batches`] source.
+    struct Source {
+        s: V3,
+        key: [u32; 8],
+        stream: u64,
+        red: FastReducer,
+    }
+
+    impl super::Batches<8> for Source {
+        #[inline(always)]
+        fn batch(&self, block: u64) -> [[u32; 8]; 4] {
+            residues8(self.s, &self.key, self.stream, block, self.red)
+        }
+    }
+
+    /// The byte shuffle that rotates every 32-bit word left by `8 * r` bits (`r` in 1..4):
+    /// output byte `j` of a word is input byte `(j - r) mod 4`, within each 128-bit half.
+    #[inline(always)]
+    fn rotation(r: usize) -> __m256i {
+        let mut m = [0u8; 32];
+        for (i, mi) in m.iter_mut().enumerate() {
+            *mi = (4 * ((i / 4) % 4) + (i + 4 - r) % 4) as u8;
+        }
+        cast(m)
+    }
+
+    /// One quarter round on four state words of eight lanes; `r16`, `r8` are the byte
+    /// shuffles that rotate each word left by 16 and 8 bits.
+    #[inline(always)]
+    #[expect(clippy::many_single_char_names, reason = "the quarter round's own names")]
+    fn quarter_round(s: V3, [a, b, c, d]: [&mut __m256i; 4], r16: __m256i, r8: __m256i) {
+        let v = s.avx2;
+        *a = v._mm256_add_epi32(*a, *b);
+        *d = v._mm256_shuffle_epi8(v._mm256_xor_si256(*d, *a), r16);
+        *c = v._mm256_add_epi32(*c, *d);
+        let t = v._mm256_xor_si256(*b, *c);
+        *b = v._mm256_or_si256(v._mm256_slli_epi32::<12>(t), v._mm256_srli_epi32::<20>(t));
+        *a = v._mm256_add_epi32(*a, *b);
+        *d = v._mm256_shuffle_epi8(v._mm256_xor_si256(*d, *a), r8);
+        *c = v._mm256_add_epi32(*c, *d);
+        let t = v._mm256_xor_si256(*b, *c);
+        *b = v._mm256_or_si256(v._mm256_slli_epi32::<7>(t), v._mm256_srli_epi32::<25>(t));
+    }
+
+    /// [`super::wide_residues`] with `L = 8`, written with AVX2 intrinsics.
+    #[inline(always)]
+    pub(super) fn residues8(s: V3, key: &[u32; 8], stream: u64, first: u64, red: FastReducer) -> [[u32; 8]; 4] {
+        let (r16, r8) = (rotation(2), rotation(1));
+        let mut ctr_lo = [0u32; 8];
+        let mut ctr_hi = [0u32; 8];
+        for (l, (lo, hi)) in ctr_lo.iter_mut().zip(ctr_hi.iter_mut()).enumerate() {
+            let b = first.wrapping_add(l as u64);
+            *lo = b as u32;
+            *hi = (b >> 32) as u32;
+        }
+        let [c0, c1, c2, c3] = CHACHA_CONSTANTS;
+        let [k0, k1, k2, k3, k4, k5, k6, k7] = *key;
+        let input: [__m256i; 16] = [
+            cast([c0; 8]),
+            cast([c1; 8]),
+            cast([c2; 8]),
+            cast([c3; 8]),
+            cast([k0; 8]),
+            cast([k1; 8]),
+            cast([k2; 8]),
+            cast([k3; 8]),
+            cast([k4; 8]),
+            cast([k5; 8]),
+            cast([k6; 8]),
+            cast([k7; 8]),
+            cast(ctr_lo),
+            cast(ctr_hi),
+            cast([stream as u32; 8]),
+            cast([(stream >> 32) as u32; 8]),
+        ];
+        let [mut x0, mut x1, mut x2, mut x3, mut x4, mut x5, mut x6, mut x7, mut x8, mut x9, mut x10, mut x11, mut x12, mut x13, mut x14, mut x15] =
+            input;
+        for _ in 0..10 {
+            quarter_round(s, [&mut x0, &mut x4, &mut x8, &mut x12], r16, r8);
+            quarter_round(s, [&mut x1, &mut x5, &mut x9, &mut x13], r16, r8);
+            quarter_round(s, [&mut x2, &mut x6, &mut x10, &mut x14], r16, r8);
+            quarter_round(s, [&mut x3, &mut x7, &mut x11, &mut x15], r16, r8);
+            quarter_round(s, [&mut x0, &mut x5, &mut x10, &mut x15], r16, r8);
+            quarter_round(s, [&mut x1, &mut x6, &mut x11, &mut x12], r16, r8);
+            quarter_round(s, [&mut x2, &mut x7, &mut x8, &mut x13], r16, r8);
+            quarter_round(s, [&mut x3, &mut x4, &mut x9, &mut x14], r16, r8);
+        }
+        let x = [x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14, x15];
+        let mut w = [[0u32; 8]; 16];
+        for ((wi, &xi), &ii) in w.iter_mut().zip(&x).zip(&input) {
+            *wi = cast(s.avx2._mm256_add_epi32(xi, ii));
+        }
+        let [w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11, w12, w13, w14, w15] = w;
+        [
+            lanes_reduce(red, &w0, &w1, &w2, &w3),
+            lanes_reduce(red, &w4, &w5, &w6, &w7),
+            lanes_reduce(red, &w8, &w9, &w10, &w11),
+            lanes_reduce(red, &w12, &w13, &w14, &w15),
+        ]
     }
 }
 
@@ -1193,6 +1351,8 @@ mod tests {
             let r16 = wide_residues::<16>(&key, stream, first, red);
             let r8 = wide_residues::<8>(&key, stream, first, red);
             let r4 = wide_residues::<4>(&key, stream, first, red);
+            #[cfg(target_arch = "x86_64")]
+            let r8_avx2 = pulp::x86::V3::try_new().map(|s| avx2::residues8(s, &key, stream, first, red));
             for l in 0..16 {
                 let block = chacha20_block(&seed, stream, first.wrapping_add(l as u64));
                 for k in 0..4 {
@@ -1201,6 +1361,10 @@ mod tests {
                     assert_eq!(r16[k][l], want, "first {first} l {l} k {k}");
                     if l < 8 {
                         assert_eq!(r8[k][l], want);
+                        #[cfg(target_arch = "x86_64")]
+                        if let Some(r) = &r8_avx2 {
+                            assert_eq!(r[k][l], want);
+                        }
                     }
                     if l < 4 {
                         assert_eq!(r4[k][l], want);
