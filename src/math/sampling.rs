@@ -42,6 +42,12 @@
 //! of uniform, so a whole key (fewer than `2^34` residues) stays below `2^-64`. The residues
 //! are used directly as `Eval`-domain values.
 //!
+//! On the host, [`uniform_limb`] computes whole limbs with a wide generator (sixteen blocks
+//! per batch, one per vector lane, at AVX-512) and a reduction by the constants
+//! `2^(32 i) mod q` ([`uniform_limb_at`]); [`uniform_limb_reference`] keeps the plain path
+//! (`rand_chacha` and [`uniform_from_words_u32`], the shader's reduction), and the tests check
+//! that both write the same residues at every SIMD level.
+//!
 //! ## Host-side samplers
 //!
 //! [`Sampler`] draws secrets and errors on the host from the stream
@@ -57,6 +63,7 @@ use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
 use crate::error::{Error, Result};
+use crate::math::simd::SimdLevel;
 use crate::math::zq::Modulus;
 
 /// Length of a seed in bytes (a ChaCha20 key).
@@ -152,18 +159,13 @@ fn quarter_round(x: &mut [u32; 16], a: usize, b: usize, c: usize, d: usize) {
 /// `16 * block .. 16 * block + 16`, laid out as described in the [module docs](self).
 ///
 /// This is the CPU twin of the shader block function (plain `u32` operations only); the
-/// production paths use `rand_chacha`, and the tests check the two agree.
+/// host paths use `rand_chacha` or the wide generator of [`uniform_limb_at`], and the tests
+/// check all of them agree.
 #[must_use]
 pub fn chacha20_block(seed: &Seed, stream: u64, block: u64) -> [u32; 16] {
     let mut input = [0u32; 16];
     let [c0, c1, c2, c3] = CHACHA_CONSTANTS;
-    let mut key = [0u32; 8];
-    for (k, bytes) in key.iter_mut().zip(seed.chunks_exact(4)) {
-        let mut w = [0u8; 4];
-        w.copy_from_slice(bytes);
-        *k = u32::from_le_bytes(w);
-    }
-    let [k0, k1, k2, k3, k4, k5, k6, k7] = key;
+    let [k0, k1, k2, k3, k4, k5, k6, k7] = key_words(seed);
     let words = [
         c0,
         c1,
@@ -263,8 +265,102 @@ fn limb_rng(seed: &Seed, purpose: Purpose, index: u32, m: &Modulus) -> Result<Ch
 /// `(seed, purpose, index, q)`, each in `[0, q)` (see the [module docs](self) for the exact
 /// stream layout). `out` normally has length `N`; any length is accepted.
 ///
+/// Runs the wide generator of [`uniform_limb_at`] at [`SimdLevel::active`]; every level
+/// writes exactly what [`uniform_limb_reference`] writes.
+///
 /// Errors with [`Error::CountTooLarge`] if `index >= 2^24`.
 pub fn uniform_limb(seed: &Seed, purpose: Purpose, index: u32, m: &Modulus, out: &mut [u32]) -> Result<()> {
+    uniform_limb_at(SimdLevel::active(), seed, purpose, index, m, out)
+}
+
+/// [`uniform_limb`] at a given SIMD level (clamped to what the CPU has, see
+/// [`SimdLevel::clamp`]); every level writes the same residues. For tests and benchmarks.
+///
+/// At AVX-512 the generator computes 16 ChaCha20 blocks at once, one block per 32-bit lane:
+/// the sixteen state words are sixteen arrays of 16 lanes, lane `l` holding block `b + l`, so
+/// the rounds are plain lane-wise `u32` operations that the compiler vectorises (one `zmm`
+/// register per state word, rotations as `vprold`) under `pulp`'s run-time dispatch. Residue
+/// `4 (b + l) + k` takes words `4k .. 4k + 3` of lane `l` (the [module docs](self)' layout),
+/// reduced lane-wise by `FastReducer` (four lazy Shoup products and branch-free conditional
+/// subtractions, exact: see its docs); no transposition is needed. At AVX2 the same scheme
+/// runs on 8 lanes with explicit intrinsics (the compiler leaves the portable rounds scalar
+/// there); without AVX2 the words come from `rand_chacha`, 1 KiB at a time, and only the
+/// reduction is the fast one.
+///
+/// Errors with [`Error::CountTooLarge`] if `index >= 2^24`.
+pub fn uniform_limb_at(
+    level: SimdLevel,
+    seed: &Seed,
+    purpose: Purpose,
+    index: u32,
+    m: &Modulus,
+    out: &mut [u32],
+) -> Result<()> {
+    let stream = stream_id(purpose, index, m.value())?;
+    let red = FastReducer::new(m);
+    #[cfg(target_arch = "x86_64")]
+    {
+        let level = level.clamp();
+        if level >= SimdLevel::Avx512 {
+            if let Some(s) = pulp::x86::V4::try_new() {
+                s.vectorize(WideOp::<16>(WideJob { key: key_words(seed), stream, red, out }));
+                return Ok(());
+            }
+        }
+        if level >= SimdLevel::Avx2 {
+            if let Some(s) = pulp::x86::V3::try_new() {
+                s.vectorize(avx2::Op { s, job: WideJob { key: key_words(seed), stream, red, out } });
+                return Ok(());
+            }
+        }
+    }
+    let _ = level;
+    pulp::NullaryFnOnce::call(StreamOp { seed, stream, red, out });
+    Ok(())
+}
+
+/// The path without AVX2: `rand_chacha`'s stream, 1 KiB (64 residues) per call, each
+/// residue reduced by `FastReducer`.
+struct StreamOp<'a> {
+    seed: &'a Seed,
+    stream: u64,
+    red: FastReducer,
+    out: &'a mut [u32],
+}
+
+impl pulp::NullaryFnOnce for StreamOp<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn call(self) {
+        let mut rng = ChaCha20Rng::from_seed(*self.seed);
+        rng.set_stream(self.stream);
+        let mut bytes = [0u8; 1024];
+        for chunk in self.out.chunks_mut(64) {
+            // The last call may draw words past the end of `out`; they are dropped (the
+            // generator is private to this call).
+            rng.fill_bytes(&mut bytes);
+            for (o, b) in chunk.iter_mut().zip(bytes.chunks_exact(16)) {
+                let mut w = [0u32; 4];
+                for (wi, bi) in w.iter_mut().zip(b.chunks_exact(4)) {
+                    let mut le = [0u8; 4];
+                    le.copy_from_slice(bi);
+                    *wi = u32::from_le_bytes(le);
+                }
+                let [w0, w1, w2, w3] = w;
+                *o = self.red.reduce(w0, w1, w2, w3);
+            }
+        }
+    }
+}
+
+/// The residues [`uniform_limb`] writes, computed the reference way: `rand_chacha`'s stream,
+/// 64 bytes at a time, each residue reduced by [`uniform_from_words_u32`]'s `u32`-only Horner
+/// steps (the shader's reduction). Kept as the documented reference that the tests compare
+/// the wide generator with, and as the baseline of the sampling benchmark.
+///
+/// Errors with [`Error::CountTooLarge`] if `index >= 2^24`.
+pub fn uniform_limb_reference(seed: &Seed, purpose: Purpose, index: u32, m: &Modulus, out: &mut [u32]) -> Result<()> {
     let mut rng = limb_rng(seed, purpose, index, m)?;
     let red = WordReducer::new(m);
     // One block at a time: 64 bytes = 16 words = 4 residues. Words past the end of `out`
@@ -283,6 +379,375 @@ pub fn uniform_limb(seed: &Seed, purpose: Purpose, index: u32, m: &Modulus, out:
         }
     }
     Ok(())
+}
+
+/// The eight key words of a seed: `u32::from_le_bytes(seed[4i..4i+4])`.
+fn key_words(seed: &Seed) -> [u32; 8] {
+    let mut key = [0u32; 8];
+    for (k, bytes) in key.iter_mut().zip(seed.chunks_exact(4)) {
+        let mut w = [0u8; 4];
+        w.copy_from_slice(bytes);
+        *k = u32::from_le_bytes(w);
+    }
+    key
+}
+
+/// Per-modulus constants of the lane-wise reduction of four words (the fast path).
+///
+/// With `c_i = 2^(32 i) mod q` (`c_0 = 1 mod q`), the value
+/// `v = w0 + w1 2^32 + w2 2^64 + w3 2^96` is congruent to `sum_i w_i c_i` mod `q`. Each
+/// product `w_i c_i mod q` is a lazy Shoup product ([`Modulus::mul_shoup_lazy`]) with the
+/// constant `c_i' = floor(c_i 2^32 / q)`, which is exact for *any* `u32` multiplicand `w_i`:
+/// with `t = floor(w_i c_i' / 2^32)`, `w_i c_i / q - 1 < w_i c_i' / 2^32 <= w_i c_i / q`
+/// (as `w_i < 2^32`), so `t` is `floor(w_i c_i / q)` or one less, and
+/// `r_i = w_i c_i - t q` lies in `[0, 2q)`; it is below `2^31`, so computing it with wrapping
+/// `u32` arithmetic gives it exactly. Then, with `q < 2^30` (so `4q < 2^32`, no sum below
+/// wraps): `r_0 + r_1` and `r_2 + r_3` lie in `[0, 4q)` and one conditional subtraction of
+/// `2q` brings each into `[0, 2q)`; their sum lies in `[0, 4q)`, and conditional subtractions
+/// of `2q` then `q` leave the canonical residue `v mod q` in `[0, q)` -- the value
+/// [`uniform_from_words_u32`] computes, since both are the unique residue in `[0, q)`.
+/// The conditional subtractions are branch-free: for `x < 4q`, `x.min(x - 2q)` (wrapping) is
+/// `x - 2q` when `x >= 2q` and `x` otherwise, because then `x - 2q` wraps to at least
+/// `2^32 - 2q > 2q > x`.
+#[derive(Debug, Clone, Copy)]
+struct FastReducer {
+    q: u32,
+    /// `c_i = 2^(32 i) mod q`, `i = 0..4`.
+    c: [u32; 4],
+    /// `floor(c_i 2^32 / q)`, each below `2^32` because `c_i < q`.
+    c_shoup: [u32; 4],
+}
+
+impl FastReducer {
+    fn new(m: &Modulus) -> Self {
+        let q = u64::from(m.value());
+        let mut c = [0u32; 4];
+        let mut acc = 1 % q;
+        for ci in &mut c {
+            *ci = acc as u32;
+            acc = (acc << 32) % q;
+        }
+        Self { q: m.value(), c, c_shoup: c.map(|ci| m.shoup(ci)) }
+    }
+
+    /// `w_i c_i mod q` in `[0, 2q)` (lazy Shoup product, exact for any `w`).
+    #[inline(always)]
+    fn part(self, w: u32, c: u32, c_shoup: u32) -> u32 {
+        let t = ((u64::from(w) * u64::from(c_shoup)) >> 32) as u32;
+        w.wrapping_mul(c).wrapping_sub(t.wrapping_mul(self.q))
+    }
+
+    /// `(w0 + w1 2^32 + w2 2^64 + w3 2^96) mod q` in `[0, q)` (see the type's docs).
+    #[inline(always)]
+    fn reduce(self, w0: u32, w1: u32, w2: u32, w3: u32) -> u32 {
+        let [c0, c1, c2, c3] = self.c;
+        let [s0, s1, s2, s3] = self.c_shoup;
+        let two_q = 2 * self.q;
+        let lo = self.part(w0, c0, s0) + self.part(w1, c1, s1);
+        let lo = lo.min(lo.wrapping_sub(two_q));
+        let hi = self.part(w2, c2, s2) + self.part(w3, c3, s3);
+        let hi = hi.min(hi.wrapping_sub(two_q));
+        let s = lo + hi;
+        let s = s.min(s.wrapping_sub(two_q));
+        s.min(s.wrapping_sub(self.q))
+    }
+}
+
+/// What one call of the wide generator needs.
+struct WideJob<'a> {
+    key: [u32; 8],
+    stream: u64,
+    red: FastReducer,
+    out: &'a mut [u32],
+}
+
+/// The wide generator with `L` blocks per batch, as a `pulp` operation (dispatched with
+/// `L = 16` at AVX-512; the tests also run it with 8 and 4 lanes).
+struct WideOp<'a, const L: usize>(WideJob<'a>);
+
+impl<const L: usize> pulp::NullaryFnOnce for WideOp<'_, L> {
+    type Output = ();
+
+    #[inline(always)]
+    fn call(self) {
+        let WideJob { key, stream, red, out } = self.0;
+        fill_batches::<L, _>(out, &Portable { key, stream, red });
+    }
+}
+
+/// Where [`fill_batches`] gets its batches from: `batch(b)` returns the residues of blocks
+/// `b .. b + L` as `r[k][l]` = residue `4 (b + l) + k`. (A trait with always-inlined methods
+/// rather than a closure, so that the batch code is compiled inside the caller's
+/// `target_feature` context.)
+trait Batches<const L: usize> {
+    fn batch(&self, block: u64) -> [[u32; L]; 4];
+}
+
+/// [`wide_residues`] as a [`Batches`] source.
+struct Portable {
+    key: [u32; 8],
+    stream: u64,
+    red: FastReducer,
+}
+
+impl<const L: usize> Batches<L> for Portable {
+    #[inline(always)]
+    fn batch(&self, block: u64) -> [[u32; L]; 4] {
+        wide_residues::<L>(&self.key, self.stream, block, self.red)
+    }
+}
+
+/// Fills `out` batch by batch from `src`.
+#[inline(always)]
+fn fill_batches<const L: usize, B: Batches<L>>(out: &mut [u32], src: &B) {
+    let mut block = 0u64;
+    let mut chunks = out.chunks_exact_mut(4 * L);
+    for chunk in &mut chunks {
+        let [r0, r1, r2, r3] = src.batch(block);
+        // Residue 4 l + k of the batch is r_k[l].
+        for ((((o, &a), &b), &c), &d) in chunk.chunks_exact_mut(4).zip(&r0).zip(&r1).zip(&r2).zip(&r3) {
+            o.copy_from_slice(&[a, b, c, d]);
+        }
+        block = block.wrapping_add(L as u64);
+    }
+    let tail = chunks.into_remainder();
+    if !tail.is_empty() {
+        // A partial batch: the words past the end are computed and dropped.
+        let [r0, r1, r2, r3] = src.batch(block);
+        for ((((o, &a), &b), &c), &d) in tail.chunks_mut(4).zip(&r0).zip(&r1).zip(&r2).zip(&r3) {
+            for (oi, v) in o.iter_mut().zip([a, b, c, d]) {
+                *oi = v;
+            }
+        }
+    }
+}
+
+/// The wide generator at AVX2 with explicit intrinsics (8 blocks per batch, one per lane of
+/// a `ymm` register): the compiler leaves [`wide_residues`] scalar at this level.
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use core::arch::x86_64::__m256i;
+
+    use pulp::cast;
+    use pulp::x86::V3;
+
+    use super::{lanes_reduce, FastReducer, CHACHA_CONSTANTS};
+
+    /// The AVX2 form of the wide generator, as a `pulp` operation.
+    pub(super) struct Op<'a> {
+        pub(super) s: V3,
+        pub(super) job: super::WideJob<'a>,
+    }
+
+    impl pulp::NullaryFnOnce for Op<'_> {
+        type Output = ();
+
+        #[inline(always)]
+        fn call(self) {
+            let Op { s, job: super::WideJob { key, stream, red, out } } = self;
+            super::fill_batches::<8, _>(out, &Source { s, key, stream, red });
+        }
+    }
+
+    /// [`residues8`] as a [`super::Batches`] source.
+    struct Source {
+        s: V3,
+        key: [u32; 8],
+        stream: u64,
+        red: FastReducer,
+    }
+
+    impl super::Batches<8> for Source {
+        #[inline(always)]
+        fn batch(&self, block: u64) -> [[u32; 8]; 4] {
+            residues8(self.s, &self.key, self.stream, block, self.red)
+        }
+    }
+
+    /// The byte shuffle that rotates every 32-bit word left by `8 * r` bits (`r` in 1..4):
+    /// output byte `j` of a word is input byte `(j - r) mod 4`, within each 128-bit half.
+    #[inline(always)]
+    fn rotation(r: usize) -> __m256i {
+        let mut m = [0u8; 32];
+        for (i, mi) in m.iter_mut().enumerate() {
+            *mi = (4 * ((i / 4) % 4) + (i + 4 - r) % 4) as u8;
+        }
+        cast(m)
+    }
+
+    /// One quarter round on four state words of eight lanes; `r16`, `r8` are the byte
+    /// shuffles that rotate each word left by 16 and 8 bits.
+    #[inline(always)]
+    #[expect(clippy::many_single_char_names, reason = "the quarter round's own names")]
+    fn quarter_round(s: V3, [a, b, c, d]: [&mut __m256i; 4], r16: __m256i, r8: __m256i) {
+        let v = s.avx2;
+        *a = v._mm256_add_epi32(*a, *b);
+        *d = v._mm256_shuffle_epi8(v._mm256_xor_si256(*d, *a), r16);
+        *c = v._mm256_add_epi32(*c, *d);
+        let t = v._mm256_xor_si256(*b, *c);
+        *b = v._mm256_or_si256(v._mm256_slli_epi32::<12>(t), v._mm256_srli_epi32::<20>(t));
+        *a = v._mm256_add_epi32(*a, *b);
+        *d = v._mm256_shuffle_epi8(v._mm256_xor_si256(*d, *a), r8);
+        *c = v._mm256_add_epi32(*c, *d);
+        let t = v._mm256_xor_si256(*b, *c);
+        *b = v._mm256_or_si256(v._mm256_slli_epi32::<7>(t), v._mm256_srli_epi32::<25>(t));
+    }
+
+    /// [`super::wide_residues`] with `L = 8`, written with AVX2 intrinsics.
+    #[inline(always)]
+    pub(super) fn residues8(s: V3, key: &[u32; 8], stream: u64, first: u64, red: FastReducer) -> [[u32; 8]; 4] {
+        let (r16, r8) = (rotation(2), rotation(1));
+        let mut ctr_lo = [0u32; 8];
+        let mut ctr_hi = [0u32; 8];
+        for (l, (lo, hi)) in ctr_lo.iter_mut().zip(ctr_hi.iter_mut()).enumerate() {
+            let b = first.wrapping_add(l as u64);
+            *lo = b as u32;
+            *hi = (b >> 32) as u32;
+        }
+        let [c0, c1, c2, c3] = CHACHA_CONSTANTS;
+        let [k0, k1, k2, k3, k4, k5, k6, k7] = *key;
+        let input: [__m256i; 16] = [
+            cast([c0; 8]),
+            cast([c1; 8]),
+            cast([c2; 8]),
+            cast([c3; 8]),
+            cast([k0; 8]),
+            cast([k1; 8]),
+            cast([k2; 8]),
+            cast([k3; 8]),
+            cast([k4; 8]),
+            cast([k5; 8]),
+            cast([k6; 8]),
+            cast([k7; 8]),
+            cast(ctr_lo),
+            cast(ctr_hi),
+            cast([stream as u32; 8]),
+            cast([(stream >> 32) as u32; 8]),
+        ];
+        let [mut x0, mut x1, mut x2, mut x3, mut x4, mut x5, mut x6, mut x7, mut x8, mut x9, mut x10, mut x11, mut x12, mut x13, mut x14, mut x15] =
+            input;
+        for _ in 0..10 {
+            quarter_round(s, [&mut x0, &mut x4, &mut x8, &mut x12], r16, r8);
+            quarter_round(s, [&mut x1, &mut x5, &mut x9, &mut x13], r16, r8);
+            quarter_round(s, [&mut x2, &mut x6, &mut x10, &mut x14], r16, r8);
+            quarter_round(s, [&mut x3, &mut x7, &mut x11, &mut x15], r16, r8);
+            quarter_round(s, [&mut x0, &mut x5, &mut x10, &mut x15], r16, r8);
+            quarter_round(s, [&mut x1, &mut x6, &mut x11, &mut x12], r16, r8);
+            quarter_round(s, [&mut x2, &mut x7, &mut x8, &mut x13], r16, r8);
+            quarter_round(s, [&mut x3, &mut x4, &mut x9, &mut x14], r16, r8);
+        }
+        let x = [x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14, x15];
+        let mut w = [[0u32; 8]; 16];
+        for ((wi, &xi), &ii) in w.iter_mut().zip(&x).zip(&input) {
+            *wi = cast(s.avx2._mm256_add_epi32(xi, ii));
+        }
+        let [w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11, w12, w13, w14, w15] = w;
+        [
+            lanes_reduce(red, &w0, &w1, &w2, &w3),
+            lanes_reduce(red, &w4, &w5, &w6, &w7),
+            lanes_reduce(red, &w8, &w9, &w10, &w11),
+            lanes_reduce(red, &w12, &w13, &w14, &w15),
+        ]
+    }
+}
+
+/// Lane-wise `a += b`.
+#[inline(always)]
+fn lanes_add<const L: usize>(a: &mut [u32; L], b: &[u32; L]) {
+    for (x, y) in a.iter_mut().zip(b) {
+        *x = x.wrapping_add(*y);
+    }
+}
+
+/// Lane-wise `a += s` for one value `s`.
+#[inline(always)]
+fn lanes_add_splat<const L: usize>(a: &mut [u32; L], s: u32) {
+    for x in a.iter_mut() {
+        *x = x.wrapping_add(s);
+    }
+}
+
+/// Lane-wise [`FastReducer::reduce`] of four state words.
+#[inline(always)]
+fn lanes_reduce<const L: usize>(
+    red: FastReducer,
+    w0: &[u32; L],
+    w1: &[u32; L],
+    w2: &[u32; L],
+    w3: &[u32; L],
+) -> [u32; L] {
+    let mut r = [0u32; L];
+    for ((((o, &a), &b), &c), &d) in r.iter_mut().zip(w0).zip(w1).zip(w2).zip(w3) {
+        *o = red.reduce(a, b, c, d);
+    }
+    r
+}
+
+/// One ChaCha20 quarter round on four state words, each an array of `L` lanes.
+#[inline(always)]
+fn lanes_quarter_round<const L: usize>(a: &mut [u32; L], b: &mut [u32; L], c: &mut [u32; L], d: &mut [u32; L]) {
+    for (((a, b), c), d) in a.iter_mut().zip(b.iter_mut()).zip(c.iter_mut()).zip(d.iter_mut()) {
+        *a = a.wrapping_add(*b);
+        *d = (*d ^ *a).rotate_left(16);
+        *c = c.wrapping_add(*d);
+        *b = (*b ^ *c).rotate_left(12);
+        *a = a.wrapping_add(*b);
+        *d = (*d ^ *a).rotate_left(8);
+        *c = c.wrapping_add(*d);
+        *b = (*b ^ *c).rotate_left(7);
+    }
+}
+
+/// Residues `4 first .. 4 (first + L)` of a limb (relative to the stream start): ChaCha20
+/// blocks `first .. first + L` of `(key, stream)`, lane `l` holding block `first + l`
+/// (the same block function as [`chacha20_block`]), then `r[k][l]` = words `4k .. 4k + 3` of
+/// lane `l` reduced by `red`.
+#[inline(always)]
+fn wide_residues<const L: usize>(key: &[u32; 8], stream: u64, first: u64, red: FastReducer) -> [[u32; L]; 4] {
+    let [c0, c1, c2, c3] = CHACHA_CONSTANTS;
+    let [k0, k1, k2, k3, k4, k5, k6, k7] = *key;
+    let mut ctr_lo = [0u32; L];
+    let mut ctr_hi = [0u32; L];
+    for (l, (lo, hi)) in ctr_lo.iter_mut().zip(ctr_hi.iter_mut()).enumerate() {
+        let b = first.wrapping_add(l as u64);
+        *lo = b as u32;
+        *hi = (b >> 32) as u32;
+    }
+    let (s_lo, s_hi) = (stream as u32, (stream >> 32) as u32);
+    let (mut x0, mut x1, mut x2, mut x3) = ([c0; L], [c1; L], [c2; L], [c3; L]);
+    let (mut x4, mut x5, mut x6, mut x7) = ([k0; L], [k1; L], [k2; L], [k3; L]);
+    let (mut x8, mut x9, mut x10, mut x11) = ([k4; L], [k5; L], [k6; L], [k7; L]);
+    let (mut x12, mut x13, mut x14, mut x15) = (ctr_lo, ctr_hi, [s_lo; L], [s_hi; L]);
+    for _ in 0..10 {
+        lanes_quarter_round(&mut x0, &mut x4, &mut x8, &mut x12);
+        lanes_quarter_round(&mut x1, &mut x5, &mut x9, &mut x13);
+        lanes_quarter_round(&mut x2, &mut x6, &mut x10, &mut x14);
+        lanes_quarter_round(&mut x3, &mut x7, &mut x11, &mut x15);
+        lanes_quarter_round(&mut x0, &mut x5, &mut x10, &mut x15);
+        lanes_quarter_round(&mut x1, &mut x6, &mut x11, &mut x12);
+        lanes_quarter_round(&mut x2, &mut x7, &mut x8, &mut x13);
+        lanes_quarter_round(&mut x3, &mut x4, &mut x9, &mut x14);
+    }
+    // The feed-forward (add the input block), one state word at a time.
+    for (x, s) in [(&mut x0, c0), (&mut x1, c1), (&mut x2, c2), (&mut x3, c3)] {
+        lanes_add_splat(x, s);
+    }
+    for (x, s) in [(&mut x4, k0), (&mut x5, k1), (&mut x6, k2), (&mut x7, k3)] {
+        lanes_add_splat(x, s);
+    }
+    for (x, s) in [(&mut x8, k4), (&mut x9, k5), (&mut x10, k6), (&mut x11, k7)] {
+        lanes_add_splat(x, s);
+    }
+    lanes_add(&mut x12, &ctr_lo);
+    lanes_add(&mut x13, &ctr_hi);
+    lanes_add_splat(&mut x14, s_lo);
+    lanes_add_splat(&mut x15, s_hi);
+    [
+        lanes_reduce(red, &x0, &x1, &x2, &x3),
+        lanes_reduce(red, &x4, &x5, &x6, &x7),
+        lanes_reduce(red, &x8, &x9, &x10, &x11),
+        lanes_reduce(red, &x12, &x13, &x14, &x15),
+    ]
 }
 
 /// Residue `j` of the uniform limb `(seed, purpose, index, q)`, in `[0, q)`, computed without
@@ -770,6 +1235,160 @@ mod tests {
                 }
             }
         }
+    }
+
+    // ---- the wide generator against the reference ---------------------------------------
+
+    /// Moduli of every class the fast reduction must handle: tiny, 16-bit, Fermat prime,
+    /// NTT-friendly primes of 14 to 30 bits, the largest 30-bit prime, and powers of two.
+    const FAST_MODULI: [u32; 12] = [
+        2,
+        3,
+        5,
+        1 << 16,
+        65_537,
+        12_289,
+        786_433,
+        (1 << 29) + 11,
+        1_073_479_681, // 30-bit, = 1 mod 2^15
+        1_071_513_601, // 30-bit, = 1 mod 2^15
+        (1 << 30) - 35,
+        (1 << 30) - 1,
+    ];
+
+    fn fast_reduce(w: [u32; 4], m: &Modulus) -> u32 {
+        FastReducer::new(m).reduce(w[0], w[1], w[2], w[3])
+    }
+
+    proptest! {
+        #[test]
+        fn fast_reduction_matches_reference(q in 2u32..(1 << 30), w: [u32; 4]) {
+            let m = Modulus::new(u64::from(q)).unwrap();
+            prop_assert_eq!(fast_reduce(w, &m), uniform_from_words_u32(w, &m));
+            prop_assert_eq!(fast_reduce(w, &m), uniform_from_words(w, &m));
+        }
+    }
+
+    #[test]
+    fn fast_reduction_edge_values() {
+        let edges = [0u32, 1, 2, 0x7fff_ffff, 0x8000_0000, u32::MAX - 1, u32::MAX];
+        let mut st = 17u64;
+        for &q in &FAST_MODULI {
+            let m = Modulus::new(u64::from(q)).unwrap();
+            let mut words: Vec<[u32; 4]> = Vec::new();
+            for &a in &edges {
+                for &b in &edges {
+                    words.extend([[a, b, a, b], [b, a, b, a], [a, a, b, b], [a, b, b, a]]);
+                }
+            }
+            words.extend([[0; 4], [u32::MAX; 4], [q - 1, 0, 0, 0], [q, 0, 0, 0], [0, 0, 0, q - 1]]);
+            // Values congruent to q - 1 (and to 0) with the largest possible low word: the
+            // top three words random or extreme, w0 the largest word with the wanted residue.
+            for hi in [[u32::MAX; 3], [0; 3], [1, 0, 0]].into_iter().chain((0..50).map(|_| {
+                let r = splitmix(&mut st);
+                [r as u32, (r >> 32) as u32, splitmix(&mut st) as u32]
+            })) {
+                let v_hi =
+                    (u128::from(hi[0]) << 32 | u128::from(hi[1]) << 64 | u128::from(hi[2]) << 96) % u128::from(q);
+                for want in [q - 1, 0] {
+                    // w0 = want - v_hi (mod q), raised by multiples of q as far as u32 allows.
+                    let base = (u128::from(want) + u128::from(q) - v_hi) % u128::from(q);
+                    let w0 = base + (u128::from(u32::MAX) - base) / u128::from(q) * u128::from(q);
+                    let w = [w0 as u32, hi[0], hi[1], hi[2]];
+                    assert_eq!(uniform_from_words(w, &m), want);
+                    words.push(w);
+                }
+            }
+            for w in words {
+                let v = u128::from(w[0]) | u128::from(w[1]) << 32 | u128::from(w[2]) << 64 | u128::from(w[3]) << 96;
+                let want = (v % u128::from(q)) as u32;
+                assert_eq!(fast_reduce(w, &m), want, "q {q} w {w:?}");
+                assert_eq!(uniform_from_words_u32(w, &m), want, "q {q} w {w:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn wide_generator_matches_reference_at_every_level() {
+        let lengths = [0usize, 1, 3, 4, 5, 15, 16, 17, 31, 33, 63, 64, 65, 127, 1001, 1 << 10, (1 << 10) + 7];
+        let purposes = [Purpose::KeySwitchA, Purpose::CiphertextA, Purpose::PublicKeyA];
+        for (mi, &q) in FAST_MODULI.iter().enumerate() {
+            let m = Modulus::new(u64::from(q)).unwrap();
+            let seed = test_seed(500 + mi as u64);
+            let purpose = purposes[mi % purposes.len()];
+            let index = [0u32, 7, MAX_STREAM_INDEX - 1][mi % 3];
+            let mut want = vec![0u32; (1 << 10) + 7];
+            uniform_limb_reference(&seed, purpose, index, &m, &mut want).unwrap();
+            // The reference itself against the twin block function and big integers.
+            let stream = stream_id(purpose, index, q).unwrap();
+            for j in (0..want.len()).step_by(37) {
+                assert_eq!(want[j], reference_residue(&seed, stream, q, j), "q {q} j {j}");
+            }
+            for level in SimdLevel::ALL {
+                for &n in &lengths {
+                    let mut got = vec![u32::MAX; n];
+                    uniform_limb_at(level, &seed, purpose, index, &m, &mut got).unwrap();
+                    assert_eq!(got[..], want[..n], "q {q} level {level:?} n {n}");
+                }
+            }
+            let mut got = vec![u32::MAX; 1 << 10];
+            uniform_limb(&seed, purpose, index, &m, &mut got).unwrap();
+            assert_eq!(got[..], want[..1 << 10], "q {q}");
+        }
+    }
+
+    #[test]
+    fn wide_blocks_match_twin_across_counter_words() {
+        // Batches whose blocks cross the low counter word (block 2^32) and the end of the
+        // 64-bit counter, against the twin block function and big-integer reduction.
+        let seed = test_seed(77);
+        let q = FAST_MODULI[8];
+        let m = Modulus::new(u64::from(q)).unwrap();
+        let red = FastReducer::new(&m);
+        let stream = stream_id(Purpose::KeySwitchA, 3, q).unwrap();
+        let key = key_words(&seed);
+        for first in [0u64, 5, (1 << 32) - 9, (1 << 32) - 1, u64::MAX - 10] {
+            let r16 = wide_residues::<16>(&key, stream, first, red);
+            let r8 = wide_residues::<8>(&key, stream, first, red);
+            let r4 = wide_residues::<4>(&key, stream, first, red);
+            #[cfg(target_arch = "x86_64")]
+            let r8_avx2 = pulp::x86::V3::try_new().map(|s| avx2::residues8(s, &key, stream, first, red));
+            for l in 0..16 {
+                let block = chacha20_block(&seed, stream, first.wrapping_add(l as u64));
+                for k in 0..4 {
+                    let w: [u32; 4] = block[4 * k..4 * k + 4].try_into().unwrap();
+                    let want = uniform_from_words(w, &m);
+                    assert_eq!(r16[k][l], want, "first {first} l {l} k {k}");
+                    if l < 8 {
+                        assert_eq!(r8[k][l], want);
+                        #[cfg(target_arch = "x86_64")]
+                        if let Some(r) = &r8_avx2 {
+                            assert_eq!(r[k][l], want);
+                        }
+                    }
+                    if l < 4 {
+                        assert_eq!(r4[k][l], want);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn uniform_limb_errors_at_every_level() {
+        let m = Modulus::new(17).unwrap();
+        let seed = test_seed(1);
+        let mut out = [0u32; 8];
+        for level in SimdLevel::ALL {
+            assert!(matches!(
+                uniform_limb_at(level, &seed, Purpose::CiphertextA, MAX_STREAM_INDEX, &m, &mut out),
+                Err(Error::CountTooLarge { .. })
+            ));
+        }
+        assert!(matches!(
+            uniform_limb_reference(&seed, Purpose::CiphertextA, MAX_STREAM_INDEX, &m, &mut out),
+            Err(Error::CountTooLarge { .. })
+        ));
     }
 
     // ---- host sampler -----------------------------------------------------------------
