@@ -329,3 +329,51 @@ fn gates_suite_runs_at_the_toy_set() {
         assert_eq!(row["failure_rate"].as_f64(), Some(0.0));
     }
 }
+
+/// A stand-in for the OpenFHE anchor speaking its `--serve` protocol: ready, one line per
+/// request (counted in a file), then the JSON. Checks that the boot suite alternates its
+/// timed hops with the anchor's runs and attaches the anchor's JSON.
+#[cfg(unix)]
+#[test]
+fn boot_suite_alternates_with_its_anchor() {
+    use std::os::unix::fs::PermissionsExt;
+    use wgfhe::bench::boot;
+
+    let dir = std::env::temp_dir().join(format!("wgfhe-boot-anchor-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("requests");
+    let fake = dir.join("python");
+    // Called as `python SCRIPT --serve --runs R ...`: answers each request line after "ready".
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\necho '{{\"ready\": true}}'\ni=0\nwhile read -r line; do echo \"$line\" >> '{}'; \
+             echo \"{{\\\"run\\\": $i}}\"; i=$((i+1)); done\necho \"{{\\\"bootstrap\\\": {{\\\"runs\\\": $i}}, \
+             \\\"args\\\": \\\"$*\\\"}}\"\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let config = boot::Config {
+        params: params::insecure_test_ckks_boot(10).unwrap(),
+        slots: None,
+        reps: 3,
+        hops: 1,
+        threads: 1,
+        openfhe: true,
+        openfhe_python: Some(fake.clone()),
+        openfhe_args: vec!["--log-n".into(), "10".into()],
+        seed: 5,
+    };
+    let r = boot::run(&config).unwrap();
+    assert_eq!(r.hop_ms_runs.len(), 3);
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "run\nrun\nrun\n");
+    assert_eq!(r.openfhe["bootstrap"]["runs"], 3, "{}", r.openfhe);
+    let args = r.openfhe["args"].as_str().unwrap();
+    assert!(args.contains("--serve --runs 3 --threads 1 --log-n 10"), "{args}");
+    // A missing interpreter is an error in the report, not a failed run.
+    let r = boot::run(&boot::Config { openfhe_python: Some(dir.join("missing")), reps: 1, ..config }).unwrap();
+    assert!(r.openfhe["error"].as_str().unwrap().contains("not installed"), "{}", r.openfhe);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -42,6 +42,9 @@ the same chain at half the ring (OpenFHE's 128-bit table refuses it there), and 
 counts the keys at N = 2^16 in less memory (the key set does not depend on the precomputation:
 62 keys and the same bytes at N = 2^15 either way).
 
+--serve (what `wgfhe bench --suite boot` uses): the same runs, one per line read from stdin after
+{"ready": true} is printed, so that the caller alternates its own bootstraps with these.
+
 Measurements: keygen (KeyGen, EvalMultKeyGen, EvalBootstrapSetup, EvalBootstrapKeyGen) is
 untimed in the bootstrap figures but its seconds are reported. Then --runs bootstraps, each of a
 fresh public-key encryption of x uniform in [-1, 1]^slots (real) encoded at level depth - 1 (one
@@ -60,6 +63,7 @@ import argparse
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
 
@@ -86,6 +90,13 @@ parser.add_argument(
     help="EvalBootstrapSetup without precomputation, keygen and key bytes only (no bootstrap)",
 )
 parser.add_argument("--seed", type=int, default=1)
+parser.add_argument(
+    "--serve",
+    action="store_true",
+    help="after the setup print {\"ready\": true} and run one bootstrap per line read from stdin "
+    "(printing {\"run\": i, ...} after each), up to --runs; then the JSON on one line "
+    "(wgfhe bench --suite boot alternates its hops with these runs)",
+)
 args = parser.parse_args()
 
 os.environ["OMP_NUM_THREADS"] = str(args.threads)  # must precede the openfhe import
@@ -252,7 +263,11 @@ cpu_times = []
 errs = []
 level_out = None
 scale_deg_out = None
-for _ in range(args.runs):
+if args.serve:
+    print(json.dumps({"ready": True}), flush=True)
+for run in range(args.runs):
+    if args.serve and not sys.stdin.readline():
+        break
     x = rng.uniform(-1.0, 1.0, slots)
     pt = cc.MakeCKKSPackedPlaintext(list(map(float, x)), 1, depth - 1)
     pt.SetLength(slots)
@@ -268,10 +283,18 @@ for _ in range(args.runs):
     got = np.array(dec.GetRealPackedValue(), dtype=np.float64)
     errs.append(np.abs(got - x))
     del ct, ct_out, dec
+    if args.serve:
+        print(json.dumps({"run": run, "seconds": times[-1], "cpu_seconds": cpu_times[-1]}), flush=True)
+if not errs:
+    out["bootstrap"] = {"runs": 0, "interleaved": args.serve}
+    out["total_seconds"] = round(time.perf_counter() - T0, 1)
+    print(json.dumps(out), flush=True)
+    raise SystemExit(0)
 err = np.concatenate(errs)
 bits = -np.log2(np.maximum(err, 2.0**-64))
 out["bootstrap"] = {
-    "runs": args.runs,
+    "runs": len(times),
+    "interleaved": args.serve,
     "seconds_median": round(float(np.median(times)), 3),
     "seconds_runs": [round(s, 3) for s in times],
     "cpu_seconds_median": round(float(np.median(cpu_times)), 3),
@@ -287,4 +310,4 @@ out["bootstrap"] = {
     "rss_peak_bytes": peak_rss_bytes(),
 }
 out["total_seconds"] = round(time.perf_counter() - T0, 1)
-print(json.dumps(out, indent=1))
+print(json.dumps(out) if args.serve else json.dumps(out, indent=1), flush=True)

@@ -31,11 +31,16 @@
 //! `hops` hops (10 by default).
 //!
 //! **Anchor.** OpenFHE's CKKS bootstrapping through `benches/anchors/openfhe_ckks_boot.py`
-//! (the anchors venv, one thread), run after ours in the same invocation: its JSON is
-//! attached as it prints it (time, precision, rotation keys and their bytes).
+//! (the anchors venv, one thread) in the same invocation, alternating with ours: the script
+//! starts with ours (`--serve`: its key generation and precomputation run while ours make
+//! their keys), and each of our timed hops is followed by one of its bootstraps, so both
+//! sides see the same machine. Its JSON is attached as it prints it (time, precision,
+//! rotation keys and their bytes, `"interleaved": true`); `hop_ms_runs` lists ours in the
+//! same order.
 
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Instant;
 
 use num_complex::Complex64;
@@ -67,7 +72,7 @@ pub struct Config {
     pub hops: usize,
     /// Rayon threads of the CPU backend.
     pub threads: usize,
-    /// Run OpenFHE's anchor after ours.
+    /// Run OpenFHE's anchor, alternating with ours.
     pub openfhe: bool,
     /// Python of the anchors venv (default `benches/anchors/.venv/bin/python`).
     pub openfhe_python: Option<PathBuf>,
@@ -146,6 +151,8 @@ pub struct Report {
     pub config: BootConfigReport,
     /// Median hop (ms).
     pub hop_ms: f64,
+    /// Every timed hop (ms), in order (each followed by one of the anchor's bootstraps).
+    pub hop_ms_runs: Vec<f64>,
     /// Median bootstrap alone (the hop less its layer).
     pub boot_ms: f64,
     /// The stages.
@@ -261,12 +268,128 @@ pub fn run(config: &Config) -> Result<Report> {
         .num_threads(config.threads.max(1))
         .build()
         .map_err(|e| Error::Backend { backend: "cpu", reason: format!("rayon pool: {e}") })?;
-    let mut report = pool.install(|| run_ours(config))?;
-    report.openfhe = if config.openfhe { openfhe(config) } else { serde_json::json!({ "skipped": "--no-openfhe" }) };
+    let mut anchor = if config.openfhe { Some(Anchor::spawn(config)) } else { None };
+    let mut report = pool.install(|| run_ours(config, anchor.as_mut()))?;
+    report.openfhe = match anchor {
+        Some(a) => a.finish(),
+        None => serde_json::json!({ "skipped": "--no-openfhe" }),
+    };
     Ok(report)
 }
 
-fn run_ours(config: &Config) -> Result<Report> {
+/// OpenFHE's anchor script in `--serve` mode: one bootstrap per request, its JSON at the end;
+/// or the reason it is not running.
+struct Anchor {
+    state: std::result::Result<AnchorProcess, String>,
+}
+
+struct AnchorProcess {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: std::io::Lines<BufReader<ChildStdout>>,
+    stderr: Option<std::thread::JoinHandle<String>>,
+    ready: bool,
+}
+
+impl Anchor {
+    fn spawn(config: &Config) -> Self {
+        let python = config.openfhe_python.clone().unwrap_or_else(|| PathBuf::from("benches/anchors/.venv/bin/python"));
+        let script = Path::new("benches/anchors/openfhe_ckks_boot.py");
+        if !python.exists() || !script.exists() {
+            return Self {
+                state: Err(format!(
+                    "not installed ({} or {} missing; run benches/anchors/setup.sh)",
+                    python.display(),
+                    script.display()
+                )),
+            };
+        }
+        let mut cmd = Command::new(&python);
+        cmd.arg(script)
+            .args(["--serve", "--runs", &config.reps.to_string(), "--threads", &config.threads.max(1).to_string()])
+            .args(&config.openfhe_args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let state = match cmd.spawn() {
+            Ok(mut child) => match (child.stdin.take(), child.stdout.take()) {
+                (Some(stdin), Some(stdout)) => {
+                    // Drained on a thread so that a chatty anchor never blocks on a full pipe.
+                    let stderr = child.stderr.take().map(|mut e| {
+                        std::thread::spawn(move || {
+                            let mut text = String::new();
+                            let _ = std::io::Read::read_to_string(&mut e, &mut text);
+                            text
+                        })
+                    });
+                    Ok(AnchorProcess {
+                        child,
+                        stdin: Some(stdin),
+                        lines: BufReader::new(stdout).lines(),
+                        stderr,
+                        ready: false,
+                    })
+                }
+                _ => Err("no pipes to the anchor".to_owned()),
+            },
+            Err(e) => Err(format!("cannot start {}: {e}", python.display())),
+        };
+        Self { state }
+    }
+
+    /// Waits for the anchor's setup (once), then has it run one bootstrap and waits for it.
+    /// A failure is kept (the rest of the run goes on without the anchor).
+    fn step(&mut self) {
+        let Ok(p) = &mut self.state else { return };
+        let result = (|| -> std::result::Result<(), String> {
+            if !p.ready {
+                let line = p.lines.next().ok_or("the anchor ended before its setup")?.map_err(|e| e.to_string())?;
+                if serde_json::from_str::<serde_json::Value>(&line).ok().and_then(|v| v.get("ready").cloned())
+                    != Some(serde_json::Value::Bool(true))
+                {
+                    return Err(format!("unexpected line from the anchor: {line}"));
+                }
+                p.ready = true;
+            }
+            let stdin = p.stdin.as_mut().ok_or("the anchor's input is closed")?;
+            stdin.write_all(b"run\n").and_then(|()| stdin.flush()).map_err(|e| e.to_string())?;
+            p.lines.next().ok_or("the anchor ended during a bootstrap")?.map_err(|e| e.to_string())?;
+            Ok(())
+        })();
+        if let Err(e) = result {
+            let stderr = self.finish_process();
+            self.state = Err(format!("{e}; {stderr}"));
+        }
+    }
+
+    /// Closes the anchor's input and returns the last line of its error output.
+    fn finish_process(&mut self) -> String {
+        let Ok(p) = &mut self.state else { return String::new() };
+        p.stdin = None;
+        let _ = p.child.wait();
+        let text = p.stderr.take().and_then(|h| h.join().ok()).unwrap_or_default();
+        text.lines().last().unwrap_or("").to_owned()
+    }
+
+    /// The anchor's JSON (its last line), or `{"error": ...}`.
+    fn finish(mut self) -> serde_json::Value {
+        if let Ok(p) = &mut self.state {
+            // Closing stdin ends the runs; the JSON is the last line.
+            p.stdin = None;
+            let last = p.lines.by_ref().map_while(std::result::Result::ok).last();
+            let status = p.child.wait();
+            let stderr = self.finish_process();
+            return match (last.and_then(|l| serde_json::from_str::<serde_json::Value>(&l).ok()), status) {
+                (Some(v), Ok(s)) if s.success() && v.get("bootstrap").is_some() => v,
+                (_, Ok(s)) => serde_json::json!({ "error": format!("exit {s}: {stderr}") }),
+                (_, Err(e)) => serde_json::json!({ "error": format!("anchor: {e}") }),
+            };
+        }
+        serde_json::json!({ "error": self.state.err().unwrap_or_default() })
+    }
+}
+
+fn run_ours(config: &Config, mut anchor: Option<&mut Anchor>) -> Result<Report> {
     let params = &config.params;
     let ledger = Ledger::timed(CpuBackend::new(RingContext::new(params)?));
     let ckks = Ckks::new(ledger, ScalePolicy::Double)?;
@@ -344,6 +467,9 @@ fn run_ours(config: &Config) -> Result<Report> {
         hop(&fresh, Some(&mut acc))?;
         hop_ms.push(t.elapsed().as_secs_f64() * 1e3);
         per_hop.push(acc);
+        if let Some(a) = anchor.as_deref_mut() {
+            a.step();
+        }
     }
 
     // Hops of the precision ledger (the first one is above).
@@ -394,6 +520,7 @@ fn run_ours(config: &Config) -> Result<Report> {
             output_level: boot.output_level(),
         },
         hop_ms: median_hop,
+        hop_ms_runs: hop_ms.clone(),
         boot_ms: median_hop - layer_ms,
         rows,
         rotation_keys,
@@ -413,26 +540,6 @@ fn run_ours(config: &Config) -> Result<Report> {
         failure_probability: boot.failure_probability(n)?,
         openfhe: serde_json::Value::Null,
     })
-}
-
-/// OpenFHE's anchor (its JSON), or `{"error": ...}`.
-fn openfhe(config: &Config) -> serde_json::Value {
-    let python = config.openfhe_python.clone().unwrap_or_else(|| PathBuf::from("benches/anchors/.venv/bin/python"));
-    let script = Path::new("benches/anchors/openfhe_ckks_boot.py");
-    if !python.exists() || !script.exists() {
-        return serde_json::json!({ "error": format!("not installed ({} or {} missing; run benches/anchors/setup.sh)", python.display(), script.display()) });
-    }
-    let mut cmd = Command::new(&python);
-    cmd.arg(script).args(["--runs", &config.reps.to_string(), "--threads", &config.threads.max(1).to_string()]);
-    cmd.args(&config.openfhe_args);
-    match cmd.output() {
-        Ok(out) if out.status.success() => serde_json::from_slice(&out.stdout)
-            .unwrap_or_else(|e| serde_json::json!({ "error": format!("unreadable output: {e}") })),
-        Ok(out) => serde_json::json!({
-            "error": format!("exit {}: {}", out.status, String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or(""))
-        }),
-        Err(e) => serde_json::json!({ "error": format!("cannot start {}: {e}", python.display()) }),
-    }
 }
 
 impl Report {
