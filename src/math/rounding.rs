@@ -55,6 +55,7 @@
 #![expect(clippy::indexing_slicing, reason = "loops over slices whose lengths are checked on entry")]
 
 use crate::error::{Error, Result};
+use crate::math::simd::SimdLevel;
 use crate::math::zq::Modulus;
 
 /// Coefficients processed together by [`RoundingCorrection::apply`]: the signed digits `c_s`
@@ -196,9 +197,9 @@ pub struct RoundingCorrection {
     /// CPU path: `floor(d_s / 2)` per step.
     halves: Vec<u32>,
     /// CPU path: the centred `[-g]_{d_s}` of the triangle (same layout as `tri_neg`).
-    tri_signed: Vec<i32>,
+    tri_signed: Vec<i64>,
     /// CPU path: the centred `[-w]_{k_i}` (same layout as `keep_neg`).
-    keep_signed: Vec<i32>,
+    keep_signed: Vec<i64>,
     /// CPU path: reducers of the steps' and of the kept moduli.
     step_reducers: Vec<SignedReducer>,
     keep_reducers: Vec<SignedReducer>,
@@ -286,9 +287,10 @@ impl RoundingCorrection {
         };
         let tri_moduli = || steps.iter().enumerate().flat_map(|(s, d)| std::iter::repeat_n(*d, s));
         let keep_moduli = || keep.iter().flat_map(|k| std::iter::repeat_n(*k, s_len));
-        // Centred values lie in (-m/2, m/2] with m < 2^30: they fit in i32.
-        let centred = |moduli: &mut dyn Iterator<Item = Modulus>, values: &[u32]| -> Vec<i32> {
-            values.iter().zip(moduli).map(|(&v, m)| m.center(v) as i32).collect()
+        // Centred values lie in (-m/2, m/2] with m < 2^30 (stored as i64 so that the SIMD path
+        // broadcasts them straight from memory).
+        let centred = |moduli: &mut dyn Iterator<Item = Modulus>, values: &[u32]| -> Vec<i64> {
+            values.iter().zip(moduli).map(|(&v, m)| m.center(v)).collect()
         };
         Ok(Self {
             f_shoup: shoup(&mut steps.iter().copied(), &f),
@@ -385,8 +387,23 @@ impl RoundingCorrection {
         if n == 0 {
             return Ok(());
         }
-        pulp::Arch::new().dispatch(Apply { rc: self, dropped, n, out });
+        self.run(dropped, n, out, SimdLevel::active());
         Ok(())
+    }
+
+    /// [`apply`](Self::apply) on checked lengths at `level` (clamped to the CPU's):
+    /// explicit AVX-512 at [`SimdLevel::Avx512`], else the portable code under `pulp`'s
+    /// dispatch. Every level returns the same words.
+    fn run(&self, dropped: &[u32], n: usize, out: &mut [u32], level: SimdLevel) {
+        #[cfg(target_arch = "x86_64")]
+        if level.clamp() == SimdLevel::Avx512 {
+            if let Some(simd) = pulp::x86::V4::try_new() {
+                x86::apply_v4(simd, self, dropped, n, out);
+                return;
+            }
+        }
+        let _ = level;
+        pulp::Arch::new().dispatch(Apply { rc: self, dropped, n, out });
     }
 
     /// [`apply`](Self::apply) on checked lengths, one tile of [`TILE`] coefficients at a time
@@ -446,7 +463,7 @@ impl RoundingCorrection {
                     if r > 0 && r % SIGNED_TERMS == 0 {
                         reduce_lanes(&mut acc, red);
                     }
-                    let g = i64::from(self.tri_signed[tri + r]);
+                    let g = self.tri_signed[tri + r];
                     for (a, &cv) in acc.iter_mut().zip(cr) {
                         *a += i64::from(cv as i32) * g;
                     }
@@ -476,7 +493,7 @@ impl RoundingCorrection {
                 }
             }
             for (j, a) in acc.iter_mut().enumerate() {
-                let w = i64::from(self.keep_signed[(i0 + j) * s_len + s]);
+                let w = self.keep_signed[(i0 + j) * s_len + s];
                 for (a, &cv) in a.iter_mut().zip(cs) {
                     *a += i64::from(cv as i32) * w;
                 }
@@ -513,6 +530,207 @@ impl pulp::NullaryFnOnce for Apply<'_> {
 fn reduce_lanes(acc: &mut [i64; TILE], red: SignedReducer) {
     for a in acc.iter_mut() {
         *a = red.reduce(*a) as i64;
+    }
+}
+
+/// The AVX-512 path (`pulp::x86::V4`): the portable path's steps on `__m512i` vectors of eight
+/// `u64`/`i64` lanes, the signed products with `vpmuldq` (`_mm512_mul_epi32`, low 32 bits of
+/// each lane, sign-extended) and the Shoup quotients with `vpmuludq`.
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use core::arch::x86_64::__m512i;
+
+    use pulp::cast;
+    use pulp::x86::V4;
+
+    use super::{Rounding, RoundingCorrection, SignedReducer, GROUP, SIGNED_TERMS, TILE};
+
+    /// Vectors per tile.
+    const VECS: usize = TILE / 8;
+
+    /// [`SignedReducer`]'s constants, broadcast.
+    #[derive(Clone, Copy)]
+    struct Red {
+        q: __m512i,
+        q2: __m512i,
+        radix: __m512i,
+        radix_shoup: __m512i,
+        one_shoup: __m512i,
+        neg_fix: __m512i,
+    }
+
+    impl Red {
+        #[inline(always)]
+        fn new(s: V4, r: &SignedReducer) -> Self {
+            let f = s.avx512f;
+            let b = |v: u64| f._mm512_set1_epi64(v as i64);
+            Self {
+                q: b(r.q),
+                q2: b(2 * r.q),
+                radix: b(r.radix),
+                radix_shoup: b(r.radix_shoup),
+                one_shoup: b(r.one_shoup),
+                neg_fix: b(r.neg_fix),
+            }
+        }
+
+        /// [`SignedReducer::reduce`] lane by lane (the same steps).
+        #[inline(always)]
+        fn reduce(self, s: V4, x: __m512i) -> __m512i {
+            let f = s.avx512f;
+            let hi = f._mm512_srli_epi64::<32>(x);
+            let lo = f._mm512_and_si512(x, f._mm512_set1_epi64(0xffff_ffff));
+            let a = f._mm512_sub_epi64(
+                f._mm512_mul_epu32(hi, self.radix),
+                f._mm512_mul_epu32(f._mm512_srli_epi64::<32>(f._mm512_mul_epu32(hi, self.radix_shoup)), self.q),
+            );
+            // vpmuludq reads the low 32 bits of x: lo.
+            let b = f._mm512_sub_epi64(
+                lo,
+                f._mm512_mul_epu32(f._mm512_srli_epi64::<32>(f._mm512_mul_epu32(x, self.one_shoup)), self.q),
+            );
+            let t = f._mm512_add_epi64(a, b);
+            let t = f._mm512_min_epu64(t, f._mm512_sub_epi64(t, self.q2));
+            let t = f._mm512_min_epu64(t, f._mm512_sub_epi64(t, self.q));
+            let t = f._mm512_add_epi64(t, f._mm512_and_si512(f._mm512_srai_epi64::<63>(x), self.neg_fix));
+            f._mm512_min_epu64(t, f._mm512_sub_epi64(t, self.q))
+        }
+    }
+
+    /// Entry point: [`RoundingCorrection::apply_tiles`] at AVX-512.
+    pub(super) fn apply_v4(s: V4, rc: &RoundingCorrection, dropped: &[u32], n: usize, out: &mut [u32]) {
+        struct Op<'a>(V4, &'a RoundingCorrection, &'a [u32], usize, &'a mut [u32]);
+        impl pulp::NullaryFnOnce for Op<'_> {
+            type Output = ();
+            #[inline(always)]
+            fn call(self) {
+                tiles(self.0, self.1, self.2, self.3, self.4);
+            }
+        }
+        s.vectorize(Op(s, rc, dropped, n, out));
+    }
+
+    #[inline(always)]
+    fn tiles(s: V4, rc: &RoundingCorrection, dropped: &[u32], n: usize, out: &mut [u32]) {
+        let k_len = rc.keep.len();
+        let mut c = vec![[[0i64; 8]; VECS]; rc.steps.len()];
+        let mut sums = [[0u32; TILE]; GROUP];
+        for c0 in (0..n).step_by(TILE) {
+            let len = TILE.min(n - c0);
+            digits(s, rc, dropped, n, c0, len, &mut c);
+            let mut i0 = 0;
+            while i0 < k_len {
+                let g = if i0 + GROUP <= k_len {
+                    keep_group::<GROUP>(s, rc, i0, &c, &mut sums);
+                    GROUP
+                } else {
+                    keep_group::<1>(s, rc, i0, &c, &mut sums);
+                    1
+                };
+                for (j, row) in sums.iter().take(g).enumerate() {
+                    let at = (i0 + j) * n + c0;
+                    out[at..at + len].copy_from_slice(&row[..len]);
+                }
+                i0 += g;
+            }
+        }
+    }
+
+    /// The portable `digits` on vectors.
+    #[inline(always)]
+    fn digits(
+        s: V4,
+        rc: &RoundingCorrection,
+        dropped: &[u32],
+        n: usize,
+        c0: usize,
+        len: usize,
+        c: &mut [[[i64; 8]; VECS]],
+    ) {
+        let f = s.avx512f;
+        let mut tri = 0usize;
+        for st in 0..c.len() {
+            let qv = u64::from(rc.steps[st].value());
+            let q = f._mm512_set1_epi64(qv as i64);
+            let half = f._mm512_set1_epi64(i64::from(rc.halves[st]));
+            let at = rc.positions[st] * n + c0;
+            let mut x = [0u32; TILE];
+            x[..len].copy_from_slice(&dropped[at..at + len]);
+            let x: [[u32; 8]; VECS] = cast(x);
+            let fv = f._mm512_set1_epi64(i64::from(rc.f[st]));
+            let fs = f._mm512_set1_epi64(i64::from(rc.f_shoup[st]));
+            let mut y = [f._mm512_setzero_si512(); VECS];
+            for (y, x) in y.iter_mut().zip(x) {
+                let x = f._mm512_cvtepu32_epi64(cast(x));
+                let quot = f._mm512_srli_epi64::<32>(f._mm512_mul_epu32(x, fs));
+                let r = f._mm512_sub_epi64(f._mm512_mul_epu32(x, fv), f._mm512_mul_epu32(quot, q));
+                *y = f._mm512_min_epu64(r, f._mm512_sub_epi64(r, q));
+            }
+            let (done, rest) = c.split_at_mut(st);
+            if rc.rounding == Rounding::PrimeByPrime && st > 0 {
+                let red = Red::new(s, &rc.step_reducers[st]);
+                let mut acc = [f._mm512_setzero_si512(); VECS];
+                for (r, cr) in done.iter().enumerate() {
+                    if r > 0 && r % SIGNED_TERMS == 0 {
+                        for a in &mut acc {
+                            *a = red.reduce(s, *a);
+                        }
+                    }
+                    let g = f._mm512_set1_epi64(rc.tri_signed[tri + r]);
+                    for (a, &cv) in acc.iter_mut().zip(cr) {
+                        *a = f._mm512_add_epi64(*a, f._mm512_mul_epi32(cast(cv), g));
+                    }
+                }
+                tri += st;
+                for (y, &a) in y.iter_mut().zip(&acc) {
+                    let t = f._mm512_add_epi64(*y, red.reduce(s, a));
+                    *y = f._mm512_min_epu64(t, f._mm512_sub_epi64(t, q));
+                }
+            }
+            for (cv, &y) in rest[0].iter_mut().zip(&y) {
+                let high = f._mm512_cmpgt_epu64_mask(y, half);
+                *cv = cast(f._mm512_mask_sub_epi64(y, high, y, q));
+            }
+        }
+    }
+
+    /// The portable `keep_group` on vectors.
+    #[inline(always)]
+    fn keep_group<const G: usize>(
+        s: V4,
+        rc: &RoundingCorrection,
+        i0: usize,
+        c: &[[[i64; 8]; VECS]],
+        sums: &mut [[u32; TILE]; GROUP],
+    ) {
+        let f = s.avx512f;
+        let s_len = c.len();
+        let mut acc = [[f._mm512_setzero_si512(); VECS]; G];
+        for (st, cs) in c.iter().enumerate() {
+            if st > 0 && st % SIGNED_TERMS == 0 {
+                for (j, a) in acc.iter_mut().enumerate() {
+                    let red = Red::new(s, &rc.keep_reducers[i0 + j]);
+                    for a in a.iter_mut() {
+                        *a = red.reduce(s, *a);
+                    }
+                }
+            }
+            let cv: [__m512i; VECS] = cast(*cs);
+            for (j, a) in acc.iter_mut().enumerate() {
+                let w = f._mm512_set1_epi64(rc.keep_signed[(i0 + j) * s_len + st]);
+                for (a, &cv) in a.iter_mut().zip(&cv) {
+                    *a = f._mm512_add_epi64(*a, f._mm512_mul_epi32(cv, w));
+                }
+            }
+        }
+        for (j, (row, a)) in sums.iter_mut().zip(&acc).enumerate() {
+            let red = Red::new(s, &rc.keep_reducers[i0 + j]);
+            let mut words = [[0u32; 8]; VECS];
+            for (wd, &a) in words.iter_mut().zip(a) {
+                *wd = cast(f._mm512_cvtepi64_epi32(red.reduce(s, a)));
+            }
+            *row = cast(words);
+        }
     }
 }
 
@@ -725,7 +943,8 @@ mod tests {
     /// The signed CPU path equals the big-integer definition and the GPU tables' formula, for
     /// lengths that are not multiples of a tile or a vector, kept counts that are not multiples
     /// of a group, 1 to 33 steps (past [`SIGNED_TERMS`]), both roundings, with and without `t`,
-    /// moduli from 3 (and an even one) to just below `2^30`, and input words of any value.
+    /// moduli from 3 (and an even one) to just below `2^30`, and input words of any value, at
+    /// every SIMD level the CPU has.
     #[test]
     fn signed_path_matches_references() {
         let large = moduli(40);
@@ -768,11 +987,17 @@ mod tests {
                                 }
                             })
                             .collect();
+                        let want = reference(&keep, &drop, t, rounding, &x, n);
+                        let what = format!("S {s_len}, keep {keep_len}, n {n}, t {t:?}, {rounding:?}");
+                        assert_eq!(from_tables(&rc, &x, n), want, "tables: {what}");
                         let mut got = vec![0u32; keep.len() * n];
                         rc.apply(&x, n, &mut got).unwrap();
-                        let what = format!("S {s_len}, keep {keep_len}, n {n}, t {t:?}, {rounding:?}");
-                        assert_eq!(got, from_tables(&rc, &x, n), "tables: {what}");
-                        assert_eq!(got, reference(&keep, &drop, t, rounding, &x, n), "big integers: {what}");
+                        assert_eq!(got, want, "apply: {what}");
+                        for level in SimdLevel::available() {
+                            got.fill(0);
+                            rc.run(&x, n, &mut got, level);
+                            assert_eq!(got, want, "{level:?}: {what}");
+                        }
                     }
                 }
             }
