@@ -543,10 +543,13 @@ mod x86 {
     use pulp::cast;
     use pulp::x86::V4;
 
-    use super::{Rounding, RoundingCorrection, SignedReducer, GROUP, SIGNED_TERMS, TILE};
+    use super::{Rounding, RoundingCorrection, SignedReducer, SIGNED_TERMS, TILE};
 
     /// Vectors per tile.
     const VECS: usize = TILE / 8;
+
+    /// Kept primes accumulated together (`GROUP * VECS` accumulators in registers).
+    const GROUP: usize = 4;
 
     /// [`SignedReducer`]'s constants, broadcast.
     #[derive(Clone, Copy)]
@@ -620,13 +623,13 @@ mod x86 {
             digits(s, rc, dropped, n, c0, len, &mut c);
             let mut i0 = 0;
             while i0 < k_len {
-                let g = if i0 + GROUP <= k_len {
-                    keep_group::<GROUP>(s, rc, i0, &c, &mut sums);
-                    GROUP
-                } else {
-                    keep_group::<1>(s, rc, i0, &c, &mut sums);
-                    1
-                };
+                let g = (k_len - i0).min(GROUP);
+                match g {
+                    1 => keep_group::<1>(s, rc, i0, &c, &mut sums),
+                    2 => keep_group::<2>(s, rc, i0, &c, &mut sums),
+                    3 => keep_group::<3>(s, rc, i0, &c, &mut sums),
+                    _ => keep_group::<GROUP>(s, rc, i0, &c, &mut sums),
+                }
                 for (j, row) in sums.iter().take(g).enumerate() {
                     let at = (i0 + j) * n + c0;
                     out[at..at + len].copy_from_slice(&row[..len]);
