@@ -58,14 +58,13 @@ use crate::error::{Error, Result};
 use crate::math::simd::SimdLevel;
 use crate::math::zq::Modulus;
 
-/// Coefficients processed together by [`RoundingCorrection::apply`]: the signed digits `c_s`
-/// of one tile (`S * TILE` words) and the sums of [`GROUP`] kept primes (`GROUP * TILE` words)
-/// stay in vector registers or L1.
+/// Coefficients per tile of the AVX-512 path: the signed digits `c_s` of one tile (`S * TILE`
+/// words) and the sums of a group of kept primes stay in registers or L1.
 const TILE: usize = 16;
 
-/// Kept primes whose sums are accumulated together over one tile (each digit vector loaded once
-/// for all of them).
-const GROUP: usize = 4;
+/// Coefficients per block of the portable path: the block's digits (`S * BLOCK` words of 8
+/// bytes, 30 KiB for 15 steps) stay in L1.
+const BLOCK: usize = 256;
 
 /// Signed terms summed in an `i64` before it must be reduced. A term is `c * v` with
 /// `|c| <= floor(d / 2) <= 2^29 - 1` and `|v| <= floor(k / 2) <= 2^29 - 1` (moduli `< 2^30`), so
@@ -369,12 +368,22 @@ impl RoundingCorrection {
     /// dropped primes in basis order), `out` receives `keep.len() * n` residues, each in
     /// `[0, k_i)`. Any input word `w` of a limb with modulus `d` is read as `w mod d`.
     ///
-    /// Loop order, per tile of [`TILE`] coefficients: one pass per step computes the signed
-    /// digit `c_s` (after the triangle's `s` terms, prime by prime); then, per group of
-    /// [`GROUP`] kept primes, the signed sums over the steps accumulate in `i64` lanes, reduced
-    /// every [`SIGNED_TERMS`] terms and once at the end (see the
-    /// [module documentation](self)). No allocation but the tile's digits.
+    /// Loop order, per tile of [`TILE`] coefficients (AVX-512) or block of [`BLOCK`]
+    /// (portable): one pass per step computes the signed digit `c_s` (after the triangle's `s`
+    /// terms, prime by prime); then, per kept prime (AVX-512: per group of four, the sums in
+    /// registers), the signed sums over the steps accumulate in `i64` lanes, reduced every
+    /// [`SIGNED_TERMS`] terms and once at the end (see the [module documentation](self)). The
+    /// level is [`SimdLevel::active`]; no allocation but the digits' scratch.
     pub fn apply(&self, dropped: &[u32], n: usize, out: &mut [u32]) -> Result<()> {
+        self.apply_with(dropped, n, out, SimdLevel::active())
+    }
+
+    /// [`apply`](Self::apply) at an explicit [`SimdLevel`] (clamped to the CPU's): explicit
+    /// AVX-512 at [`SimdLevel::Avx512`], the portable code compiled for AVX2 at
+    /// [`SimdLevel::Avx2`], the portable code for the baseline target at
+    /// [`SimdLevel::Scalar`]. Every level returns the same words; for tests and benchmarks.
+    /// Errors as [`apply`](Self::apply).
+    pub fn apply_with(&self, dropped: &[u32], n: usize, out: &mut [u32], level: SimdLevel) -> Result<()> {
         let s_len = self.steps.len();
         let want_in = s_len.checked_mul(n).ok_or(Error::SizeOverflow { what: "rounding correction input" })?;
         let want_out = self.keep.len().checked_mul(n).ok_or(Error::SizeOverflow { what: "rounding correction" })?;
@@ -384,131 +393,107 @@ impl RoundingCorrection {
         if out.len() != want_out {
             return Err(Error::DimensionMismatch { what: "rounding correction", expected: want_out, found: out.len() });
         }
-        if n == 0 {
-            return Ok(());
+        if n > 0 {
+            self.run(dropped, n, out, level);
         }
-        self.run(dropped, n, out, SimdLevel::active());
         Ok(())
     }
 
-    /// [`apply`](Self::apply) on checked lengths at `level` (clamped to the CPU's):
-    /// explicit AVX-512 at [`SimdLevel::Avx512`], else the portable code under `pulp`'s
-    /// dispatch. Every level returns the same words.
+    /// [`apply_with`](Self::apply_with) on checked lengths, `n > 0`.
     fn run(&self, dropped: &[u32], n: usize, out: &mut [u32], level: SimdLevel) {
+        let op = Apply { rc: self, dropped, n, out };
         #[cfg(target_arch = "x86_64")]
-        if level.clamp() == SimdLevel::Avx512 {
-            if let Some(simd) = pulp::x86::V4::try_new() {
-                x86::apply_v4(simd, self, dropped, n, out);
-                return;
+        {
+            use pulp::NullaryFnOnce;
+            match level.clamp() {
+                SimdLevel::Avx512 => {
+                    if let Some(simd) = pulp::x86::V4::try_new() {
+                        return x86::apply_v4(simd, op.rc, op.dropped, op.n, op.out);
+                    }
+                }
+                SimdLevel::Avx2 => {
+                    if let Some(simd) = pulp::x86::V3::try_new() {
+                        return simd.vectorize(op);
+                    }
+                }
+                SimdLevel::Scalar => {}
             }
+            op.call();
         }
-        let _ = level;
-        pulp::Arch::new().dispatch(Apply { rc: self, dropped, n, out });
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = level;
+            pulp::Arch::new().dispatch(op);
+        }
     }
 
-    /// [`apply`](Self::apply) on checked lengths, one tile of [`TILE`] coefficients at a time
-    /// (inlined into [`Apply`]'s dispatch, so every loop is compiled for the CPU's vector
-    /// extension).
+    /// The portable path on checked lengths, one block of [`BLOCK`] coefficients at a time
+    /// (inlined into [`Apply`], so its loops are compiled for the dispatched vector extension):
+    /// per step, the signed digits `c_s` of the block (after the triangle's terms, prime by
+    /// prime); then, per kept prime, the signed sum over the steps.
     #[inline(always)]
-    fn apply_tiles(&self, dropped: &[u32], n: usize, out: &mut [u32]) {
-        let k_len = self.keep.len();
-        let mut c = vec![[0i64; TILE]; self.steps.len()];
-        let mut sums = [[0u32; TILE]; GROUP];
-        for c0 in (0..n).step_by(TILE) {
-            let len = TILE.min(n - c0);
-            self.digits(dropped, n, c0, len, &mut c);
-            let mut i0 = 0;
-            while i0 < k_len {
-                let g = if i0 + GROUP <= k_len {
-                    self.keep_group::<GROUP>(i0, &c, &mut sums);
-                    GROUP
-                } else {
-                    self.keep_group::<1>(i0, &c, &mut sums);
-                    1
+    fn apply_blocks(&self, dropped: &[u32], n: usize, out: &mut [u32]) {
+        let s_len = self.steps.len();
+        let block = BLOCK.min(n);
+        let mut c = vec![0i64; s_len * block];
+        let mut acc = vec![0i64; block];
+        for c0 in (0..n).step_by(block) {
+            let len = block.min(n - c0);
+            let acc = &mut acc[..len];
+            let mut tri = 0usize;
+            for s in 0..s_len {
+                let q = u64::from(self.steps[s].value());
+                let half = u64::from(self.halves[s]);
+                let (f, fs) = (u64::from(self.f[s]), u64::from(self.f_shoup[s]));
+                let at = self.positions[s] * n + c0;
+                let x = &dropped[at..at + len];
+                let (done, rest) = c.split_at_mut(s * block);
+                let cs = &mut rest[..len];
+                // y = [x f]_{d_s} (Shoup: any x < 2^32, f < d_s); c_s = y - d_s [y > d_s / 2].
+                let shoup = |x: u32| {
+                    let x = u64::from(x);
+                    let r = x * f - ((x * fs) >> 32) * q;
+                    r.min(r.wrapping_sub(q))
                 };
-                for (j, row) in sums.iter().take(g).enumerate() {
-                    let at = (i0 + j) * n + c0;
-                    out[at..at + len].copy_from_slice(&row[..len]);
-                }
-                i0 += g;
-            }
-        }
-    }
-
-    /// The signed digits `c_s` of coefficients `c0..c0 + len` (lanes from `len` on hold the
-    /// digits of zero inputs), step after step.
-    #[inline(always)]
-    fn digits(&self, dropped: &[u32], n: usize, c0: usize, len: usize, c: &mut [[i64; TILE]]) {
-        let mut tri = 0usize;
-        for s in 0..c.len() {
-            let q = u64::from(self.steps[s].value());
-            let half = u64::from(self.halves[s]);
-            let at = self.positions[s] * n + c0;
-            let mut x = [0u32; TILE];
-            x[..len].copy_from_slice(&dropped[at..at + len]);
-            let (f, fs) = (u64::from(self.f[s]), u64::from(self.f_shoup[s]));
-            // y = [x f]_{d_s} (Shoup: any x < 2^32, f < d_s).
-            let mut y = [0u64; TILE];
-            for (y, &x) in y.iter_mut().zip(&x) {
-                let x = u64::from(x);
-                let r = x * f - ((x * fs) >> 32) * q;
-                *y = r.min(r.wrapping_sub(q));
-            }
-            let (done, rest) = c.split_at_mut(s);
-            if self.rounding == Rounding::PrimeByPrime && s > 0 {
-                // y += sum_{r<s} c_r [-g_{s,r}]_{d_s} (centred), reduced every SIGNED_TERMS terms.
-                let red = self.step_reducers[s];
-                let mut acc = [0i64; TILE];
-                for (r, cr) in done.iter().enumerate() {
-                    if r > 0 && r % SIGNED_TERMS == 0 {
-                        reduce_lanes(&mut acc, red);
+                let centre = |y: u64| y as i64 - if y > half { q as i64 } else { 0 };
+                if self.rounding == Rounding::PrimeByPrime && s > 0 {
+                    // y += sum_{r<s} c_r [-g_{s,r}]_{d_s} (centred), reduced every SIGNED_TERMS terms.
+                    let red = self.step_reducers[s];
+                    acc.fill(0);
+                    for (r, cr) in done.chunks_exact(block).enumerate() {
+                        if r > 0 && r % SIGNED_TERMS == 0 {
+                            reduce_slice(acc, red);
+                        }
+                        mul_add_signed(acc, &cr[..len], self.tri_signed[tri + r]);
                     }
-                    let g = self.tri_signed[tri + r];
-                    for (a, &cv) in acc.iter_mut().zip(cr) {
-                        *a += i64::from(cv as i32) * g;
+                    tri += s;
+                    for ((o, &x), &a) in cs.iter_mut().zip(x).zip(acc.iter()) {
+                        let t = shoup(x) + red.reduce(a);
+                        *o = centre(t.min(t.wrapping_sub(q)));
+                    }
+                } else {
+                    for (o, &x) in cs.iter_mut().zip(x) {
+                        *o = centre(shoup(x));
                     }
                 }
-                tri += s;
-                for (y, &a) in y.iter_mut().zip(&acc) {
-                    let t = *y + red.reduce(a);
-                    *y = t.min(t.wrapping_sub(q));
+            }
+            for (i, red) in self.keep_reducers.iter().enumerate() {
+                acc.fill(0);
+                for (s, cs) in c.chunks_exact(block).enumerate() {
+                    if s > 0 && s % SIGNED_TERMS == 0 {
+                        reduce_slice(acc, *red);
+                    }
+                    mul_add_signed(acc, &cs[..len], self.keep_signed[i * s_len + s]);
                 }
-            }
-            // c_s = y - d_s [y > d_s / 2].
-            for (cv, &y) in rest[0].iter_mut().zip(&y) {
-                *cv = y as i64 - if y > half { q as i64 } else { 0 };
-            }
-        }
-    }
-
-    /// `sums[j] = [sum_s c_s [-w_{s, i0 + j}]_{k}]_k` for the `G` kept primes from `i0`.
-    #[inline(always)]
-    fn keep_group<const G: usize>(&self, i0: usize, c: &[[i64; TILE]], sums: &mut [[u32; TILE]; GROUP]) {
-        let s_len = c.len();
-        let mut acc = [[0i64; TILE]; G];
-        for (s, cs) in c.iter().enumerate() {
-            if s > 0 && s % SIGNED_TERMS == 0 {
-                for (j, a) in acc.iter_mut().enumerate() {
-                    reduce_lanes(a, self.keep_reducers[i0 + j]);
+                for (o, &a) in out[i * n + c0..i * n + c0 + len].iter_mut().zip(acc.iter()) {
+                    *o = red.reduce(a) as u32;
                 }
-            }
-            for (j, a) in acc.iter_mut().enumerate() {
-                let w = self.keep_signed[(i0 + j) * s_len + s];
-                for (a, &cv) in a.iter_mut().zip(cs) {
-                    *a += i64::from(cv as i32) * w;
-                }
-            }
-        }
-        for (j, (row, a)) in sums.iter_mut().zip(&acc).enumerate() {
-            let red = self.keep_reducers[i0 + j];
-            for (o, &a) in row.iter_mut().zip(a) {
-                *o = red.reduce(a) as u32;
             }
         }
     }
 }
 
-/// [`RoundingCorrection::apply_tiles`] under `pulp`'s run-time dispatch.
+/// [`RoundingCorrection::apply_blocks`], to run under a `pulp` dispatch.
 struct Apply<'a> {
     rc: &'a RoundingCorrection,
     dropped: &'a [u32],
@@ -521,13 +506,22 @@ impl pulp::NullaryFnOnce for Apply<'_> {
 
     #[inline(always)]
     fn call(self) {
-        self.rc.apply_tiles(self.dropped, self.n, self.out);
+        self.rc.apply_blocks(self.dropped, self.n, self.out);
+    }
+}
+
+/// `acc += c * w` lane by lane, `c` holding digits `|c| < 2^29` (read as `i32`, so the product
+/// is one signed 32 x 32 -> 64-bit multiply).
+#[inline(always)]
+fn mul_add_signed(acc: &mut [i64], c: &[i64], w: i64) {
+    for (a, &cv) in acc.iter_mut().zip(c) {
+        *a += i64::from(cv as i32) * w;
     }
 }
 
 /// Reduces every lane into `[0, q)`.
 #[inline(always)]
-fn reduce_lanes(acc: &mut [i64; TILE], red: SignedReducer) {
+fn reduce_slice(acc: &mut [i64], red: SignedReducer) {
     for a in acc.iter_mut() {
         *a = red.reduce(*a) as i64;
     }
@@ -998,7 +992,7 @@ mod tests {
                         assert_eq!(got, want, "apply: {what}");
                         for level in SimdLevel::available() {
                             got.fill(0);
-                            rc.run(&x, n, &mut got, level);
+                            rc.apply_with(&x, n, &mut got, level).unwrap();
                             assert_eq!(got, want, "{level:?}: {what}");
                         }
                     }
