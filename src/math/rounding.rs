@@ -42,8 +42,9 @@
 //!
 //! In both cases the sums run over centred values `c_s = y_s - d_s [y_s > d_s / 2]`; with
 //! `w` the weight of `c_s`, the code adds `y_s * (-w)` and, where `y_s > d_s / 2`, `d_s * w`,
-//! both precomputed, so the centring costs no multiplication (the tables of [`RoundingCorrection::weights`]
-//! and [`RoundingCorrection::triangle`], which the GPU kernels use).
+//! both precomputed, so the centring costs no multiplication (the tables of
+//! [`RoundingCorrection::weights`] and [`RoundingCorrection::triangle`], which the GPU kernels
+//! use).
 //!
 //! The CPU path ([`RoundingCorrection::apply`]) computes the same residues another way: it keeps
 //! `c_s` itself as a signed integer (`|c_s| <= d_s / 2 < 2^29`) and multiplies it by the
@@ -368,12 +369,12 @@ impl RoundingCorrection {
     /// dropped primes in basis order), `out` receives `keep.len() * n` residues, each in
     /// `[0, k_i)`. Any input word `w` of a limb with modulus `d` is read as `w mod d`.
     ///
-    /// Loop order, per tile of [`TILE`] coefficients (AVX-512) or block of [`BLOCK`]
-    /// (portable): one pass per step computes the signed digit `c_s` (after the triangle's `s`
-    /// terms, prime by prime); then, per kept prime (AVX-512: per group of four, the sums in
-    /// registers), the signed sums over the steps accumulate in `i64` lanes, reduced every
-    /// [`SIGNED_TERMS`] terms and once at the end (see the [module documentation](self)). The
-    /// level is [`SimdLevel::active`]; no allocation but the digits' scratch.
+    /// Loop order, per tile of 16 coefficients (AVX-512) or block of 256 (portable): one pass
+    /// per step computes the signed digit `c_s` (after the triangle's `s` terms, prime by
+    /// prime); then, per kept prime (AVX-512: per group of four, the sums in registers), the
+    /// signed sums over the steps accumulate in `i64` lanes, reduced every [`SIGNED_TERMS`]
+    /// terms and once at the end (see the [module documentation](self)). The level is
+    /// [`SimdLevel::active`]; no allocation but the digits' scratch.
     pub fn apply(&self, dropped: &[u32], n: usize, out: &mut [u32]) -> Result<()> {
         self.apply_with(dropped, n, out, SimdLevel::active())
     }
