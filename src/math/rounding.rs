@@ -42,16 +42,36 @@
 //!
 //! In both cases the sums run over centred values `c_s = y_s - d_s [y_s > d_s / 2]`; with
 //! `w` the weight of `c_s`, the code adds `y_s * (-w)` and, where `y_s > d_s / 2`, `d_s * w`,
-//! both precomputed, so the centring costs no multiplication.
+//! both precomputed, so the centring costs no multiplication (the tables of
+//! [`RoundingCorrection::weights`] and [`RoundingCorrection::triangle`], which the GPU kernels
+//! use).
+//!
+//! The CPU path ([`RoundingCorrection::apply`]) computes the same residues another way: it keeps
+//! `c_s` itself as a signed integer (`|c_s| <= d_s / 2 < 2^29`) and multiplies it by the
+//! centred weight (`|[-w]_{k_i}| <= k_i / 2 < 2^29`), so every term is one signed
+//! 32 x 32 -> 64-bit product below `2^58` in absolute value, summed in `i64` and reduced once per
+//! [`SIGNED_TERMS`] terms. Both paths return the canonical residue of the same integer, so their
+//! words are identical.
 
 #![expect(clippy::indexing_slicing, reason = "loops over slices whose lengths are checked on entry")]
 
 use crate::error::{Error, Result};
+use crate::math::simd::SimdLevel;
 use crate::math::zq::Modulus;
 
-/// Coefficients processed together by [`RoundingCorrection::apply`] (digits and sums stay in
-/// cache).
-const BLOCK: usize = 1024;
+/// Coefficients per tile of the AVX-512 path: the signed digits `c_s` of one tile (`S * TILE`
+/// words) and the sums of a group of kept primes stay in registers or L1.
+const TILE: usize = 16;
+
+/// Coefficients per block of the portable path: the block's digits (`S * BLOCK` words of 8
+/// bytes, 30 KiB for 15 steps) stay in L1.
+const BLOCK: usize = 256;
+
+/// Signed terms summed in an `i64` before it must be reduced. A term is `c * v` with
+/// `|c| <= floor(d / 2) <= 2^29 - 1` and `|v| <= floor(k / 2) <= 2^29 - 1` (moduli `< 2^30`), so
+/// `|c * v| < 2^58`; an accumulator starts at 0 or at a reduced value in `[0, 2^30)`, and
+/// `2^30 + 31 * 2^58 = 2^63 - 2^58 + 2^30 < 2^63`: no overflow.
+pub const SIGNED_TERMS: usize = 31;
 
 /// Terms of at most `2^60` that may be added to a `u64` holding a value below `2^30` before it
 /// must be reduced: `2^30 + 15 * 2^60 < 2^64`.
@@ -101,6 +121,51 @@ impl WideReducer {
     }
 }
 
+/// Reduction of any `i64` modulo `q` in `u64` lanes, branch-free (the compiler vectorises it):
+/// the word `u = x mod 2^64` as `[hi * 2^32 + lo]_q` with two Shoup steps, then `[-2^64]_q`
+/// added where `x < 0` (there `u = x + 2^64`).
+#[derive(Debug, Clone, Copy)]
+struct SignedReducer {
+    q: u64,
+    /// `2^32 mod q` and its Shoup companion `floor(radix * 2^32 / q)`.
+    radix: u64,
+    radix_shoup: u64,
+    /// `floor(2^32 / q)`: the Shoup companion of `1` (`1 < q`).
+    one_shoup: u64,
+    /// `[-2^64]_q`.
+    neg_fix: u64,
+}
+
+impl SignedReducer {
+    fn new(m: Modulus) -> Self {
+        let q = u64::from(m.value());
+        let radix = (1u64 << 32) % q;
+        let neg_fix = (q - radix * radix % q) % q;
+        Self { q, radix, radix_shoup: (radix << 32) / q, one_shoup: (1u64 << 32) / q, neg_fix }
+    }
+
+    /// `x mod q`, in `[0, q)`.
+    ///
+    /// Shoup's bound: for `a < 2^32`, `w < q` and `w' = floor(w 2^32 / q)`,
+    /// `a w - floor(a w' / 2^32) q` lies in `[0, 2q)` (the quotient is at most `a w / q` and
+    /// more than `a w / q - 2`). So `a, b < 2q`, `a + b < 4q < 2^32`, and two conditional
+    /// subtractions (`min` with the wrapped difference) bring it into `[0, q)`.
+    #[inline(always)]
+    fn reduce(self, x: i64) -> u64 {
+        let q = self.q;
+        let u = x as u64;
+        let (hi, lo) = (u >> 32, u & 0xffff_ffff);
+        let a = hi * self.radix - ((hi * self.radix_shoup) >> 32) * q;
+        let b = lo - ((lo * self.one_shoup) >> 32) * q;
+        let t = a + b;
+        let t = t.min(t.wrapping_sub(2 * q));
+        let t = t.min(t.wrapping_sub(q));
+        // x < 0: u = x + 2^64, so x = u - 2^64 = u + [-2^64]_q (mod q).
+        let t = t + ((x >> 63) as u64 & self.neg_fix);
+        t.min(t.wrapping_sub(q))
+    }
+}
+
 /// The tables of `corr` (see the [module documentation](self)) for one choice of kept primes,
 /// dropped primes, plaintext modulus and [`Rounding`].
 ///
@@ -129,6 +194,15 @@ pub struct RoundingCorrection {
     keep_high: Vec<u32>,
     /// `D^{-1} mod k_i`.
     d_inv: Vec<u32>,
+    /// CPU path: `floor(d_s / 2)` per step.
+    halves: Vec<u32>,
+    /// CPU path: the centred `[-g]_{d_s}` of the triangle (same layout as `tri_neg`).
+    tri_signed: Vec<i64>,
+    /// CPU path: the centred `[-w]_{k_i}` (same layout as `keep_neg`).
+    keep_signed: Vec<i64>,
+    /// CPU path: reducers of the steps' and of the kept moduli.
+    step_reducers: Vec<SignedReducer>,
+    keep_reducers: Vec<SignedReducer>,
 }
 
 /// `prod moduli mod m`.
@@ -211,12 +285,22 @@ impl RoundingCorrection {
         let shoup = |moduli: &mut dyn Iterator<Item = Modulus>, values: &[u32]| -> Vec<u32> {
             values.iter().zip(moduli).map(|(&v, m)| m.shoup(v)).collect()
         };
-        let tri_moduli = steps.iter().enumerate().flat_map(|(s, d)| std::iter::repeat_n(*d, s));
-        let keep_moduli = keep.iter().flat_map(|k| std::iter::repeat_n(*k, s_len));
+        let tri_moduli = || steps.iter().enumerate().flat_map(|(s, d)| std::iter::repeat_n(*d, s));
+        let keep_moduli = || keep.iter().flat_map(|k| std::iter::repeat_n(*k, s_len));
+        // Centred values lie in (-m/2, m/2] with m < 2^30 (stored as i64 so that the SIMD path
+        // broadcasts them straight from memory).
+        let centred = |moduli: &mut dyn Iterator<Item = Modulus>, values: &[u32]| -> Vec<i64> {
+            values.iter().zip(moduli).map(|(&v, m)| m.center(v)).collect()
+        };
         Ok(Self {
             f_shoup: shoup(&mut steps.iter().copied(), &f),
-            tri_neg_shoup: shoup(&mut tri_moduli.into_iter(), &tri_neg),
-            keep_neg_shoup: shoup(&mut keep_moduli.into_iter(), &keep_neg),
+            tri_neg_shoup: shoup(&mut tri_moduli(), &tri_neg),
+            keep_neg_shoup: shoup(&mut keep_moduli(), &keep_neg),
+            halves: steps.iter().map(|d| d.value() / 2).collect(),
+            tri_signed: centred(&mut tri_moduli(), &tri_neg),
+            keep_signed: centred(&mut keep_moduli(), &keep_neg),
+            step_reducers: steps.iter().map(|d| SignedReducer::new(*d)).collect(),
+            keep_reducers: keep.iter().map(|k| SignedReducer::new(*k)).collect(),
             keep: keep.to_vec(),
             steps,
             positions,
@@ -285,10 +369,22 @@ impl RoundingCorrection {
     /// dropped primes in basis order), `out` receives `keep.len() * n` residues, each in
     /// `[0, k_i)`. Any input word `w` of a limb with modulus `d` is read as `w mod d`.
     ///
-    /// Loop order, per block of coefficients: one pass per step computes `y_s` (after the
-    /// triangle's `s` terms, prime by prime); then, per kept prime, the sum over steps
-    /// accumulates in `u64`, reduced every [`LAZY_TERMS`] terms and once at the end.
+    /// Loop order, per tile of 16 coefficients (AVX-512) or block of 256 (portable): one pass
+    /// per step computes the signed digit `c_s` (after the triangle's `s` terms, prime by
+    /// prime); then, per kept prime (AVX-512: per group of four, the sums in registers), the
+    /// signed sums over the steps accumulate in `i64` lanes, reduced every [`SIGNED_TERMS`]
+    /// terms and once at the end (see the [module documentation](self)). The level is
+    /// [`SimdLevel::active`]; no allocation but the digits' scratch.
     pub fn apply(&self, dropped: &[u32], n: usize, out: &mut [u32]) -> Result<()> {
+        self.apply_with(dropped, n, out, SimdLevel::active())
+    }
+
+    /// [`apply`](Self::apply) at an explicit [`SimdLevel`] (clamped to the CPU's): explicit
+    /// AVX-512 at [`SimdLevel::Avx512`], the portable code compiled for AVX2 at
+    /// [`SimdLevel::Avx2`], the portable code for the baseline target at
+    /// [`SimdLevel::Scalar`]. Every level returns the same words; for tests and benchmarks.
+    /// Errors as [`apply`](Self::apply).
+    pub fn apply_with(&self, dropped: &[u32], n: usize, out: &mut [u32], level: SimdLevel) -> Result<()> {
         let s_len = self.steps.len();
         let want_in = s_len.checked_mul(n).ok_or(Error::SizeOverflow { what: "rounding correction input" })?;
         let want_out = self.keep.len().checked_mul(n).ok_or(Error::SizeOverflow { what: "rounding correction" })?;
@@ -298,76 +394,341 @@ impl RoundingCorrection {
         if out.len() != want_out {
             return Err(Error::DimensionMismatch { what: "rounding correction", expected: want_out, found: out.len() });
         }
-        if n == 0 {
-            return Ok(());
-        }
-        // Blocks of coefficients, so the digits and the sums stay in cache.
-        let block = BLOCK.min(n);
-        let mut y = vec![0u32; s_len * block];
-        let mut acc = vec![0u64; block];
-        let reducers: Vec<WideReducer> = self.steps.iter().map(|d| WideReducer::new(*d)).collect();
-        let keep_reducers: Vec<WideReducer> = self.keep.iter().map(|k| WideReducer::new(*k)).collect();
-        for c0 in (0..n).step_by(block) {
-            let len = block.min(n - c0);
-            let mut tri = 0usize;
-            for (s, red) in reducers.iter().enumerate() {
-                let d = self.steps[s];
-                let at = self.positions[s] * n + c0;
-                let x = &dropped[at..at + len];
-                let (f, fs) = (self.f[s], self.f_shoup[s]);
-                let (done, rest) = y.split_at_mut(s * block);
-                let ys = &mut rest[..len];
-                if s == 0 || self.rounding == Rounding::Joint {
-                    for (o, &xv) in ys.iter_mut().zip(x) {
-                        *o = d.mul_shoup(xv, f, fs);
-                    }
-                    continue;
-                }
-                let acc = &mut acc[..len];
-                acc.fill(0);
-                for (r, yr) in done.chunks_exact(block).enumerate() {
-                    let (g, gh) = (u64::from(self.tri_neg[tri + r]), u64::from(self.tri_high[tri + r]));
-                    add_terms(acc, &yr[..len], g, gh, self.steps[r].value() / 2);
-                    if (r + 1) % LAZY_TERMS == 0 && r + 1 < s {
-                        reduce_all(acc, red);
-                    }
-                }
-                tri += s;
-                for ((o, &xv), &a) in ys.iter_mut().zip(x).zip(acc.iter()) {
-                    *o = d.add(d.mul_shoup(xv, f, fs), red.reduce(a));
-                }
-            }
-            for (i, red) in keep_reducers.iter().enumerate() {
-                let acc = &mut acc[..len];
-                acc.fill(0);
-                for (s, ys) in y.chunks_exact(block).enumerate() {
-                    let (w, wh) = (u64::from(self.keep_neg[i * s_len + s]), u64::from(self.keep_high[i * s_len + s]));
-                    add_terms(acc, &ys[..len], w, wh, self.steps[s].value() / 2);
-                    if (s + 1) % LAZY_TERMS == 0 && s + 1 < s_len {
-                        reduce_all(acc, red);
-                    }
-                }
-                for (o, &a) in out[i * n + c0..i * n + c0 + len].iter_mut().zip(acc.iter()) {
-                    *o = red.reduce(a);
-                }
-            }
+        if n > 0 {
+            self.run(dropped, n, out, level);
         }
         Ok(())
     }
-}
 
-/// `acc[c] += y[c] * w + [y[c] > half] * wh`: one term `< 2^60` (`y, w < 2^30`, `wh < 2^30`).
-#[inline]
-fn add_terms(acc: &mut [u64], y: &[u32], w: u64, wh: u64, half: u32) {
-    for (a, &v) in acc.iter_mut().zip(y) {
-        *a += u64::from(v) * w + if v > half { wh } else { 0 };
+    /// [`apply_with`](Self::apply_with) on checked lengths, `n > 0`.
+    fn run(&self, dropped: &[u32], n: usize, out: &mut [u32], level: SimdLevel) {
+        let op = Apply { rc: self, dropped, n, out };
+        #[cfg(target_arch = "x86_64")]
+        {
+            use pulp::NullaryFnOnce;
+            match level.clamp() {
+                SimdLevel::Avx512 => {
+                    if let Some(simd) = pulp::x86::V4::try_new() {
+                        return x86::apply_v4(simd, op.rc, op.dropped, op.n, op.out);
+                    }
+                }
+                SimdLevel::Avx2 => {
+                    if let Some(simd) = pulp::x86::V3::try_new() {
+                        return simd.vectorize(op);
+                    }
+                }
+                SimdLevel::Scalar => {}
+            }
+            op.call();
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = level;
+            pulp::Arch::new().dispatch(op);
+        }
+    }
+
+    /// The portable path on checked lengths, one block of [`BLOCK`] coefficients at a time
+    /// (inlined into [`Apply`], so its loops are compiled for the dispatched vector extension):
+    /// per step, the signed digits `c_s` of the block (after the triangle's terms, prime by
+    /// prime); then, per kept prime, the signed sum over the steps.
+    #[inline(always)]
+    fn apply_blocks(&self, dropped: &[u32], n: usize, out: &mut [u32]) {
+        let s_len = self.steps.len();
+        let block = BLOCK.min(n);
+        let mut c = vec![0i64; s_len * block];
+        let mut acc = vec![0i64; block];
+        for c0 in (0..n).step_by(block) {
+            let len = block.min(n - c0);
+            let acc = &mut acc[..len];
+            let mut tri = 0usize;
+            for s in 0..s_len {
+                let q = u64::from(self.steps[s].value());
+                let half = u64::from(self.halves[s]);
+                let (f, fs) = (u64::from(self.f[s]), u64::from(self.f_shoup[s]));
+                let at = self.positions[s] * n + c0;
+                let x = &dropped[at..at + len];
+                let (done, rest) = c.split_at_mut(s * block);
+                let cs = &mut rest[..len];
+                // y = [x f]_{d_s} (Shoup: any x < 2^32, f < d_s); c_s = y - d_s [y > d_s / 2].
+                let shoup = |x: u32| {
+                    let x = u64::from(x);
+                    let r = x * f - ((x * fs) >> 32) * q;
+                    r.min(r.wrapping_sub(q))
+                };
+                let centre = |y: u64| y as i64 - if y > half { q as i64 } else { 0 };
+                if self.rounding == Rounding::PrimeByPrime && s > 0 {
+                    // y += sum_{r<s} c_r [-g_{s,r}]_{d_s} (centred), reduced every SIGNED_TERMS terms.
+                    let red = self.step_reducers[s];
+                    acc.fill(0);
+                    for (r, cr) in done.chunks_exact(block).enumerate() {
+                        if r > 0 && r % SIGNED_TERMS == 0 {
+                            reduce_slice(acc, red);
+                        }
+                        mul_add_signed(acc, &cr[..len], self.tri_signed[tri + r]);
+                    }
+                    tri += s;
+                    for ((o, &x), &a) in cs.iter_mut().zip(x).zip(acc.iter()) {
+                        let t = shoup(x) + red.reduce(a);
+                        *o = centre(t.min(t.wrapping_sub(q)));
+                    }
+                } else {
+                    for (o, &x) in cs.iter_mut().zip(x) {
+                        *o = centre(shoup(x));
+                    }
+                }
+            }
+            for (i, red) in self.keep_reducers.iter().enumerate() {
+                acc.fill(0);
+                for (s, cs) in c.chunks_exact(block).enumerate() {
+                    if s > 0 && s % SIGNED_TERMS == 0 {
+                        reduce_slice(acc, *red);
+                    }
+                    mul_add_signed(acc, &cs[..len], self.keep_signed[i * s_len + s]);
+                }
+                for (o, &a) in out[i * n + c0..i * n + c0 + len].iter_mut().zip(acc.iter()) {
+                    *o = red.reduce(a) as u32;
+                }
+            }
+        }
     }
 }
 
-/// Reduces every accumulator below `2^30`.
-fn reduce_all(acc: &mut [u64], red: &WideReducer) {
+/// [`RoundingCorrection::apply_blocks`], to run under a `pulp` dispatch.
+struct Apply<'a> {
+    rc: &'a RoundingCorrection,
+    dropped: &'a [u32],
+    n: usize,
+    out: &'a mut [u32],
+}
+
+impl pulp::NullaryFnOnce for Apply<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn call(self) {
+        self.rc.apply_blocks(self.dropped, self.n, self.out);
+    }
+}
+
+/// `acc += c * w` lane by lane, `c` holding digits `|c| < 2^29` (read as `i32`, so the product
+/// is one signed 32 x 32 -> 64-bit multiply).
+#[inline(always)]
+fn mul_add_signed(acc: &mut [i64], c: &[i64], w: i64) {
+    for (a, &cv) in acc.iter_mut().zip(c) {
+        *a += i64::from(cv as i32) * w;
+    }
+}
+
+/// Reduces every lane into `[0, q)`.
+#[inline(always)]
+fn reduce_slice(acc: &mut [i64], red: SignedReducer) {
     for a in acc.iter_mut() {
-        *a = u64::from(red.reduce(*a));
+        *a = red.reduce(*a) as i64;
+    }
+}
+
+/// The AVX-512 path (`pulp::x86::V4`): the portable path's steps on `__m512i` vectors of eight
+/// `u64`/`i64` lanes, the signed products with `vpmuldq` (`_mm512_mul_epi32`, low 32 bits of
+/// each lane, sign-extended) and the Shoup quotients with `vpmuludq`.
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use core::arch::x86_64::__m512i;
+
+    use pulp::cast;
+    use pulp::x86::V4;
+
+    use super::{Rounding, RoundingCorrection, SignedReducer, SIGNED_TERMS, TILE};
+
+    /// Vectors per tile.
+    const VECS: usize = TILE / 8;
+
+    /// Kept primes accumulated together (`GROUP * VECS` accumulators in registers).
+    const GROUP: usize = 4;
+
+    /// [`SignedReducer`]'s constants, broadcast.
+    #[derive(Clone, Copy)]
+    struct Red {
+        q: __m512i,
+        q2: __m512i,
+        radix: __m512i,
+        radix_shoup: __m512i,
+        one_shoup: __m512i,
+        neg_fix: __m512i,
+    }
+
+    impl Red {
+        #[inline(always)]
+        fn new(s: V4, r: &SignedReducer) -> Self {
+            let f = s.avx512f;
+            let b = |v: u64| f._mm512_set1_epi64(v as i64);
+            Self {
+                q: b(r.q),
+                q2: b(2 * r.q),
+                radix: b(r.radix),
+                radix_shoup: b(r.radix_shoup),
+                one_shoup: b(r.one_shoup),
+                neg_fix: b(r.neg_fix),
+            }
+        }
+
+        /// [`SignedReducer::reduce`] lane by lane (the same steps).
+        #[inline(always)]
+        fn reduce(self, s: V4, x: __m512i) -> __m512i {
+            let f = s.avx512f;
+            let hi = f._mm512_srli_epi64::<32>(x);
+            let lo = f._mm512_and_si512(x, f._mm512_set1_epi64(0xffff_ffff));
+            let a = f._mm512_sub_epi64(
+                f._mm512_mul_epu32(hi, self.radix),
+                f._mm512_mul_epu32(f._mm512_srli_epi64::<32>(f._mm512_mul_epu32(hi, self.radix_shoup)), self.q),
+            );
+            // vpmuludq reads the low 32 bits of x: lo.
+            let b = f._mm512_sub_epi64(
+                lo,
+                f._mm512_mul_epu32(f._mm512_srli_epi64::<32>(f._mm512_mul_epu32(x, self.one_shoup)), self.q),
+            );
+            let t = f._mm512_add_epi64(a, b);
+            let t = f._mm512_min_epu64(t, f._mm512_sub_epi64(t, self.q2));
+            let t = f._mm512_min_epu64(t, f._mm512_sub_epi64(t, self.q));
+            let t = f._mm512_add_epi64(t, f._mm512_and_si512(f._mm512_srai_epi64::<63>(x), self.neg_fix));
+            f._mm512_min_epu64(t, f._mm512_sub_epi64(t, self.q))
+        }
+    }
+
+    /// Entry point: [`RoundingCorrection::apply_tiles`] at AVX-512.
+    pub(super) fn apply_v4(s: V4, rc: &RoundingCorrection, dropped: &[u32], n: usize, out: &mut [u32]) {
+        struct Op<'a>(V4, &'a RoundingCorrection, &'a [u32], usize, &'a mut [u32]);
+        impl pulp::NullaryFnOnce for Op<'_> {
+            type Output = ();
+            #[inline(always)]
+            fn call(self) {
+                tiles(self.0, self.1, self.2, self.3, self.4);
+            }
+        }
+        s.vectorize(Op(s, rc, dropped, n, out));
+    }
+
+    #[inline(always)]
+    fn tiles(s: V4, rc: &RoundingCorrection, dropped: &[u32], n: usize, out: &mut [u32]) {
+        let k_len = rc.keep.len();
+        let mut c = vec![[[0i64; 8]; VECS]; rc.steps.len()];
+        let mut sums = [[0u32; TILE]; GROUP];
+        for c0 in (0..n).step_by(TILE) {
+            let len = TILE.min(n - c0);
+            digits(s, rc, dropped, n, c0, len, &mut c);
+            let mut i0 = 0;
+            while i0 < k_len {
+                let g = (k_len - i0).min(GROUP);
+                match g {
+                    1 => keep_group::<1>(s, rc, i0, &c, &mut sums),
+                    2 => keep_group::<2>(s, rc, i0, &c, &mut sums),
+                    3 => keep_group::<3>(s, rc, i0, &c, &mut sums),
+                    _ => keep_group::<GROUP>(s, rc, i0, &c, &mut sums),
+                }
+                for (j, row) in sums.iter().take(g).enumerate() {
+                    let at = (i0 + j) * n + c0;
+                    out[at..at + len].copy_from_slice(&row[..len]);
+                }
+                i0 += g;
+            }
+        }
+    }
+
+    /// The portable `digits` on vectors.
+    #[inline(always)]
+    fn digits(
+        s: V4,
+        rc: &RoundingCorrection,
+        dropped: &[u32],
+        n: usize,
+        c0: usize,
+        len: usize,
+        c: &mut [[[i64; 8]; VECS]],
+    ) {
+        let f = s.avx512f;
+        let mut tri = 0usize;
+        for st in 0..c.len() {
+            let qv = u64::from(rc.steps[st].value());
+            let q = f._mm512_set1_epi64(qv as i64);
+            let half = f._mm512_set1_epi64(i64::from(rc.halves[st]));
+            let at = rc.positions[st] * n + c0;
+            let mut x = [0u32; TILE];
+            x[..len].copy_from_slice(&dropped[at..at + len]);
+            let x: [[u32; 8]; VECS] = cast(x);
+            let fv = f._mm512_set1_epi64(i64::from(rc.f[st]));
+            let fs = f._mm512_set1_epi64(i64::from(rc.f_shoup[st]));
+            let mut y = [f._mm512_setzero_si512(); VECS];
+            for (y, x) in y.iter_mut().zip(x) {
+                let x = f._mm512_cvtepu32_epi64(cast(x));
+                let quot = f._mm512_srli_epi64::<32>(f._mm512_mul_epu32(x, fs));
+                let r = f._mm512_sub_epi64(f._mm512_mul_epu32(x, fv), f._mm512_mul_epu32(quot, q));
+                *y = f._mm512_min_epu64(r, f._mm512_sub_epi64(r, q));
+            }
+            let (done, rest) = c.split_at_mut(st);
+            if rc.rounding == Rounding::PrimeByPrime && st > 0 {
+                let red = Red::new(s, &rc.step_reducers[st]);
+                let mut acc = [f._mm512_setzero_si512(); VECS];
+                for (r, cr) in done.iter().enumerate() {
+                    if r > 0 && r % SIGNED_TERMS == 0 {
+                        for a in &mut acc {
+                            *a = red.reduce(s, *a);
+                        }
+                    }
+                    let g = f._mm512_set1_epi64(rc.tri_signed[tri + r]);
+                    for (a, &cv) in acc.iter_mut().zip(cr) {
+                        *a = f._mm512_add_epi64(*a, f._mm512_mul_epi32(cast(cv), g));
+                    }
+                }
+                tri += st;
+                for (y, &a) in y.iter_mut().zip(&acc) {
+                    let t = f._mm512_add_epi64(*y, red.reduce(s, a));
+                    *y = f._mm512_min_epu64(t, f._mm512_sub_epi64(t, q));
+                }
+            }
+            for (cv, &y) in rest[0].iter_mut().zip(&y) {
+                let high = f._mm512_cmpgt_epu64_mask(y, half);
+                *cv = cast(f._mm512_mask_sub_epi64(y, high, y, q));
+            }
+        }
+    }
+
+    /// The portable `keep_group` on vectors.
+    #[inline(always)]
+    fn keep_group<const G: usize>(
+        s: V4,
+        rc: &RoundingCorrection,
+        i0: usize,
+        c: &[[[i64; 8]; VECS]],
+        sums: &mut [[u32; TILE]; GROUP],
+    ) {
+        let f = s.avx512f;
+        let s_len = c.len();
+        let mut acc = [[f._mm512_setzero_si512(); VECS]; G];
+        for (st, cs) in c.iter().enumerate() {
+            if st > 0 && st % SIGNED_TERMS == 0 {
+                for (j, a) in acc.iter_mut().enumerate() {
+                    let red = Red::new(s, &rc.keep_reducers[i0 + j]);
+                    for a in a.iter_mut() {
+                        *a = red.reduce(s, *a);
+                    }
+                }
+            }
+            let cv: [__m512i; VECS] = cast(*cs);
+            for (j, a) in acc.iter_mut().enumerate() {
+                let w = f._mm512_set1_epi64(rc.keep_signed[(i0 + j) * s_len + st]);
+                for (a, &cv) in a.iter_mut().zip(&cv) {
+                    *a = f._mm512_add_epi64(*a, f._mm512_mul_epi32(cv, w));
+                }
+            }
+        }
+        for (j, (row, a)) in sums.iter_mut().zip(&acc).enumerate() {
+            let red = Red::new(s, &rc.keep_reducers[i0 + j]);
+            let mut words = [[0u32; 8]; VECS];
+            for (wd, &a) in words.iter_mut().zip(a) {
+                *wd = cast(f._mm512_cvtepi64_epi32(red.reduce(s, a)));
+            }
+            *row = cast(words);
+        }
     }
 }
 
@@ -411,7 +772,7 @@ mod tests {
         let all = moduli(24);
         let mut rng = ChaCha8Rng::seed_from_u64(2);
         // Fewer coefficients than a block, and several blocks.
-        for (n, drop_len) in [(8, 1usize), (8, 2), (8, 3), (8, 16), (8, 20), (4 * BLOCK, 1), (4 * BLOCK, 17)] {
+        for (n, drop_len) in [(8, 1usize), (8, 2), (8, 3), (8, 16), (8, 20), (4096, 1), (4096, 17)] {
             let (keep, drop) = all.split_at(all.len() - drop_len);
             for t in [None, Some(65537u32), Some(3)] {
                 let x = random(&all, n, &mut rng);
@@ -475,6 +836,185 @@ mod tests {
             let got: Vec<u32> =
                 keep.iter().enumerate().map(|(i, k)| k.add(k.mul(x[i], rc.d_inv()[i]), corr[i])).collect();
             assert_eq!(got, want);
+        }
+    }
+
+    /// `(a mod m)` in `[0, m)` for a big integer.
+    fn big_mod(a: &BigInt, m: u32) -> u32 {
+        let m = BigInt::from(m);
+        u32::try_from(((a % &m) + &m) % &m).unwrap()
+    }
+
+    /// `corr` straight from the module documentation's definitions, one coefficient at a time
+    /// in big integers: the digits `c_s`, `delta` and `[-delta * D^{-1}]_{k_i}`.
+    fn reference(
+        keep: &[Modulus],
+        drop: &[Modulus],
+        t: Option<u32>,
+        rounding: Rounding,
+        x: &[u32],
+        n: usize,
+    ) -> Vec<u32> {
+        let t = t.unwrap_or(1);
+        let order: Vec<usize> = match rounding {
+            Rounding::Joint => (0..drop.len()).collect(),
+            Rounding::PrimeByPrime => (0..drop.len()).rev().collect(),
+        };
+        let d_big: BigInt = drop.iter().map(|d| BigInt::from(d.value())).product();
+        let mut out = vec![0u32; keep.len() * n];
+        for c in 0..n {
+            let mut delta = BigInt::from(0);
+            let mut e = BigInt::from(1);
+            for &p in &order {
+                let d = drop[p];
+                let xs = BigInt::from(x[p * n + c]);
+                let y = match rounding {
+                    // z_s = [x_s t^{-1} (D / d_s)^{-1}]_{d_s}.
+                    Rounding::Joint => {
+                        let other = &d_big / d.value();
+                        let inv = d.inv(d.mul(d.reduce_u32(t), big_mod(&other, d.value()))).unwrap();
+                        big_mod(&(xs * inv), d.value())
+                    }
+                    // y_s = [(x - delta_so_far) / E_s * t^{-1}]_{d_s}.
+                    Rounding::PrimeByPrime => {
+                        let inv = d.inv(d.mul(d.reduce_u32(t), big_mod(&e, d.value()))).unwrap();
+                        big_mod(&((xs - &delta) * inv), d.value())
+                    }
+                };
+                let cs = d.center(y);
+                delta += BigInt::from(t)
+                    * cs
+                    * match rounding {
+                        Rounding::Joint => &d_big / d.value(),
+                        Rounding::PrimeByPrime => e.clone(),
+                    };
+                e *= d.value();
+            }
+            for (i, k) in keep.iter().enumerate() {
+                let d_inv = k.inv(big_mod(&d_big, k.value())).unwrap();
+                out[i * n + c] = k.mul(k.neg(big_mod(&delta, k.value())), d_inv);
+            }
+        }
+        out
+    }
+
+    /// `corr` from the GPU's tables ([`RoundingCorrection::weights`], [`RoundingCorrection::triangle`]):
+    /// the unsigned digits `y_s` with the precomputed high-half terms, as the kernels compute it.
+    fn from_tables(rc: &RoundingCorrection, x: &[u32], n: usize) -> Vec<u32> {
+        let steps = rc.step_moduli();
+        let (f, fs) = rc.step_factors();
+        let (tn, tns, th) = rc.triangle();
+        let (kn, kns, kh) = rc.weights();
+        let s_len = steps.len();
+        let mut out = vec![0u32; rc.keep_moduli().len() * n];
+        for c in 0..n {
+            let mut y = vec![0u32; s_len];
+            let mut tri = 0;
+            for (s, d) in steps.iter().enumerate() {
+                let mut v = d.mul_shoup(x[rc.step_positions()[s] * n + c], f[s], fs[s]);
+                if rc.rounding() == Rounding::PrimeByPrime {
+                    for r in 0..s {
+                        v = d.add(v, d.mul_shoup(d.reduce_u32(y[r]), tn[tri + r], tns[tri + r]));
+                        if y[r] > steps[r].value() / 2 {
+                            v = d.add(v, th[tri + r]);
+                        }
+                    }
+                    tri += s;
+                }
+                y[s] = v;
+            }
+            for (i, k) in rc.keep_moduli().iter().enumerate() {
+                let mut acc = 0u32;
+                for s in 0..s_len {
+                    let j = i * s_len + s;
+                    acc = k.add(acc, k.mul_shoup(k.reduce_u32(y[s]), kn[j], kns[j]));
+                    if y[s] > steps[s].value() / 2 {
+                        acc = k.add(acc, kh[j]);
+                    }
+                }
+                out[i * n + c] = acc;
+            }
+        }
+        out
+    }
+
+    /// The signed CPU path equals the big-integer definition and the GPU tables' formula, for
+    /// lengths that are not multiples of a tile or a vector, kept counts that are not multiples
+    /// of a group, 1 to 33 steps (past [`SIGNED_TERMS`]), both roundings, with and without `t`,
+    /// moduli from 3 (and an even one) to just below `2^30`, and input words of any value, at
+    /// every SIMD level the CPU has.
+    #[test]
+    fn signed_path_matches_references() {
+        let large = moduli(40);
+        let small: Vec<Modulus> =
+            [3u64, 5, 7, 17, 257, 12_289, 65_537, 786_433].into_iter().map(|q| Modulus::new(q).unwrap()).collect();
+        let even = Modulus::new(1 << 20).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(4);
+        for (s_len, keep_len) in
+            [(1usize, 1usize), (1, 6), (2, 5), (2, 43), (3, 4), (15, 9), (15, 43), (30, 7), (33, 5)]
+        {
+            // Dropped: some small primes, then large ones; kept: the even modulus, a small prime,
+            // then large ones.
+            let mut pool = large.clone();
+            let n_small = s_len.min(3);
+            let mut drop: Vec<Modulus> = small[..n_small].to_vec();
+            drop.extend(pool.drain(..s_len - n_small));
+            let mut keep = vec![even, small[7]];
+            keep.extend(pool.drain(..).take(keep_len.saturating_sub(2)));
+            keep.truncate(keep_len);
+            if keep_len > 2 {
+                // A large prime first, so a group mixes sizes.
+                keep.rotate_left(2);
+            }
+            for t in [None, Some(65_537u32)] {
+                // 65537 is a dropped modulus only with more than 6 small ones: never here.
+                for rounding in [Rounding::Joint, Rounding::PrimeByPrime] {
+                    let rc = RoundingCorrection::new(&keep, &drop, t, rounding).unwrap();
+                    for n in [1usize, 7, 16, 17, 33, 100] {
+                        let x: Vec<u32> = (0..s_len * n)
+                            .map(|j| {
+                                let d = drop[j / n].value();
+                                match rng.random_range(0..8) {
+                                    0 => 0,
+                                    1 => d - 1,
+                                    2 => d / 2,
+                                    3 => d / 2 + 1,
+                                    4 => u32::MAX - rng.random_range(0..4),
+                                    5 => rng.random(),
+                                    _ => rng.random_range(0..d),
+                                }
+                            })
+                            .collect();
+                        let want = reference(&keep, &drop, t, rounding, &x, n);
+                        let what = format!("S {s_len}, keep {keep_len}, n {n}, t {t:?}, {rounding:?}");
+                        assert_eq!(from_tables(&rc, &x, n), want, "tables: {what}");
+                        let mut got = vec![0u32; keep.len() * n];
+                        rc.apply(&x, n, &mut got).unwrap();
+                        assert_eq!(got, want, "apply: {what}");
+                        for level in SimdLevel::available() {
+                            got.fill(0);
+                            rc.apply_with(&x, n, &mut got, level).unwrap();
+                            assert_eq!(got, want, "{level:?}: {what}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The signed reducer against `rem_euclid` on edge and random values, for moduli from 2 to
+    /// just below `2^30`.
+    #[test]
+    fn signed_reducer_matches_rem_euclid() {
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        for q in [2u32, 3, 1 << 20, 65_537, (1 << 30) - 35].into_iter().chain(moduli(2).iter().map(Modulus::value)) {
+            let red = SignedReducer::new(Modulus::new(u64::from(q)).unwrap());
+            for x in [0i64, 1, -1, i64::MAX, i64::MIN, i64::MIN + 1, 1 << 62, -(1 << 62)]
+                .into_iter()
+                .chain((0..2000).map(|_| rng.random()))
+            {
+                assert_eq!(red.reduce(x), x.rem_euclid(i64::from(q)) as u64, "{x} mod {q}");
+            }
         }
     }
 }
