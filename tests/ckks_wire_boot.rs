@@ -4,7 +4,7 @@
 //! with loaded keys equals one with the original keys); damaged and hostile objects are typed
 //! errors, never panics or large allocations.
 
-#![expect(clippy::unwrap_used, clippy::indexing_slicing, reason = "tests")]
+#![expect(clippy::unwrap_used, reason = "tests")]
 
 use num_complex::Complex64;
 use wgfhe::backend::CpuBackend;
@@ -120,7 +120,7 @@ fn small_keys(ckks: &Ckks<CpuBackend>) -> (BootKeys<CpuBackend>, Vec<u8>) {
     let sparse = ckks.gen_sparse_secret_key(Some(&[9; 32]), 32).unwrap();
     let sparse = Some(ckks.gen_sparse_switch_keys(&sk, &sparse, ckks.sparse_key_level()).unwrap());
     let keys = BootKeys { eval, sparse };
-    let bytes = keys.to_bytes(&ckks).unwrap();
+    let bytes = keys.to_bytes(ckks).unwrap();
     (keys, bytes)
 }
 
