@@ -80,6 +80,10 @@ fn boot_keys_round_trip_and_bootstrap_to_the_same_words() {
     let packed = keys.to_bytes_packed(&ckks).unwrap();
     assert_eq!(plain[6], ObjectType::BootKeys.tag());
     assert!(packed.len() < plain.len(), "{} vs {}", packed.len(), plain.len());
+    // The lengths computed from the key plan's shapes are the real ones.
+    let plan = boot.key_plan(&ckks).unwrap();
+    assert_eq!(BootKeys::wire_len(&ckks, &plan, true, false).unwrap(), plain.len() as u64);
+    assert_eq!(BootKeys::wire_len(&ckks, &plan, true, true).unwrap(), packed.len() as u64);
     eprintln!("BootKeys at N = 2^10, 128 slots: {} bytes plain, {} packed", plain.len(), packed.len());
     let expanded = BootKeys::from_bytes(&ckks, &packed, KeyForm::Expanded).unwrap();
     let seeded = BootKeys::from_bytes(&ckks, &plain, KeyForm::Seeded).unwrap();

@@ -26,17 +26,18 @@
 
 use std::collections::HashMap;
 
-use super::sparse::{DenseToSparseKey, SparseSwitchKeys};
+use super::sparse::{DenseToSparseKey, SparseSwitchKeys, SPARSE_DIGIT_BITS};
 use super::{BootKeys, Ciphertext, Ckks, Plaintext};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::math::sampling::Purpose;
-use crate::math::zq::Modulus;
+use crate::math::zq::{Modulus, MAX_MODULUS_BITS};
 use crate::poly::{Eval, RnsPoly};
 use crate::rlwe::wire::{check_header, open_ciphertext, read_core, read_seed, write_core_polys, write_seed};
-use crate::rlwe::{EvaluationKeys, GaloisKey, KeyDigit, KeyForm, KeySwitchKey, RelinKey};
+use crate::rlwe::{EvaluationKeys, GaloisKey, KeyDigit, KeyForm, KeyPlan, KeySwitchKey, RelinKey};
 use crate::serial::{
     read_object, read_residues, write_object, write_residues, write_residues_packed, ObjectType, Reader, Writer,
+    HEADER_LEN,
 };
 
 impl<B: Backend> Ckks<B> {
@@ -238,7 +239,45 @@ fn get_flag(r: &mut Reader<'_>, field: &'static str) -> Result<bool> {
     }
 }
 
+/// Bytes of one residue block over `moduli` (mode byte included), plain or packed.
+fn block_len(moduli: &[Modulus], n: usize, packed: bool) -> u64 {
+    let body: u64 = if packed {
+        moduli.iter().map(|m| (n as u64 * u64::from(m.bits())).div_ceil(8)).sum()
+    } else {
+        4 * moduli.len() as u64 * n as u64
+    };
+    1 + body
+}
+
 impl<B: Backend> BootKeys<B> {
+    /// The length of [`BootKeys::to_bytes`] (or [`BootKeys::to_bytes_packed`] if `packed`) for
+    /// the keys of `plan` (each at its planned level, as [`crate::rlwe::gen_planned_keys`]
+    /// makes them) and, if `sparse`, the sparse switching keys at [`Ckks::sparse_key_level`],
+    /// computed from shapes without generating a key.
+    pub fn wire_len(ckks: &Ckks<B>, plan: &KeyPlan, sparse: bool, packed: bool) -> Result<u64> {
+        let ctx = ckks.backend().context();
+        let n = ctx.n();
+        let key = |level: usize| -> Result<u64> {
+            let moduli = ctx.moduli_of(&ctx.qp_basis(level)?)?;
+            Ok(4 + 4 + 34 + digit_indices(ckks.backend(), level).len() as u64 * block_len(&moduli, n, packed))
+        };
+        let mut total = HEADER_LEN as u64 + 1 + 4 + 1;
+        if let Some(level) = plan.relin {
+            total += key(level)?;
+        }
+        for &level in plan.galois.values() {
+            total += 8 + key(level)?;
+        }
+        if sparse {
+            let level = ckks.sparse_key_level();
+            total += key(ctx.q_count() - 1)?;
+            let moduli = ctx.moduli_of(&ctx.q_basis(level)?)?;
+            let digits = (level as u64 + 1) * u64::from(MAX_MODULUS_BITS.div_ceil(SPARSE_DIGIT_BITS));
+            total += 4 + 4 + 34 + digits * block_len(&moduli, n, packed);
+        }
+        Ok(total)
+    }
+
     /// Serialises every key of the bootstrapping as one `BootKeys` object (the uniform halves as
     /// seeds, residues as `u32` words; see the module table). Equal keys give equal bytes.
     pub fn to_bytes(&self, ckks: &Ckks<B>) -> Result<Vec<u8>> {
