@@ -160,8 +160,8 @@ fn damaged_and_hostile_boot_keys_are_typed_errors() {
     // A header declaring a huge payload.
     let mut b = bytes.clone();
     b[16..24].copy_from_slice(&u64::MAX.to_le_bytes());
-    update_checksum(&mut b).ok();
-    assert!(load(&b).is_err());
+    assert!(update_checksum(&mut b).is_err(), "a length the bytes do not have cannot be resealed");
+    assert!(matches!(load(&b), Err(Error::Checksum { .. } | Error::LengthMismatch { .. })));
 
     // Hostile payloads with valid checksums.
     let params = ckks.params();
