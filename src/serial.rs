@@ -183,6 +183,9 @@ pub enum ObjectType {
     SeededCiphertext = 8,
     /// A set of evaluation keys: a relinearisation key and Galois keys (`rlwe::EvaluationKeys`).
     GaloisKeySet = 9,
+    /// The keys of a CKKS bootstrapping: evaluation keys at their levels and the sparse-secret
+    /// switching keys (`ckks::BootKeys`).
+    BootKeys = 10,
 }
 
 impl ObjectType {
@@ -205,6 +208,7 @@ impl ObjectType {
             Self::Ciphertext => "Ciphertext",
             Self::SeededCiphertext => "SeededCiphertext",
             Self::GaloisKeySet => "GaloisKeySet",
+            Self::BootKeys => "BootKeys",
         }
     }
 }
@@ -212,7 +216,7 @@ impl ObjectType {
 impl TryFrom<u8> for ObjectType {
     type Error = Error;
 
-    /// Parses a wire tag ([`Error::UnknownObjectType`] outside 1..=9).
+    /// Parses a wire tag ([`Error::UnknownObjectType`] outside 1..=10).
     fn try_from(tag: u8) -> Result<Self> {
         Ok(match tag {
             1 => Self::Parameters,
@@ -224,6 +228,7 @@ impl TryFrom<u8> for ObjectType {
             7 => Self::Ciphertext,
             8 => Self::SeededCiphertext,
             9 => Self::GaloisKeySet,
+            10 => Self::BootKeys,
             _ => return Err(Error::UnknownObjectType { tag }),
         })
     }
@@ -753,16 +758,17 @@ mod tests {
         for tag in 0..=255u8 {
             match ObjectType::try_from(tag) {
                 Ok(t) => {
-                    assert!((1..=9).contains(&tag));
+                    assert!((1..=10).contains(&tag));
                     assert_eq!(t.tag(), tag);
                 }
                 Err(e) => {
-                    assert!(tag == 0 || tag > 9);
+                    assert!(tag == 0 || tag > 10);
                     assert_eq!(e, Error::UnknownObjectType { tag });
                 }
             }
         }
         assert_eq!(ObjectType::GaloisKeySet.tag(), 9);
+        assert_eq!(ObjectType::BootKeys.tag(), 10);
         assert_eq!(ObjectType::Parameters.tag(), 1);
     }
 
@@ -792,7 +798,7 @@ mod tests {
         b[4..6].copy_from_slice(&0u16.to_le_bytes());
         assert_eq!(read_object(&b, expect), Err(Error::UnsupportedVersion { version: 0 }));
         // Tags are checked after the checksum (reseal to reach them).
-        for tag in [0u8, 10, 255] {
+        for tag in [0u8, 11, 255] {
             let mut b = good.clone();
             b[6] = tag;
             assert!(matches!(read_object(&b, expect), Err(Error::Checksum { .. })));

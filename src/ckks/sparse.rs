@@ -42,7 +42,9 @@ use crate::math::sampling::{Purpose, Seed};
 use crate::math::zq::MAX_MODULUS_BITS;
 use crate::params::Parameters;
 use crate::poly::{Coeff, Eval, RnsPoly};
+use crate::rlwe::wire::{read_seed, write_seed};
 use crate::rlwe::{self, CiphertextCore, KeySwitchKey, NoiseScale, SecretKey};
+use crate::serial::{read_residues, write_residues, write_residues_packed, Reader, Writer};
 
 /// Hamming weight of the ephemeral sparse secret.
 pub const SPARSE_HAMMING_WEIGHT: usize = 32;
@@ -102,6 +104,9 @@ pub struct DenseToSparseKey<B: Backend> {
     /// `(b, a)` per digit, limb-major then digit.
     digits: Vec<(RnsPoly<B, Eval>, RnsPoly<B, Eval>)>,
     level: usize,
+    /// Seed of the `a` halves (stream `(seed, Purpose::KeySwitchA, digit number)`): the wire
+    /// form stores it in place of the `a` halves.
+    seed: Seed,
     param_id: u64,
 }
 
@@ -131,6 +136,61 @@ impl<B: Backend> DenseToSparseKey<B> {
     #[must_use]
     pub fn resident_bytes(&self, backend: &B) -> u64 {
         self.digits.iter().map(|(b, a)| (backend.len(b.buffer()) + backend.len(a.buffer())) as u64 * 4).sum()
+    }
+}
+
+impl<B: Backend> DenseToSparseKey<B> {
+    /// Writes the key's wire block (see [`crate::ckks`]'s `wire` module): level `u32`, digit
+    /// count `u32`, the seed of the `a` halves, then one residue block of `b` over
+    /// `q_0..q_level` per digit, bit-packed if `packed`.
+    pub(crate) fn write_wire(&self, backend: &B, w: &mut Writer, packed: bool) -> Result<()> {
+        rlwe::check_param_id(backend, self.param_id)?;
+        w.put_u32(u32::try_from(self.level).map_err(|_| Error::SizeOverflow { what: "level" })?);
+        w.put_u32(u32::try_from(self.digits.len()).map_err(|_| Error::SizeOverflow { what: "digit count" })?);
+        write_seed(w, &self.seed);
+        let ctx = backend.context();
+        let moduli = ctx.moduli_of(&ctx.q_basis(self.level)?)?;
+        for (b, _) in &self.digits {
+            let host = b.to_host(backend)?;
+            if packed {
+                write_residues_packed(w, &host, &moduli, ctx.n())?;
+            } else {
+                write_residues(w, &host);
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads what [`DenseToSparseKey::write_wire`] wrote, validating before allocating: the
+    /// level against the chain and the 128-bit rule ([`check_sparse_key_level`] for a weight
+    /// [`SPARSE_HAMMING_WEIGHT`] secret), the digit count against the level
+    /// (`(level + 1) * ceil(30 / SPARSE_DIGIT_BITS)`), the seed, every residue; the `a` halves
+    /// are regenerated from the seed.
+    pub(crate) fn read_wire(backend: &B, r: &mut Reader<'_>) -> Result<Self> {
+        let ctx = backend.context();
+        let params = ctx.params();
+        let level = r.get_u32()? as usize;
+        check_sparse_key_level(params, level, SPARSE_HAMMING_WEIGHT)?;
+        let count = r.get_u32()? as usize;
+        let want = (level + 1) * digits_per_limb();
+        if count > want {
+            return Err(Error::CountTooLarge { what: "sparse key digits", found: count as u64, limit: want as u64 });
+        }
+        if count != want {
+            return Err(Error::KeyDimensions { reason: "sparse key digit count differs from its level" });
+        }
+        let seed = read_seed(r)?;
+        let basis = ctx.q_basis(level)?;
+        let moduli = ctx.moduli_of(&basis)?;
+        let mut digits = Vec::with_capacity(count);
+        for index in 0..count {
+            let b = read_residues(r, &moduli, ctx.n())?;
+            let b = RnsPoly::<B, Eval>::from_host(backend, &b, basis.clone())?;
+            let index = u32::try_from(index).map_err(|_| Error::SizeOverflow { what: "digit index" })?;
+            let a = RnsPoly::<B, Eval>::uniform(backend, &seed, Purpose::KeySwitchA, index, basis.clone())?;
+            digits.push((b, a));
+        }
+        Ok(Self { digits, level, seed, param_id: params.id() })
     }
 }
 
@@ -208,7 +268,7 @@ impl<B: Backend> Ckks<B> {
                 digits.push((b, a));
             }
         }
-        let to_sparse = DenseToSparseKey { digits, level, param_id: self.params().id() };
+        let to_sparse = DenseToSparseKey { digits, level, seed, param_id: self.params().id() };
         let to_dense = rlwe::gen_key_switch_key(be, sparse.eval(), sk, NoiseScale(1))?;
         be.flush()?;
         Ok(SparseSwitchKeys { to_sparse, to_dense })
