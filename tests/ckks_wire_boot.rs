@@ -90,7 +90,11 @@ fn boot_keys_round_trip_and_bootstrap_to_the_same_words() {
     assert!(!expanded.eval.is_seeded() && seeded.eval.is_seeded());
     assert_eq!(expanded.resident_bytes(ckks.backend()), keys.resident_bytes(ckks.backend()));
     assert!(seeded.resident_bytes(ckks.backend()) < keys.resident_bytes(ckks.backend()));
-    for back in [&expanded, &seeded] {
+    // Loaded straight into the cso+k form: seeds and bit-packed b halves.
+    let held = BootKeys::from_bytes(&ckks, &plain, KeyForm::SeededPacked).unwrap();
+    assert!(held.eval.is_seeded() && held.eval.is_packed() && !seeded.eval.is_packed());
+    assert!(held.resident_bytes(ckks.backend()) < seeded.resident_bytes(ckks.backend()));
+    for back in [&expanded, &seeded, &held] {
         assert_eq!(back.eval.galois.len(), keys.eval.galois.len());
         assert_eq!(back.to_bytes(&ckks).unwrap(), plain);
         assert_eq!(back.to_bytes_packed(&ckks).unwrap(), packed);
@@ -103,7 +107,7 @@ fn boot_keys_round_trip_and_bootstrap_to_the_same_words() {
         let be = ckks.backend();
         assert_eq!(x.a.as_ref().unwrap().to_host(be).unwrap(), y.a.as_ref().unwrap().to_host(be).unwrap());
     }
-    // Two bootstraps: the original keys, and the loaded seeded ones (plain bytes); the expanded
+    // Three bootstraps: the original keys, and the loaded seeded and seeded-packed ones (plain bytes); the expanded
     // ones from the packed bytes are checked against the original by their bytes and a halves.
     let values = vec![Complex64::new(0.25, -0.5); 128];
     let level = boot.entry_level();
@@ -111,6 +115,8 @@ fn boot_keys_round_trip_and_bootstrap_to_the_same_words() {
     let want = boot.bootstrap(&ckks, &ct, &keys).unwrap();
     let got = boot.bootstrap(&ckks, &ct, &seeded).unwrap();
     assert_eq!(words(&ckks, &got), words(&ckks, &want));
+    let from_held = boot.bootstrap(&ckks, &ct, &held).unwrap();
+    assert_eq!(words(&ckks, &from_held), words(&ckks, &want));
     let out = ckks.decrypt(&sk, &got).unwrap();
     let err = values.iter().zip(&out).map(|(w, g)| (w - g).norm()).fold(0.0, f64::max);
     assert!(err < 1e-3, "{err}");

@@ -434,6 +434,14 @@ fn wire_round_trip_from_a_seeded_key<B: Backend>(make: Make<'_, B>, log: &Transc
     assert_eq!(bgv_hosts(&f, &f.bgv.relinearize(&prod, &keys).unwrap()), bgv_hosts(&f, &want));
     let want = f.bgv.rotate_rows(&a, &f.stored).unwrap();
     assert_eq!(bgv_hosts(&f, &f.bgv.rotate_rows(&a, &keys).unwrap()), bgv_hosts(&f, &want));
+    // Loaded straight into the packed form: fewer resident bytes, the same words.
+    let packed = RelinKey::from_bytes_as(be, &bytes, KeyForm::SeededPacked).unwrap();
+    assert!(packed.is_seeded() && packed.0.is_packed());
+    assert!(packed.resident_bytes(be) < rk_seeded.resident_bytes(be));
+    assert_eq!(packed.to_bytes(be).unwrap(), bytes);
+    let keys = EvaluationKeys { relin: Some(packed), ..EvaluationKeys::default() };
+    let want = f.bgv.relinearize(&prod, &f.stored).unwrap();
+    assert_eq!(bgv_hosts(&f, &f.bgv.relinearize(&prod, &keys).unwrap()), bgv_hosts(&f, &want));
 }
 
 /// A seeded key is only as good as its seed: one flipped bit regenerates other `a_j`, and the

@@ -223,9 +223,9 @@ fn read_key<B: Backend>(backend: &B, r: &mut Reader<'_>, form: KeyForm) -> Resul
             KeyForm::Expanded => {
                 Some(RnsPoly::<B, Eval>::uniform(backend, &seed, Purpose::KeySwitchA, index, basis.clone())?)
             }
-            KeyForm::Seeded => None,
+            KeyForm::Seeded | KeyForm::SeededPacked => None,
         };
-        digits.push(KeyDigit { b: b.into(), a, index });
+        digits.push(KeyDigit { b: form.hold_b(backend, b)?, a, index });
     }
     Ok(KeySwitchKey { digits, seed, param_id: ctx.params().id() })
 }

@@ -31,6 +31,21 @@ pub enum KeyForm {
     Expanded,
     /// Only the seed kept; the `a_j` are regenerated where key switching uses them.
     Seeded,
+    /// As [`KeyForm::Seeded`], with each `b_j` bit-packed at its primes' widths as it is read
+    /// (the `cso+k` form; unpacked inside the key-switching inner product). Loading holds at
+    /// most one unpacked `b_j` at a time.
+    SeededPacked,
+}
+
+impl KeyForm {
+    /// The key part `b_j` in this form (packed for [`KeyForm::SeededPacked`]).
+    pub(crate) fn hold_b<B: Backend>(self, backend: &B, b: RnsPoly<B, Eval>) -> Result<super::KeyPoly<B>> {
+        let part: super::KeyPoly<B> = b.into();
+        match self {
+            KeyForm::SeededPacked => part.packed(backend),
+            KeyForm::Expanded | KeyForm::Seeded => Ok(part),
+        }
+    }
 }
 
 /// Id of the ChaCha20 generator in seeded objects.
@@ -295,9 +310,9 @@ impl<B: Backend> KeySwitchKey<B> {
                 KeyForm::Expanded => {
                     Some(RnsPoly::<B, Eval>::uniform(backend, &seed, Purpose::KeySwitchA, index, basis.clone())?)
                 }
-                KeyForm::Seeded => None,
+                KeyForm::Seeded | KeyForm::SeededPacked => None,
             };
-            digits.push(KeyDigit { b: b.into(), a, index });
+            digits.push(KeyDigit { b: form.hold_b(backend, b)?, a, index });
         }
         Ok((Self { digits, seed, param_id: params.id() }, galois_element))
     }
