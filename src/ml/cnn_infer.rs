@@ -84,8 +84,9 @@ pub const PREPARED_BUDGET: u64 = 1 << 30;
 /// (see [`CnnCircuit::with_table_budget`]): the baby steps of its plan are capped so that
 /// `(k + 2 log2(degree) + tables)` ciphertexts at the input's level fit. With the fewest-HMULT
 /// plans the first set at `bgv-cnn-n17` held 99 ciphertexts of up to 88 MB and the second 208 of
-/// up to 52 MB (peak RSS above 16 GB); under 7 GB the plans take 84 -> 56 and 191 -> 107 baby
-/// steps for 5% and 15% more HMULTs.
+/// up to 52 MB (peak RSS above 16 GB); under 7 GB the plans take 84 -> 52 and 191 -> 100 baby
+/// steps (67 and 119 ciphertexts) for 8% and 18% more HMULTs in those sets (1,384 -> 1,510 in
+/// the circuit).
 pub const TABLE_WORKING_SET_BUDGET: u64 = 7_000_000_000;
 
 /// The most baby steps a set of `tables` tables of degree up to `degree`, evaluated on an
