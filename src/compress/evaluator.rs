@@ -717,13 +717,7 @@ impl<'a, B: Backend> Bxt<'a, B> {
             let (b, a, meta) = self.halves(ct)?;
             return Ok(BxtCiphertext { repr: Repr::Halves { b: b.clone(), a: a.clone(), meta } });
         }
-        let gk = keys.galois.get(&g).ok_or_else(|| Error::MissingGaloisKey {
-            galois_element: g as u64,
-            rotation: format!("columns by {steps}"),
-        })?;
-        if gk.galois_element != g {
-            return Err(Error::KeyDimensions { reason: "Galois key stored under another element" });
-        }
+        let gk = keys.galois_key(g, || format!("columns by {steps}"))?;
         let (b, a, meta) = self.halves(ct)?;
         let noise = log2_add(meta.noise_log2, self.bgv.noise_model().key_switch(meta.level));
         self.bgv.check_noise(noise, meta.level)?;

@@ -29,6 +29,20 @@ impl<B: Backend> Default for EvaluationKeys<B> {
 }
 
 impl<B: Backend> EvaluationKeys<B> {
+    /// The Galois key of `g`. Errors: [`Error::MissingGaloisKey`] naming the rotation `what`
+    /// (only built on that path) if there is none, [`Error::KeyDimensions`] if the key under `g`
+    /// was made for another element.
+    pub fn galois_key(&self, g: usize, what: impl FnOnce() -> String) -> Result<&GaloisKey<B>> {
+        let gk = self
+            .galois
+            .get(&g)
+            .ok_or_else(|| Error::MissingGaloisKey { galois_element: g as u64, rotation: what() })?;
+        if gk.galois_element != g {
+            return Err(Error::KeyDimensions { reason: "Galois key stored under another element" });
+        }
+        Ok(gk)
+    }
+
     /// Whether every key is seeded ([`super::KeySwitchKey::is_seeded`]; true when there are
     /// no keys).
     #[must_use]
@@ -83,10 +97,7 @@ impl<B: Backend> EvaluationKeys<B> {
             .galois
             .iter()
             .map(|(&g, &level)| {
-                let k = self.galois.get(&g).ok_or_else(|| Error::MissingGaloisKey {
-                    galois_element: g as u64,
-                    rotation: "a planned rotation".to_string(),
-                })?;
+                let k = self.galois_key(g, || "a planned rotation".to_string())?;
                 Ok((g, k.at_level(backend, level)?))
             })
             .collect::<Result<_>>()?;
@@ -292,13 +303,7 @@ pub fn apply_galois<B: Backend>(
     what: &str,
     t: Option<u32>,
 ) -> Result<PolyPair<B>> {
-    let gk = keys
-        .galois
-        .get(&g)
-        .ok_or_else(|| Error::MissingGaloisKey { galois_element: g as u64, rotation: what.to_string() })?;
-    if gk.galois_element != g {
-        return Err(Error::KeyDimensions { reason: "Galois key stored under another element" });
-    }
+    let gk = keys.galois_key(g, || what.to_string())?;
     let [c0, c1] = polys else {
         return Err(Error::CiphertextDegree { degree: polys.len().saturating_sub(1), expected: 1 });
     };

@@ -72,13 +72,7 @@ pub fn apply_galois_hoisted<B: Backend>(
     what: &str,
     t: Option<u32>,
 ) -> Result<PolyPair<B>> {
-    let gk = keys
-        .galois
-        .get(&g)
-        .ok_or_else(|| Error::MissingGaloisKey { galois_element: g as u64, rotation: what.to_string() })?;
-    if gk.galois_element != g {
-        return Err(Error::KeyDimensions { reason: "Galois key stored under another element" });
-    }
+    let gk = keys.galois_key(g, || what.to_string())?;
     if c0.basis() != c1.poly.basis() {
         return Err(Error::DimensionMismatch {
             what: "hoisted rotation c_0 limbs",
