@@ -358,7 +358,7 @@ impl Bootstrapper {
         };
 
         // Prepare: onto the base at Delta_b = ratio Q_0.
-        let at_entry = if ct.level() > entry { ckks.drop_to_level(ct, entry)? } else { ct.duplicate(ckks)? };
+        let at_entry = if ct.level() > entry { ckks.drop_to_level(ct, entry)? } else { ct.duplicate(ckks.backend())? };
         let mut base = self.rescale_onto_base(ckks, &at_entry)?;
         if let Some(sparse) = &keys.sparse {
             base = ckks.encapsulate_sparse(&base, sparse)?;
@@ -416,11 +416,5 @@ impl Bootstrapper {
         let product = ckks.mul_plain(ct, &one)?;
         let polys = crate::rlwe::drop_primes(ckks.backend(), product.core.polys(), ppl, None)?;
         Ok(ct.with(product.core.with_polys(polys)?, target))
-    }
-}
-
-impl<B: Backend> Ciphertext<B> {
-    fn duplicate(&self, ckks: &Ckks<B>) -> Result<Self> {
-        Ok(self.with(self.core.duplicate(ckks.backend())?, self.scale))
     }
 }

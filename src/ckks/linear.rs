@@ -803,7 +803,7 @@ impl<B: Backend> Ckks<B> {
                     let (d0, d1) = rlwe::apply_galois_hoisted(be, c0, d, g, keys, &format!("rotation by {s}"), None)?;
                     ct.core.with_polys(vec![d0, d1])?
                 }
-                _ => ct.core.map(|p| p.duplicate(be))?,
+                _ => ct.core.duplicate(be)?,
             };
             out.push(ct.with(core, ct.scale));
         }
@@ -972,7 +972,7 @@ impl<B: Backend> Ckks<B> {
     pub fn subring_trace(&self, ct: &Ciphertext<B>, keys: &EvaluationKeys<B>) -> Result<Ciphertext<B>> {
         self.check_ct(ct)?;
         let n = self.params().n();
-        let mut acc = ct.with(ct.core.map(|p| p.duplicate(self.backend()))?, ct.scale);
+        let mut acc = ct.duplicate(self.backend())?;
         if 2 * ct.slots < n {
             for s in trace_rotations(n, ct.slots)? {
                 acc = self.add(&acc, &self.rotate(&acc, s, keys)?)?;
@@ -1010,7 +1010,7 @@ impl<B: Backend> Ckks<B> {
         keys: &EvaluationKeys<B>,
     ) -> Result<Ciphertext<B>> {
         self.check_plan(ct, plan)?;
-        let mut x = ct.with(ct.core.map(|p| p.duplicate(self.backend()))?, ct.scale);
+        let mut x = ct.duplicate(self.backend())?;
         for lt in &plan.stc {
             x = self.linear_transform(&x, lt, keys)?;
         }
@@ -1064,7 +1064,7 @@ impl<B: Backend> Ckks<B> {
         keys: &EvaluationKeys<B>,
     ) -> Result<Ciphertext<B>> {
         self.check_shape(ct, prepared.ring_degree, prepared.slots)?;
-        let mut x = ct.with(ct.core.map(|p| p.duplicate(self.backend()))?, ct.scale);
+        let mut x = ct.duplicate(self.backend())?;
         for p in &prepared.stc {
             x = self.linear_transform_prepared(&x, p, keys, BabySteps::Hoisted)?;
         }

@@ -155,6 +155,11 @@ pub struct Ciphertext<B: Backend> {
 }
 
 impl<B: Backend> Ciphertext<B> {
+    /// A deep copy on `backend` (same words, level, scale and seed).
+    pub(crate) fn duplicate(&self, backend: &B) -> Result<Self> {
+        Ok(self.with(self.core.duplicate(backend)?, self.scale))
+    }
+
     /// Current level.
     #[must_use]
     pub fn level(&self) -> usize {
@@ -638,7 +643,7 @@ impl<B: Backend> Ckks<B> {
         self.check_ct(ct)?;
         let g = self.rotation_element(steps);
         if g == 1 {
-            return Ok(ct.with(ct.core.map(|p| p.duplicate(self.backend()))?, ct.scale));
+            return ct.duplicate(self.backend());
         }
         let core = ct.core.apply_galois(self.backend(), g, keys, &format!("rotation by {steps}"), None)?;
         self.backend().flush()?;
