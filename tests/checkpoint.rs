@@ -129,6 +129,12 @@ fn stop_and_resume(p: &Parameters, opts: CnnOptions, whole: &Path, name: &str, s
     let got = got.unwrap();
     let last = stops.last().unwrap();
     assert!(notes.iter().any(|n| n.starts_with(&format!("batch 0: resumed after stage {last} "))), "{notes:?}");
+    // The stages up to the last stop were restored, not computed: the stats say so.
+    let names = checkpoint_stages(small_model().channels);
+    let upto = names.iter().position(|n| n == last).unwrap();
+    let restored: Vec<String> = names[..=upto].iter().map(|n| format!("batch 0: {n}")).collect();
+    assert_eq!(got.stats.restored, restored);
+    assert!(want.stats.restored.is_empty());
     assert_eq!(outcome(&got), outcome(&want));
     assert_eq!(stage_files(&dir.0), want_files, "after stopping at {stops:?}");
 }

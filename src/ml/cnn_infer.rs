@@ -707,7 +707,13 @@ impl CnnCircuit {
         stats.noise.clear();
         let mut state = match checkpoint.as_deref_mut() {
             Some(cp) => match cp.resume(|bytes| bgv.ciphertext_from_bytes(bytes))? {
-                Some((index, cts)) => Stage::restore(index, cts, m.channels)?,
+                Some((index, cts)) => {
+                    let batch = cp.batch();
+                    let names = checkpoint_stages(m.channels);
+                    let done = names.get(..=index).unwrap_or(&names);
+                    stats.restored.extend(done.iter().map(|n| format!("batch {batch}: {n}")));
+                    Stage::restore(index, cts, m.channels)?
+                }
                 None => Stage::Inputs,
             },
             None => Stage::Inputs,
@@ -949,7 +955,9 @@ pub struct CnnStats {
     pub rotations: usize,
     /// Plaintext multiplications (diagonals).
     pub pmults: usize,
-    /// Convolution (weighted sums and materialisation).
+    /// Convolution (weighted sums and materialisation). This and the other stage times and
+    /// counts are this process's work: a stage restored from a checkpoint
+    /// ([`CnnStats::restored`]) adds nothing to them.
     pub conv_ms: f64,
     /// First ReLU tables.
     pub relu1_ms: f64,
@@ -965,6 +973,10 @@ pub struct CnnStats {
     /// The digit-table sets evaluated ([`ReluPath::Digits`]), one record per stage: the
     /// largest working set of its evaluations.
     pub table_sets: Vec<TableSetRun>,
+    /// The stages restored from a checkpoint instead of computed in this process, as
+    /// `"batch B: STAGE"` in pipeline order ([`checkpoint_stages`]; `relu1.<c>` counts the
+    /// first `c` channels of the first ReLU): their times and counts are not in these stats.
+    pub restored: Vec<String>,
 }
 
 impl CnnStats {

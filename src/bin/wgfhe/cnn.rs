@@ -234,6 +234,9 @@ pub(crate) fn run(a: &MnistArgs, variant: Variant) -> Result<()> {
             s.rotations,
             s.pmults
         );
+        if !s.restored.is_empty() {
+            println!("restored from the checkpoint, not computed or timed here: {}", s.restored.join(", "));
+        }
         println!(
             "client encryption {:.1} s, decryption {:.2} s; {:.1} MB resident (keys and one batch of inputs), {:.1} GB \
              moved by {} GPU dispatches",
