@@ -30,14 +30,13 @@ use super::sparse::{DenseToSparseKey, SparseSwitchKeys, SPARSE_DIGIT_BITS};
 use super::{BootKeys, Ciphertext, Ckks, Plaintext};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
-use crate::math::sampling::Purpose;
 use crate::math::zq::{Modulus, MAX_MODULUS_BITS};
-use crate::poly::{Eval, RnsPoly};
-use crate::rlwe::wire::{check_header, open_ciphertext, read_core, read_seed, write_core_polys, write_seed};
-use crate::rlwe::{EvaluationKeys, GaloisKey, KeyDigit, KeyForm, KeyPlan, KeySwitchKey, RelinKey};
+use crate::rlwe::wire::{
+    check_header, open_ciphertext, read_core, read_key_digits, read_seed, write_core_polys, write_seed,
+};
+use crate::rlwe::{EvaluationKeys, GaloisKey, KeyForm, KeyPlan, KeySwitchKey, RelinKey};
 use crate::serial::{
-    read_object, read_residues, write_object, write_residues, write_residues_packed, ObjectType, Reader, Writer,
-    HEADER_LEN,
+    read_object, write_object, write_residues, write_residues_packed, ObjectType, Reader, Writer, HEADER_LEN,
 };
 
 impl<B: Backend> Ckks<B> {
@@ -212,21 +211,7 @@ fn read_key<B: Backend>(backend: &B, r: &mut Reader<'_>, form: KeyForm) -> Resul
         return Err(Error::KeyDimensions { reason: "digit count differs from the parameters at the key's level" });
     }
     let seed = read_seed(r)?;
-    let basis = ctx.qp_basis(level)?;
-    let moduli = ctx.moduli_of(&basis)?;
-    let mut digits = Vec::with_capacity(count);
-    for j in indices {
-        let b = read_residues(r, &moduli, ctx.n())?;
-        let b = RnsPoly::<B, Eval>::from_host(backend, &b, basis.clone())?;
-        let index = u32::try_from(j).map_err(|_| Error::SizeOverflow { what: "digit index" })?;
-        let a = match form {
-            KeyForm::Expanded => {
-                Some(RnsPoly::<B, Eval>::uniform(backend, &seed, Purpose::KeySwitchA, index, basis.clone())?)
-            }
-            KeyForm::Seeded | KeyForm::SeededPacked => None,
-        };
-        digits.push(KeyDigit { b: form.hold_b(backend, b)?, a, index });
-    }
+    let digits = read_key_digits(backend, r, form, &seed, &indices, &ctx.qp_basis(level)?)?;
     Ok(KeySwitchKey { digits, seed, param_id: ctx.params().id() })
 }
 

@@ -19,6 +19,7 @@ use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::math::sampling::{fresh_seed, Purpose, Seed, SEED_BYTES};
 use crate::poly::{Coeff, Eval, Representation, RnsPoly};
+use crate::ring::Basis;
 use crate::serial::{
     read_object, read_residues, write_object, write_residues, write_residues_packed, Header, ObjectType, Reader, Writer,
 };
@@ -37,15 +38,33 @@ pub enum KeyForm {
     SeededPacked,
 }
 
-impl KeyForm {
-    /// The key part `b_j` in this form (packed for [`KeyForm::SeededPacked`]).
-    pub(crate) fn hold_b<B: Backend>(self, backend: &B, b: RnsPoly<B, Eval>) -> Result<super::KeyPoly<B>> {
-        let part: super::KeyPoly<B> = b.into();
-        match self {
-            KeyForm::SeededPacked => part.packed(backend),
-            KeyForm::Expanded | KeyForm::Seeded => Ok(part),
-        }
+/// Reads the `b_j` residue blocks of the digits `indices` (their stream numbers) over `basis`
+/// and holds them in `form`: `a_j` regenerated from `seed` for [`KeyForm::Expanded`], each
+/// `b_j` packed as soon as it is read for [`KeyForm::SeededPacked`].
+pub(crate) fn read_key_digits<B: Backend>(
+    backend: &B,
+    r: &mut Reader<'_>,
+    form: KeyForm,
+    seed: &Seed,
+    indices: &[usize],
+    basis: &Basis,
+) -> Result<Vec<KeyDigit<B>>> {
+    let n = backend.context().n();
+    let moduli = backend.context().moduli_of(basis)?;
+    let mut digits = Vec::with_capacity(indices.len());
+    for &j in indices {
+        let b = RnsPoly::<B, Eval>::from_host(backend, &read_residues(r, &moduli, n)?, basis.clone())?;
+        let index = u32::try_from(j).map_err(|_| Error::SizeOverflow { what: "digit index" })?;
+        let (b, a) = match form {
+            KeyForm::Expanded => {
+                (b.into(), Some(RnsPoly::<B, Eval>::uniform(backend, seed, Purpose::KeySwitchA, index, basis.clone())?))
+            }
+            KeyForm::Seeded => (b.into(), None),
+            KeyForm::SeededPacked => (super::KeyPoly::from(b).packed(backend)?, None),
+        };
+        digits.push(KeyDigit { b, a, index });
     }
+    Ok(digits)
 }
 
 /// Id of the ChaCha20 generator in seeded objects.
@@ -299,21 +318,7 @@ impl<B: Backend> KeySwitchKey<B> {
             return Err(Error::KeyDimensions { reason: "digit count differs from the parameters" });
         }
         let seed = read_seed(r)?;
-        let basis = ctx.qp_basis(ctx.q_count() - 1)?;
-        let moduli = ctx.moduli_of(&basis)?;
-        let mut digits = Vec::with_capacity(count);
-        for j in indices {
-            let b = read_residues(r, &moduli, ctx.n())?;
-            let b = RnsPoly::<B, Eval>::from_host(backend, &b, basis.clone())?;
-            let index = u32::try_from(j).map_err(|_| Error::SizeOverflow { what: "digit index" })?;
-            let a = match form {
-                KeyForm::Expanded => {
-                    Some(RnsPoly::<B, Eval>::uniform(backend, &seed, Purpose::KeySwitchA, index, basis.clone())?)
-                }
-                KeyForm::Seeded | KeyForm::SeededPacked => None,
-            };
-            digits.push(KeyDigit { b: form.hold_b(backend, b)?, a, index });
-        }
+        let digits = read_key_digits(backend, r, form, &seed, &indices, &ctx.qp_basis(ctx.q_count() - 1)?)?;
         Ok((Self { digits, seed, param_id: params.id() }, galois_element))
     }
 }
