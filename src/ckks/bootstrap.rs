@@ -359,7 +359,7 @@ impl Bootstrapper {
 
         // Prepare: onto the base at Delta_b = ratio Q_0.
         let at_entry = if ct.level() > entry { ckks.drop_to_level(ct, entry)? } else { ct.duplicate(ckks.backend())? };
-        let mut base = self.rescale_onto_base(ckks, &at_entry)?;
+        let mut base = ckks.rescale_to_above(&at_entry, self.eval_mod.message_ratio() * self.q0, BASE_PRIMES)?;
         if let Some(sparse) = &keys.sparse {
             base = ckks.encapsulate_sparse(&base, sparse)?;
         }
@@ -397,24 +397,5 @@ impl Bootstrapper {
         }
         // Coefficients S_out m / Q_0 = (S_out Delta_b / Q_0) (m / Delta_b): the planned scale.
         Ok(Ciphertext { scale: self.out_scale, ..out })
-    }
-}
-
-impl Bootstrapper {
-    /// `ct` (at the entry level) rescaled onto the base (`Q_0`, [`BASE_PRIMES`] primes) at
-    /// `Delta_b = ratio Q_0`: [`Ckks::rescale_to`] by the two primes above the base, which the
-    /// double policy itself never drops (its own base holds three primes for decoding).
-    fn rescale_onto_base<B: Backend>(&self, ckks: &Ckks<B>, ct: &Ciphertext<B>) -> Result<Ciphertext<B>> {
-        let ppl = ScalePolicy::Double.primes_per_level();
-        let divisor: f64 = ckks.params().q().iter().skip(BASE_PRIMES).take(ppl).map(|m| f64::from(m.value())).product();
-        let target = self.eval_mod.message_ratio() * self.q0;
-        let factor = target * divisor / ct.scale;
-        if !factor.is_finite() || factor < 1.0 {
-            return Err(Error::InvalidScale { reason: "input scale too large to rescale onto the bootstrapping base" });
-        }
-        let one = ckks.encode(&vec![num_complex::Complex64::new(1.0, 0.0); ct.slots], factor, ct.slots, ct.level())?;
-        let product = ckks.mul_plain(ct, &one)?;
-        let polys = crate::rlwe::drop_primes(ckks.backend(), product.core.polys(), ppl, None)?;
-        Ok(ct.with(product.core.with_polys(polys)?, target))
     }
 }

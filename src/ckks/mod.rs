@@ -594,8 +594,13 @@ impl<B: Backend> Ckks<B> {
 
     /// The divisor of the next rescale from `level`: the last prime, or the last two.
     pub fn next_rescale_divisor(&self, level: usize) -> Result<f64> {
+        self.rescale_divisor_above(level, self.policy.base_primes())
+    }
+
+    /// The divisor of a rescale from `level` that keeps at least `floor` primes.
+    fn rescale_divisor_above(&self, level: usize, floor: usize) -> Result<f64> {
         let k = self.policy.primes_per_level();
-        if level < self.policy.base_primes() - 1 + k {
+        if level + 1 < floor + k {
             return Err(Error::DepthExhausted { level, wanted: k });
         }
         Ok(self.params().q().iter().skip(level + 1 - k).take(k).map(|m| f64::from(m.value())).product())
@@ -605,8 +610,14 @@ impl<B: Backend> Ckks<B> {
     /// rounding per prime (the last prime first); the scale is divided by the same exact value.
     /// Only the dropped limbs are inverse-transformed ([`crate::rlwe::drop_primes`]).
     pub fn rescale(&self, ct: &Ciphertext<B>) -> Result<Ciphertext<B>> {
+        self.rescale_above(ct, self.policy.base_primes())
+    }
+
+    /// [`Ckks::rescale`] down to as few as `floor` primes (the policy's base, or for
+    /// bootstrapping's entry the smaller base below it).
+    fn rescale_above(&self, ct: &Ciphertext<B>, floor: usize) -> Result<Ciphertext<B>> {
         self.check_ct(ct)?;
-        let divisor = self.next_rescale_divisor(ct.level())?;
+        let divisor = self.rescale_divisor_above(ct.level(), floor)?;
         let polys = crate::rlwe::drop_primes(self.backend(), ct.core.polys(), self.policy.primes_per_level(), None)?;
         self.backend().flush()?;
         Ok(ct.with(ct.core.with_polys(polys)?, ct.scale / divisor))
@@ -617,12 +628,18 @@ impl<B: Backend> Ckks<B> {
     /// with that of one that went through a different chain of rescales (the constant is
     /// rounded to an integer, a relative error below `2^-log2(scale)`).
     pub fn rescale_to(&self, ct: &Ciphertext<B>, target: f64) -> Result<Ciphertext<B>> {
-        let factor = target * self.next_rescale_divisor(ct.level())? / ct.scale;
+        self.rescale_to_above(ct, target, self.policy.base_primes())
+    }
+
+    /// [`Ckks::rescale_to`] down to as few as `floor` primes: bootstrapping rescales onto its
+    /// 2-prime base, below the double policy's 3-prime base for decoding.
+    pub(crate) fn rescale_to_above(&self, ct: &Ciphertext<B>, target: f64, floor: usize) -> Result<Ciphertext<B>> {
+        let factor = target * self.rescale_divisor_above(ct.level(), floor)? / ct.scale;
         if !factor.is_finite() || factor < 1.0 {
             return Err(Error::InvalidScale { reason: "target scale is too small for one rescale from this level" });
         }
         let one = self.encode(&vec![Complex64::new(1.0, 0.0); ct.slots], factor, ct.slots, ct.level())?;
-        let mut out = self.rescale(&self.mul_plain(ct, &one)?)?;
+        let mut out = self.rescale_above(&self.mul_plain(ct, &one)?, floor)?;
         out.scale = target;
         Ok(out)
     }
