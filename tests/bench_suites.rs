@@ -377,3 +377,48 @@ fn boot_suite_alternates_with_its_anchor() {
     assert!(r.openfhe["error"].as_str().unwrap().contains("not installed"), "{}", r.openfhe);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The boot suite on the GPU (lavapipe in CI) computes the CPU's words, so its precision ledger
+/// is the CPU's to the last bit; its rows read the same key bytes, and without `--timed` they
+/// carry no dispatch-time shares (`null`) where the CPU's are measured.
+#[test]
+fn boot_suite_on_the_gpu_has_the_cpus_precision_ledger() {
+    use wgfhe::bench::boot;
+
+    let Some(dev) = common::device() else { return };
+    let config = boot::Config {
+        params: params::insecure_test_ckks_boot(10).unwrap(),
+        slots: None,
+        reps: 1,
+        hops: 2,
+        threads: 1,
+        openfhe: false,
+        openfhe_python: None,
+        openfhe_args: Vec::new(),
+        seed: 3,
+    };
+    let on_cpu = boot::run(&config).unwrap();
+    let on_gpu = boot::run_with(gpu(&dev)(&config.params).unwrap(), "test".into(), false, &config).unwrap();
+    assert_eq!((on_cpu.header.backend.as_str(), on_gpu.header.backend.as_str()), ("cpu", "gpu"));
+    let (c, g) = (&on_cpu.precision, &on_gpu.precision);
+    for (x, y) in [(c.input, g.input), (c.after_layer, g.after_layer), (c.after_boot, g.after_boot)] {
+        assert_eq!((x.worst.to_bits(), x.median.to_bits()), (y.worst.to_bits(), y.median.to_bits()));
+    }
+    assert_eq!(c.bits_after_10_hops.to_bits(), g.bits_after_10_hops.to_bits());
+    assert_eq!(c.median_after_hops.to_bits(), g.median_after_hops.to_bits());
+    assert!(c.bits_after_boot > 15.0, "{c:?}");
+    assert_eq!(on_cpu.resident_key_bytes, on_gpu.resident_key_bytes);
+    assert_eq!(on_cpu.rows.len(), on_gpu.rows.len());
+    for (a, b) in on_cpu.rows.iter().zip(&on_gpu.rows) {
+        assert_eq!((a.stage, a.key_bytes), (b.stage, b.key_bytes));
+        assert!(a.ntt.is_some() && a.key_switch.is_some(), "{a:?}");
+        assert!(b.ntt.is_none() && b.basis_conversion.is_none() && b.key_switch.is_none(), "{b:?}");
+    }
+    let json: serde_json::Value = serde_json::to_value(&on_gpu).unwrap();
+    assert!(json["rows"][0]["ntt"].is_null(), "{json}");
+    assert_eq!(json["openfhe"]["skipped"], "--no-openfhe");
+    // A backend on another ring is refused.
+    let other = params::insecure_test_ckks_boot(11).unwrap();
+    let wrong = boot::run_with(gpu(&dev)(&other).unwrap(), "test".into(), false, &config);
+    assert!(matches!(wrong, Err(wgfhe::Error::ParameterMismatch { .. })), "{wrong:?}");
+}

@@ -104,7 +104,9 @@ fn output_paths_are_checked_before_any_work() {
     refused(&["mnist", "--trace", trace], &format!("cannot create the trace file {trace}: "));
     refused(&["mnist", "--model", "cnn", "--trace", trace], &format!("cannot create the trace file {trace}: "));
     let (ok, _, err) = run(&os(&["bench", "--suite", "kernels", "--trace", trace]), None);
-    assert!(!ok && err.contains("--trace and --timed apply to --suite bxt only"), "{err}");
+    assert!(!ok && err.contains("--trace applies to --suite bxt only"), "{err}");
+    let (ok, _, err) = run(&os(&["bench", "--suite", "kernels", "--timed"]), None);
+    assert!(!ok && err.contains("--timed applies to --suite bxt and --suite boot only"), "{err}");
     let (ok, _, err) = run(&os(&["bench", "--suite", "compare", "--plot", trace]), None);
     assert!(!ok && err.contains("--plot applies to the kernels, bxt and ledger suites only"), "{err}");
     // A --plot path that is a file: refused before the suite runs (it would take minutes).

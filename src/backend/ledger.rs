@@ -304,6 +304,12 @@ impl<B: Backend> Ledger<B> {
         self.timed.store(timed, Ordering::Relaxed);
     }
 
+    /// Whether every dispatch is timed ([`Ledger::set_timed`]).
+    #[must_use]
+    pub fn is_timed(&self) -> bool {
+        self.timed.load(Ordering::Relaxed)
+    }
+
     /// Removes and returns what the GPU engine did, or would do, with the calls so far (see the
     /// module docs; pending commands stay pending).
     pub fn take_engine(&self) -> EngineCounts {

@@ -11,14 +11,18 @@
 //! regains and hops repeat.
 //!
 //! **Cost ledger.** Keys and inputs are made outside the timed region. Each of `reps` timed
-//! hops runs on a timed traffic ledger ([`Ledger::timed`]); a stage's `ms` is its wall time
-//! (the median over the hops), its `share` that over the median hop, its `key_bytes` the key
-//! bytes its dispatches read, and its `ntt`, `basis_conversion` and `key_switch` shares the
-//! parts of its summed dispatch time in those kernel families ([`super::stages::stage_of`]:
-//! forward and inverse NTTs; base conversion and the ModDown correction; the key-switching
-//! inner product). Stages: `layer`, `mod_raise`, `coeff_to_slot`, `eval_mod`,
-//! `slot_to_coeff`, and `other` (the entry rescale and the two sparse-secret switches). One
-//! rayon thread by default (`--threads`).
+//! hops runs on a traffic ledger ([`Ledger`]) over any backend ([`run_with`]; [`run`] is the
+//! CPU's); a stage's `ms` is its wall time, ended by a flush of the backend's queue (the median
+//! over the hops), its `share` that over the median hop, its `key_bytes` the key bytes its
+//! dispatches read, and, when every dispatch is timed (always on the CPU, with `--timed` on a
+//! GPU, whose queue that serialises), its `ntt`, `basis_conversion` and `key_switch` shares:
+//! the parts of its summed dispatch time in those kernel families
+//! ([`super::stages::stage_of`]: forward and inverse NTTs; base conversion and the ModDown
+//! correction; the key-switching inner product), `null` otherwise. Stages: `layer`,
+//! `mod_raise`, `coeff_to_slot`, `eval_mod`, `slot_to_coeff`, and `other` (the entry rescale
+//! and the two sparse-secret switches). One rayon thread by default (`--threads`). The GPU
+//! computes the CPU's words, so its precision ledger is the CPU's to the last bit (tested on
+//! lavapipe).
 //!
 //! **Keys.** Generated for the transforms' rotations only, plus conjugation and
 //! relinearisation, then held seeded (the `a` halves regenerated from seeds in the key
@@ -95,12 +99,12 @@ pub struct StageRow {
     pub key_bytes: u64,
     /// All bytes its dispatches read and wrote (one hop).
     pub bytes: u64,
-    /// Share of its summed dispatch time in NTTs.
-    pub ntt: f64,
+    /// Share of its summed dispatch time in NTTs (`None` when dispatches were not timed).
+    pub ntt: Option<f64>,
     /// Share in base conversion and the ModDown correction.
-    pub basis_conversion: f64,
+    pub basis_conversion: Option<f64>,
     /// Share in the key-switching inner product.
-    pub key_switch: f64,
+    pub key_switch: Option<f64>,
     /// Dispatches (one hop).
     pub dispatches: usize,
 }
@@ -204,8 +208,8 @@ pub fn layer_series() -> Result<ChebyshevSeries> {
     ChebyshevSeries::interpolate(|x| (std::f64::consts::FRAC_PI_2 * x).sin(), -1.0, 1.0, 15)
 }
 
-/// A ciphertext of the suite's ledgered CPU backend.
-type Ct = Ciphertext<Ledger<CpuBackend>>;
+/// A ciphertext of the suite's ledgered backend.
+type Ct<B> = Ciphertext<Ledger<B>>;
 
 const STAGES: [&str; 6] = ["layer", "mod_raise", "coeff_to_slot", "eval_mod", "slot_to_coeff", "other"];
 
@@ -256,20 +260,38 @@ impl StageAcc {
     }
 }
 
-/// Runs the suite on the CPU backend (in a rayon pool of `config.threads`).
+/// Runs the suite on the CPU backend (in a rayon pool of `config.threads`), every dispatch
+/// timed.
 pub fn run(config: &Config) -> Result<Report> {
+    let backend = CpuBackend::new(RingContext::new(&config.params)?);
+    run_with(backend, super::machine(), true, config)
+}
+
+/// Runs the suite on `backend` (labelled `device` in the report), its host work in a rayon
+/// pool of `config.threads`. With `dispatch_times` every dispatch is timed (the ledger waits
+/// for each: right for the CPU, whose dispatches run synchronously; on a GPU it serialises the
+/// queue) and the rows carry the NTT, base-conversion and key-switch shares; without, those
+/// shares are `null` and only the stages' wall times (each ended by a flush) are measured.
+/// The ring is `backend`'s; it must be `config.params`'.
+pub fn run_with<B: Backend>(backend: B, device: String, dispatch_times: bool, config: &Config) -> Result<Report> {
     if config.params.scheme() != Scheme::Ckks {
         return Err(Error::InvalidField { field: "params", reason: "the boot suite needs a CKKS set" });
     }
     if config.reps == 0 || config.hops == 0 {
         return Err(Error::InvalidField { field: "reps", reason: "reps and hops must be at least 1" });
     }
+    let ring_id = backend.context().params().id();
+    if ring_id != config.params.id() {
+        return Err(Error::ParameterMismatch { expected: config.params.id(), found: ring_id });
+    }
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(config.threads.max(1))
         .build()
         .map_err(|e| Error::Backend { backend: "cpu", reason: format!("rayon pool: {e}") })?;
     let mut anchor = if config.openfhe { Some(Anchor::spawn(config)) } else { None };
-    let mut report = pool.install(|| run_ours(config, anchor.as_mut()))?;
+    let ledger = Ledger::new(backend);
+    ledger.set_timed(dispatch_times);
+    let mut report = pool.install(|| run_ours(config, ledger, device, anchor.as_mut()))?;
     report.openfhe = match anchor {
         Some(a) => a.finish(),
         None => serde_json::json!({ "skipped": "--no-openfhe" }),
@@ -389,9 +411,15 @@ impl Anchor {
     }
 }
 
-fn run_ours(config: &Config, mut anchor: Option<&mut Anchor>) -> Result<Report> {
+fn run_ours<B: Backend>(
+    config: &Config,
+    ledger: Ledger<B>,
+    device: String,
+    mut anchor: Option<&mut Anchor>,
+) -> Result<Report> {
     let params = &config.params;
-    let ledger = Ledger::timed(CpuBackend::new(RingContext::new(params)?));
+    let backend_name = ledger.name();
+    let timed = ledger.is_timed();
     let ckks = Ckks::new(ledger, ScalePolicy::Double)?;
     let n = params.n();
     let slots = config.slots.unwrap_or(n / 2);
@@ -426,7 +454,7 @@ fn run_ours(config: &Config, mut anchor: Option<&mut Anchor>) -> Result<Report> 
         |v: &[Complex64]| -> Vec<Complex64> { v.iter().map(|z| Complex64::new(series.evaluate(z.re), 0.0)).collect() };
 
     // One hop: the layer to the entry scale, then the bootstrap; stages timed and ledgered.
-    let hop = |ct: &Ct, acc: Option<&mut Vec<StageAcc>>| -> Result<(Ct, Ct)> {
+    let hop = |ct: &Ct<B>, acc: Option<&mut Vec<StageAcc>>| -> Result<(Ct<B>, Ct<B>)> {
         let mut local = vec![StageAcc::default(); STAGES.len()];
         be.take();
         let t0 = Instant::now();
@@ -488,7 +516,11 @@ fn run_ours(config: &Config, mut anchor: Option<&mut Anchor>) -> Result<Report> 
         let mut ms: Vec<f64> = per_hop.iter().filter_map(|h| h.get(i)).map(|a| a.ms).collect();
         let (m, _) = median_p95(&mut ms);
         let first = per_hop.first().and_then(|h| h.get(i)).cloned().unwrap_or_default();
-        let share = |ns: u64| if first.dispatch_ns == 0 { 0.0 } else { ns as f64 / first.dispatch_ns as f64 };
+        let share = |ns: u64| match (timed, first.dispatch_ns) {
+            (false, _) => None,
+            (true, 0) => Some(0.0),
+            (true, all) => Some(ns as f64 / all as f64),
+        };
         rows.push(StageRow {
             stage: name,
             ms: m,
@@ -503,7 +535,7 @@ fn run_ours(config: &Config, mut anchor: Option<&mut Anchor>) -> Result<Report> 
     }
     let layer_ms = rows.first().map_or(0.0, |r| r.ms);
     Ok(Report {
-        header: ReportHeader::new("cpu", super::machine(), config.reps),
+        header: ReportHeader::new(backend_name, device, config.reps),
         params: params.name().to_string(),
         n,
         slots,
@@ -561,16 +593,17 @@ impl Report {
             self.failure_probability,
         );
         s.push_str("stage           ms      share  key MB   NTT   bconv  keysw\n");
+        let pct = |x: Option<f64>| x.map_or_else(|| "    -".to_string(), |x| format!("{:>4.0}%", 100.0 * x));
         for r in &self.rows {
             s.push_str(&format!(
-                "{:<14} {:>8.1} {:>6.1}% {:>7.1} {:>5.0}% {:>5.0}% {:>5.0}%\n",
+                "{:<14} {:>8.1} {:>6.1}% {:>7.1} {} {} {}\n",
                 r.stage,
                 r.ms,
                 100.0 * r.share,
                 r.key_bytes as f64 / 1e6,
-                100.0 * r.ntt,
-                100.0 * r.basis_conversion,
-                100.0 * r.key_switch
+                pct(r.ntt),
+                pct(r.basis_conversion),
+                pct(r.key_switch)
             ));
         }
         let p = &self.precision;

@@ -51,7 +51,9 @@ pub(crate) struct BenchArgs {
     /// (bxt suite).
     #[arg(long)]
     trace: Option<PathBuf>,
-    /// Time every dispatch (`elapsed_ns` in the trace; serialises the queue; bxt suite).
+    /// Time every dispatch (serialises the queue): `elapsed_ns` in the bxt suite's trace, the
+    /// NTT, base-conversion and key-switch shares of the boot suite's stages on the GPU (the
+    /// CPU's dispatches are always timed).
     #[arg(long)]
     timed: bool,
     /// Width of the lookup tables' domain, sign included (compare suite; the ledger suite's
@@ -140,10 +142,16 @@ impl BenchArgs {
 /// Runs `wgfhe bench`: refuses flags the suite does not use, then runs it.
 pub(crate) fn run(a: &BenchArgs) -> wgfhe::Result<()> {
     let bxt = matches!(a.suite, Suite::Bxt);
-    if !bxt && (a.trace.is_some() || a.timed) {
+    if !bxt && a.trace.is_some() {
         return Err(Error::InvalidField {
             field: "trace",
-            reason: "--trace and --timed apply to --suite bxt only (the other suites write no trace)",
+            reason: "--trace applies to --suite bxt only (the other suites write no trace)",
+        });
+    }
+    if !bxt && !matches!(a.suite, Suite::Boot) && a.timed {
+        return Err(Error::InvalidField {
+            field: "timed",
+            reason: "--timed applies to --suite bxt and --suite boot only",
         });
     }
     if matches!(a.suite, Suite::Compare | Suite::Anchors) && a.plot.is_some() {
@@ -163,7 +171,8 @@ pub(crate) fn run(a: &BenchArgs) -> wgfhe::Result<()> {
     }
 }
 
-/// The boot suite (CPU, in a pool of the first `--threads` count, 1 by default for this suite).
+/// The boot suite on the backend `WGFHE_BACKEND` chooses, its host work in a pool of the first
+/// `--threads` count (1 by default for this suite).
 fn boot_suite(a: &BenchArgs) -> wgfhe::Result<()> {
     let name = a.params.as_deref().unwrap_or(params::CKKS_BOOT_SET);
     let params = crate::mnist::resolve_params(name, a.insecure)?;
@@ -181,9 +190,27 @@ fn boot_suite(a: &BenchArgs) -> wgfhe::Result<()> {
         openfhe_args: a.openfhe_arg.clone(),
         seed: 1,
     };
-    let report = wgfhe::bench::boot::run(&config)?;
+    let choice = BackendChoice::from_env()?;
+    let timed = matches!(choice, BackendChoice::Cpu) || a.timed;
+    let task = BootTask { config: &config, device: describe(&choice, true), timed };
+    let report = choice.with_backend(RingContext::new(&config.params)?, task)?;
     let table = report.table();
     output::print_report(&report, table, a.json)
+}
+
+/// The boot suite on any backend.
+struct BootTask<'a> {
+    config: &'a wgfhe::bench::boot::Config,
+    device: String,
+    timed: bool,
+}
+
+impl BackendTask for BootTask<'_> {
+    type Output = wgfhe::bench::boot::Report;
+
+    fn run<B: Backend>(self, backend: B) -> wgfhe::Result<Self::Output> {
+        wgfhe::bench::boot::run_with(backend, self.device, self.timed, self.config)
+    }
 }
 
 /// The gates suite (CPU, one thread for single gates; the batch in a pool of the first
