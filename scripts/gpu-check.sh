@@ -15,7 +15,8 @@
 # bootstrapping (1,024 ANDs per batch at gates-std128 and gates-std128-bb; the CPU side of that
 # step runs the same batches on one thread, under a minute).
 # A step that fails is reported and the script goes on; the exit code is the
-# number of failed steps (0 when all passed).
+# number of failed steps (0 when all passed). WGFHE_STEP_TIMEOUT (seconds) stops any one step
+# that runs longer (reported as failed, exit status 124 in its stderr file).
 set -uo pipefail
 
 out="${1:?usage: scripts/gpu-check.sh OUT_DIR}"
@@ -40,7 +41,11 @@ step() {
     shift
     local start ms
     start=$(date +%s%N)
-    if "$bin" "$@" >"$out/$name.json" 2>"$out/$name.stderr"; then
+    local limit=()
+    if [ -n "${WGFHE_STEP_TIMEOUT:-}" ]; then
+        limit=(timeout "$WGFHE_STEP_TIMEOUT")
+    fi
+    if ${limit[@]+"${limit[@]}"} "$bin" "$@" >"$out/$name.json" 2>"$out/$name.stderr"; then
         ms=$((($(date +%s%N) - start) / 1000000))
         printf 'gpu-check: %-24s ok    %8d ms\n' "$name" "$ms"
     else
@@ -52,12 +57,12 @@ step() {
 
 step info info --json
 step verify verify --json
+step boot-ckks-boot-n16 bench --suite boot --params ckks-boot-n16 --reps 2 --hops 1 --threads 16 --no-openfhe --json
 step kernels bench --suite kernels --log-n 14,15,16 --limbs 1,8 --reps 5 --json
 step ledger-bgv-n16 bench --suite ledger --params bgv-n16 --jobs hmult_relin,rotation --threads 1 --reps 5 --json
 step ledger-bgv-bxt-n16 bench --suite ledger --params bgv-bxt-n16 --jobs hmult_relin,rotation --threads 1 --reps 5 --json
 step bxt-bgv-n14 bench --suite bxt --params bgv-n14 --reps 5 --json
 step bxt-bgv-bxt-n16 bench --suite bxt --params bgv-bxt-n16 --reps 3 --json
-step boot-ckks-boot-n16 bench --suite boot --params ckks-boot-n16 --reps 2 --hops 1 --threads 16 --no-openfhe --json
 step gates-gpu bench --suite gates --gate-params gates-std128,gates-std128-bb --gates and --reps 5 --gate-batch 1024 --gate-gpu --no-openfhe --json
 
 echo "gpu-check: $failed step(s) failed; results in $out"

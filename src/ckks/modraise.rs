@@ -9,7 +9,8 @@
 //!
 //! The per-coefficient CRT lift runs on the host: both polynomials are brought to the
 //! coefficient domain on the backend, downloaded, lifted (an exact `u128` CRT while `Q_0 < 2^127`,
-//! big integers beyond), uploaded and transformed back. No backend kernel is involved beyond
+//! big integers beyond; coefficients in parallel on the rayon pool), uploaded and transformed
+//! back. No backend kernel is involved beyond
 //! the NTTs, so the CPU and GPU backends give the same words.
 
 use num_traits::ToPrimitive;
@@ -17,7 +18,9 @@ use num_traits::ToPrimitive;
 use super::{Ciphertext, Ckks};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
-use crate::math::rns::{for_each_coefficient, RnsBasis};
+use rayon::prelude::*;
+
+use crate::math::rns::RnsBasis;
 use crate::poly::{Coeff, Eval, RnsPoly};
 use crate::rlwe::CiphertextCore;
 
@@ -106,21 +109,54 @@ impl<'a, B: Backend> Lifter<'a, B> {
         let be = self.ckks.backend();
         let n = be.context().n();
         let host = poly.duplicate(be)?.into_coeff(be)?.to_host(be)?;
-        // Coefficient-major first (one column per coefficient), then transposed to limb-major.
+        let low = self.low.len();
+        if host.len() != low * n {
+            return Err(Error::DimensionMismatch {
+                what: "ModRaise input residues",
+                expected: low * n,
+                found: host.len(),
+            });
+        }
+        // Coefficient-major first (one column per coefficient, chunks of coefficients in
+        // parallel), then transposed to limb-major (one limb per task): the same words as one
+        // coefficient after another.
         let limbs = self.top.len();
-        let mut columns = Vec::with_capacity(limbs * n);
-        for_each_coefficient(&host, self.low.len(), n, |column| self.lift_column(column, &mut columns))?;
+        let mut columns = vec![0u32; limbs * n];
+        columns.par_chunks_mut(LIFT_CHUNK * limbs).enumerate().try_for_each(|(chunk, out)| -> Result<()> {
+            let mut column = vec![0u32; low];
+            let mut lifted = Vec::with_capacity(limbs);
+            for (k, dst) in out.chunks_exact_mut(limbs).enumerate() {
+                let j = chunk * LIFT_CHUNK + k;
+                for (i, x) in column.iter_mut().enumerate() {
+                    *x = host.get(i * n + j).copied().ok_or(Error::SizeOverflow { what: "ModRaise column" })?;
+                }
+                lifted.clear();
+                self.lift_column(&column, &mut lifted)?;
+                if lifted.len() != dst.len() {
+                    return Err(Error::DimensionMismatch {
+                        what: "lifted residues",
+                        expected: dst.len(),
+                        found: lifted.len(),
+                    });
+                }
+                dst.copy_from_slice(&lifted);
+            }
+            Ok(())
+        })?;
         let mut residues = vec![0u32; limbs * n];
-        for (j, column) in columns.chunks_exact(limbs).enumerate() {
-            for (limb, &r) in column.iter().enumerate() {
-                if let Some(slot) = residues.get_mut(limb * n + j) {
-                    *slot = r;
+        residues.par_chunks_mut(n).enumerate().for_each(|(limb, row)| {
+            for (j, r) in row.iter_mut().enumerate() {
+                if let Some(&v) = columns.get(j * limbs + limb) {
+                    *r = v;
                 }
             }
-        }
+        });
         RnsPoly::<B, Coeff>::from_host(be, &residues, self.top_basis.clone())?.into_eval(be)
     }
 }
+
+/// Coefficients a ModRaise task lifts.
+const LIFT_CHUNK: usize = 1024;
 
 #[cfg(test)]
 mod tests {
@@ -134,6 +170,7 @@ mod tests {
     use crate::backend::CpuBackend;
     use crate::ckks::evalmod::failure_probability;
     use crate::ckks::ScalePolicy;
+    use crate::math::rns::for_each_coefficient;
     use crate::params::{self, TestRing};
     use crate::rlwe::SecretKey;
 
@@ -219,5 +256,31 @@ mod tests {
             assert!(matches!(ckks.mod_raise(&top), Err(Error::LevelOutOfRange { .. })));
         }
         assert!(worst_ratio < 0.15);
+    }
+
+    /// The parallel lift (chunks of [`LIFT_CHUNK`] coefficients, then a transpose per limb)
+    /// gives, word for word, the coefficient-by-coefficient lift, over several chunks.
+    #[test]
+    fn the_parallel_lift_is_the_sequential_one() {
+        let p = params::insecure_test_ckks(TestRing { log_n: 12, q_primes: 6, p_primes: 2, dnum: 3 }, 30).unwrap();
+        let ckks = Ckks::cpu(&p, ScalePolicy::Double).unwrap();
+        let be = ckks.backend();
+        let n = ckks.params().n();
+        assert!(n > 2 * LIFT_CHUNK);
+        let sk = ckks.gen_secret_key_from_seed(&[7; 32]).unwrap();
+        let ct = ckks.encrypt_symmetric(&sk, &ckks.encode_real(&[0.25, -0.5]).unwrap()).unwrap();
+        let ct = ckks.drop_to_level(&ct, 1).unwrap();
+        let (c0, _) = ct.core.degree_one().unwrap();
+        let lifter = Lifter::new(&ckks, 1, ckks.max_level()).unwrap();
+        let got = lifter.lift(c0).unwrap().into_coeff(be).unwrap().to_host(be).unwrap();
+        let host = c0.duplicate(be).unwrap().into_coeff(be).unwrap().to_host(be).unwrap();
+        let mut columns = Vec::new();
+        for_each_coefficient(&host, 2, n, |column| lifter.lift_column(column, &mut columns)).unwrap();
+        let limbs = ckks.max_level() + 1;
+        for (j, column) in columns.chunks_exact(limbs).enumerate() {
+            for (limb, &want) in column.iter().enumerate() {
+                assert_eq!(got[limb * n + j], want, "coefficient {j}, limb {limb}");
+            }
+        }
     }
 }
