@@ -40,9 +40,10 @@
 //! tracked scales). Coefficients below `2^-60` of the largest are skipped.
 
 use super::{Ciphertext, Ckks};
+use crate::backend::fused::{Expr, Format, Operand, Program, Traffic};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
-use crate::poly::{Eval, RnsPoly};
+use crate::poly::RnsPoly;
 use crate::rlwe::EvaluationKeys;
 
 /// The largest degree a [`ChebyshevSeries`] may have.
@@ -324,16 +325,31 @@ impl<B: Backend> Ckks<B> {
             return Ok(ct.with(ct.core.duplicate(self.backend())?, ct.scale));
         }
         let residues = self.integer_residues(ct.level(), rounded)?;
-        let ctx = self.backend.context();
-        let n = ctx.n();
-        let mut host = Vec::with_capacity(residues.len() * n);
-        for &r in &residues {
-            host.extend(std::iter::repeat_n(r, n));
-        }
-        // A constant polynomial is the same constant at every NTT point.
-        let basis = ctx.q_basis(ct.level())?;
-        let constant = RnsPoly::<B, Eval>::from_host(self.backend(), &host, basis)?;
-        Ok(ct.with(ct.core.map_c0(self.backend(), |c0| c0.add(self.backend(), &constant))?, ct.scale))
+        // A constant polynomial is the same constant at every NTT point: one fused dispatch
+        // adds each limb's residue of it to `c_0` (no N-word constant built and uploaded).
+        let be = self.backend();
+        let core = ct.core.map_c0(be, |c0| {
+            let program = Program {
+                basis: c0.basis(),
+                operands: vec![
+                    Operand::Buffer {
+                        buf: c0.buffer(),
+                        basis: c0.basis(),
+                        format: Format::Words,
+                        traffic: Traffic::Ciphertext,
+                    },
+                    Operand::Scalar(residues.clone()),
+                ],
+                outputs: vec![(Expr::add(Expr::load(0), Expr::load(1)), Format::Words)],
+            };
+            let out = be.fused(&program)?.pop().ok_or(Error::DimensionMismatch {
+                what: "fused outputs",
+                expected: 1,
+                found: 0,
+            })?;
+            RnsPoly::from_buffer(be, out, c0.basis().clone())
+        })?;
+        Ok(ct.with(core, ct.scale))
     }
 
     /// `round(k)` reduced into every prime of `q_0..q_level` (exact for every finite `k`).
