@@ -265,9 +265,9 @@ pub fn canonical_norm_log2(coeffs: &[f64]) -> f64 {
     }
 }
 
-/// In-place iterative radix-2 DFT (`X_k = sum_j x_j e^(2 pi i j k / N)`), `N` a power of two.
-fn fft_in_place(re: &mut [f64], im: &mut [f64]) {
-    let n = re.len();
+/// Puts `re` and `im` (of one power-of-two length) in bit-reversed order.
+fn bit_reverse(re: &mut [f64], im: &mut [f64]) {
+    let n = re.len().min(im.len());
     let bits = n.trailing_zeros();
     for i in 0..n {
         let j = i.reverse_bits() >> (usize::BITS - bits);
@@ -276,6 +276,12 @@ fn fft_in_place(re: &mut [f64], im: &mut [f64]) {
             im.swap(i, j);
         }
     }
+}
+
+/// In-place iterative radix-2 DFT (`X_k = sum_j x_j e^(2 pi i j k / N)`), `N` a power of two.
+fn fft_in_place(re: &mut [f64], im: &mut [f64]) {
+    let n = re.len();
+    bit_reverse(re, im);
     let mut len = 2;
     while len <= n {
         let ang = 2.0 * std::f64::consts::PI / len as f64;
@@ -311,14 +317,7 @@ mod tests {
     /// twiddles were hoisted): the hoisted one must give the same bits.
     fn fft_reference(re: &mut [f64], im: &mut [f64]) {
         let n = re.len();
-        let bits = n.trailing_zeros();
-        for i in 0..n {
-            let j = i.reverse_bits() >> (usize::BITS - bits);
-            if j > i {
-                re.swap(i, j);
-                im.swap(i, j);
-            }
-        }
+        bit_reverse(re, im);
         let mut len = 2;
         while len <= n {
             let ang = 2.0 * std::f64::consts::PI / len as f64;
