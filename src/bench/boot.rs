@@ -313,6 +313,14 @@ struct AnchorProcess {
     ready: bool,
 }
 
+impl AnchorProcess {
+    /// The last line of the anchor's error output (joins the thread that drains it).
+    fn stderr_tail(&mut self) -> String {
+        let text = self.stderr.take().and_then(|h| h.join().ok()).unwrap_or_default();
+        text.lines().last().unwrap_or("").to_owned()
+    }
+}
+
 impl Anchor {
     fn spawn(config: &Config) -> Self {
         let python = config.openfhe_python.clone().unwrap_or_else(|| PathBuf::from("benches/anchors/.venv/bin/python"));
@@ -384,13 +392,12 @@ impl Anchor {
         }
     }
 
-    /// Closes the anchor's input and returns the last line of its error output.
+    /// Closes the anchor's input, waits for it and returns the last line of its error output.
     fn finish_process(&mut self) -> String {
         let Ok(p) = &mut self.state else { return String::new() };
         p.stdin = None;
         let _ = p.child.wait();
-        let text = p.stderr.take().and_then(|h| h.join().ok()).unwrap_or_default();
-        text.lines().last().unwrap_or("").to_owned()
+        AnchorProcess::stderr_tail(p)
     }
 
     /// The anchor's JSON (its last line), or `{"error": ...}`.
@@ -400,7 +407,7 @@ impl Anchor {
             p.stdin = None;
             let last = p.lines.by_ref().map_while(std::result::Result::ok).last();
             let status = p.child.wait();
-            let stderr = self.finish_process();
+            let stderr = AnchorProcess::stderr_tail(p);
             return match (last.and_then(|l| serde_json::from_str::<serde_json::Value>(&l).ok()), status) {
                 (Some(v), Ok(s)) if s.success() && v.get("bootstrap").is_some() => v,
                 (_, Ok(s)) => serde_json::json!({ "error": format!("exit {s}: {stderr}") }),

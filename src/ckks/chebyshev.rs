@@ -328,7 +328,7 @@ impl<B: Backend> Ckks<B> {
         // A constant polynomial is the same constant at every NTT point: one fused dispatch
         // adds each limb's residue of it to `c_0` (no N-word constant built and uploaded).
         let be = self.backend();
-        let core = ct.core.map_c0(be, |c0| {
+        let core = ct.core.map_c0(be, move |c0| {
             let program = Program {
                 basis: c0.basis(),
                 operands: vec![
@@ -338,7 +338,7 @@ impl<B: Backend> Ckks<B> {
                         format: Format::Words,
                         traffic: Traffic::Ciphertext,
                     },
-                    Operand::Scalar(residues.clone()),
+                    Operand::Scalar(residues),
                 ],
                 outputs: vec![(Expr::add(Expr::load(0), Expr::load(1)), Format::Words)],
             };

@@ -10,16 +10,15 @@
 //! The per-coefficient CRT lift runs on the host: both polynomials are brought to the
 //! coefficient domain on the backend, downloaded, lifted (an exact `u128` CRT while `Q_0 < 2^127`,
 //! big integers beyond; coefficients in parallel on the rayon pool), uploaded and transformed
-//! back. No backend kernel is involved beyond
-//! the NTTs, so the CPU and GPU backends give the same words.
+//! back. No backend kernel is involved beyond the NTTs, so the CPU and GPU backends give the
+//! same words.
 
 use num_traits::ToPrimitive;
+use rayon::prelude::*;
 
 use super::{Ciphertext, Ckks};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
-use rayon::prelude::*;
-
 use crate::math::rns::RnsBasis;
 use crate::poly::{Coeff, Eval, RnsPoly};
 use crate::rlwe::CiphertextCore;

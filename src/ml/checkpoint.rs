@@ -520,15 +520,15 @@ impl Checkpoint {
         }
     }
 
-    /// Loads the newest completed stage of the current batch that loads cleanly, parsing each
-    /// file with `parse`: `(stage index in the pipeline, objects)`, or `None` if the batch has
-    /// no stage. Falls back to the stage before a damaged one (noted); if none loads, the
-    /// newest one's [`Error::CheckpointFile`].
     /// The batch being run (set by `begin_batch`).
     pub(crate) fn batch(&self) -> usize {
         self.batch
     }
 
+    /// Loads the newest completed stage of the current batch that loads cleanly, parsing each
+    /// file with `parse`: `(stage index in the pipeline, objects)`, or `None` if the batch has
+    /// no stage. Falls back to the stage before a damaged one (noted); if none loads, the
+    /// newest one's [`Error::CheckpointFile`].
     pub(crate) fn resume<T>(&mut self, mut parse: impl FnMut(&[u8]) -> Result<T>) -> Result<Option<(usize, Vec<T>)>> {
         let Some(m) = &self.manifest else { return Ok(None) };
         let Some(b) = m.batches.get(self.batch) else { return Ok(None) };

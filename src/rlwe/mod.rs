@@ -251,17 +251,30 @@ impl<B: Backend> KeyPoly<B> {
         if self.packed {
             return Ok(self);
         }
-        let ctx = backend.context();
-        let n = ctx.n();
         let words = backend.download(&self.buffer)?;
         drop(self.buffer);
-        let (layout, total) = packed_layout(ctx, &self.basis)?;
+        Self::packed_from_host(backend, &words, self.basis)
+    }
+
+    /// The bit-packed form of `words` (one residue per word, limb-major over `basis`), packed
+    /// on the host and uploaded once.
+    pub(crate) fn packed_from_host(backend: &B, words: &[u32], basis: Basis) -> Result<Self> {
+        let ctx = backend.context();
+        let n = ctx.n();
+        let (layout, total) = packed_layout(ctx, &basis)?;
+        if words.len() != basis.len() * n {
+            return Err(Error::DimensionMismatch {
+                what: "key residues",
+                expected: basis.len() * n,
+                found: words.len(),
+            });
+        }
         let mut out = vec![0u32; total];
-        for ((&(start, len), m), limb) in layout.iter().zip(ctx.moduli_of(&self.basis)?).zip(words.chunks_exact(n)) {
+        for ((&(start, len), m), limb) in layout.iter().zip(ctx.moduli_of(&basis)?).zip(words.chunks_exact(n)) {
             let dst = out.get_mut(start..start + len).ok_or(Error::SizeOverflow { what: "packed key" })?;
             pack_limb(limb, m.bits(), dst);
         }
-        Ok(Self { buffer: backend.upload(&out)?, basis: self.basis, packed: true })
+        Ok(Self { buffer: backend.upload(&out)?, basis, packed: true })
     }
 
     /// The limbs of `sub` (each in this polynomial's basis), in the same format.

@@ -53,14 +53,18 @@ pub(crate) fn read_key_digits<B: Backend>(
     let moduli = backend.context().moduli_of(basis)?;
     let mut digits = Vec::with_capacity(indices.len());
     for &j in indices {
-        let b = RnsPoly::<B, Eval>::from_host(backend, &read_residues(r, &moduli, n)?, basis.clone())?;
+        let words = read_residues(r, &moduli, n)?;
         let index = u32::try_from(j).map_err(|_| Error::SizeOverflow { what: "digit index" })?;
+        let plain = || -> Result<super::KeyPoly<B>> {
+            Ok(RnsPoly::<B, Eval>::from_host(backend, &words, basis.clone())?.into())
+        };
         let (b, a) = match form {
             KeyForm::Expanded => {
-                (b.into(), Some(RnsPoly::<B, Eval>::uniform(backend, seed, Purpose::KeySwitchA, index, basis.clone())?))
+                (plain()?, Some(RnsPoly::<B, Eval>::uniform(backend, seed, Purpose::KeySwitchA, index, basis.clone())?))
             }
-            KeyForm::Seeded => (b.into(), None),
-            KeyForm::SeededPacked => (super::KeyPoly::from(b).packed(backend)?, None),
+            KeyForm::Seeded => (plain()?, None),
+            // Packed from the bytes just read: one upload, no round trip through the backend.
+            KeyForm::SeededPacked => (super::KeyPoly::packed_from_host(backend, &words, basis.clone())?, None),
         };
         digits.push(KeyDigit { b, a, index });
     }
