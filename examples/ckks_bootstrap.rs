@@ -14,8 +14,7 @@ use std::time::Instant;
 
 use num_complex::Complex64;
 use rand::{Rng, SeedableRng};
-use wgfhe::bench::boot::layer_series;
-use wgfhe::ckks::{BootConfig, Bootstrapper, Ckks, ScalePolicy};
+use wgfhe::ckks::{BootConfig, Bootstrapper, ChebyshevSeries, Ckks, ScalePolicy};
 use wgfhe::params;
 
 fn arg<T: std::str::FromStr>(i: usize, default: T) -> T {
@@ -39,7 +38,9 @@ fn main() -> wgfhe::Result<()> {
     let hops: usize = arg(2, 10);
     let slots: usize = arg(3, params.n() / 2);
     let ckks = Ckks::cpu(&params, ScalePolicy::Double)?;
-    let series = layer_series()?;
+    // The layer's activation, as in `wgfhe bench --suite boot`: the degree-15 Chebyshev
+    // interpolant of sin(pi x / 2) on [-1, 1] (depth 4).
+    let series = ChebyshevSeries::interpolate(|x| (std::f64::consts::FRAC_PI_2 * x).sin(), -1.0, 1.0, 15)?;
     let (lo, hi) = series.interval();
     let config = BootConfig {
         log_ratio: arg(4, -10.0),

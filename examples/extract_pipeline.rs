@@ -159,5 +159,6 @@ fn main() -> wgfhe::Result<()> {
         return plans(786_433, &args);
     }
     let params = params::by_name(name)?;
-    BackendChoice::from_env()?.with_backend(RingContext::new(&params)?, args)
+    BackendChoice::from_name(&std::env::var("WGFHE_BACKEND").unwrap_or_else(|_| "auto".into()))?
+        .with_backend(RingContext::new(&params)?, args)
 }

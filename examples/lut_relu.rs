@@ -79,5 +79,6 @@ fn main() -> wgfhe::Result<()> {
     let name = args.get(1).map_or("bgv-lut-n16", String::as_str);
     let bits: u32 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(13).clamp(2, 20);
     let params = params::by_name(name)?;
-    BackendChoice::from_env()?.with_backend(RingContext::new(&params)?, Relu { bits })
+    BackendChoice::from_name(&std::env::var("WGFHE_BACKEND").unwrap_or_else(|_| "auto".into()))?
+        .with_backend(RingContext::new(&params)?, Relu { bits })
 }

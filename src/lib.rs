@@ -26,14 +26,16 @@
 //! * [`compress`]: BXT memory compression (seeded halves, bit-packed limbs, fused operations).
 //! * [`compare`]: range-restricted lookup tables (ReLU, sign, comparisons), word-wise
 //!   comparisons on digit vectors and digit extraction, on BGV ciphertexts.
-//! * [`ml`]: MNIST data, quantised models and encrypted inference.
-//! * [`mod@bench`]: the `wgfhe bench` suites.
 //!
 //! With the `testing` feature, `testing` holds test doubles (a backend that flips one bit of one
-//! kernel's output). The `wgfhe` command-line tool sits on top, in `src/bin/wgfhe/`.
+//! kernel's output).
+//!
+//! The crate is only the library: it never spawns a process, prints, or reads or changes the
+//! process environment. The applications are workspace members above it: the `wgfhe` command
+//! line (`cli/`), the MNIST application (`mnist/`, crate `wgfhe_mnist`) and the benchmark
+//! suites (`benches/`, crate `wgfhe_bench`).
 
 pub mod backend;
-pub mod bench;
 pub mod bgv;
 pub mod ckks;
 pub mod compare;
@@ -41,7 +43,6 @@ pub mod compress;
 pub mod error;
 pub mod gates;
 pub mod math;
-pub mod ml;
 pub mod params;
 pub mod poly;
 pub mod ring;

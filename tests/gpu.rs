@@ -5,7 +5,7 @@
 //! every device path (native or emulated 64-bit products, parameters as immediates or in the
 //! arena) and `WGFHE_BACKEND=auto` on software adapters. (Every kernel on seeded random inputs and whole seeded BGV and CKKS programs are
 //! compared by `wgfhe verify`, whose harness is tested, on this adapter too, by the binary's
-//! unit tests: `cargo test --bin wgfhe`.)
+//! unit tests: `cargo test -p wgfhe-cli`.)
 //!
 //! Without an adapter the tests print `SKIPPED: <reason>`; `WGFHE_REQUIRE_GPU=1` (set in CI) turns
 //! that into a failure.

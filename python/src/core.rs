@@ -10,13 +10,13 @@ use wgfhe::backend::{Backend, BackendTask};
 use wgfhe::bgv::{Bgv, PlaintextCache};
 use wgfhe::ckks::{Ckks, ScalePolicy};
 use wgfhe::compress::{Bxt, Variant};
-use wgfhe::ml::cnn::QuantCnn;
-use wgfhe::ml::cnn_infer::{CnnCircuit, CnnStats, ReluPath, PREPARED_BUDGET};
-use wgfhe::ml::lr::QuantLr;
-use wgfhe::ml::split::lr_server_score;
 use wgfhe::rlwe::{EvaluationKeys, KeyForm, SecretKey};
 use wgfhe::serial::Scheme;
 use wgfhe::Error;
+use wgfhe_mnist::cnn::QuantCnn;
+use wgfhe_mnist::cnn_infer::{CnnCircuit, CnnStats, ReluPath, PREPARED_BUDGET};
+use wgfhe_mnist::lr::QuantLr;
+use wgfhe_mnist::split::lr_server_score;
 
 /// A failure of the library or of Python code called back (a progress callback).
 pub(crate) enum Fail {

@@ -17,17 +17,18 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
-use wgfhe::backend::BackendChoice;
+use wgfhe::backend::config::EnvConfig;
+use wgfhe::backend::{BackendChoice, BackendKind};
 use wgfhe::bgv::Bgv;
 use wgfhe::compress::Variant;
-use wgfhe::ml::cnn::{QuantCnn, CLASSES};
-use wgfhe::ml::cnn_infer::{CnnCircuit, ReluPath, BLOCK};
-use wgfhe::ml::lr::QuantLr;
-use wgfhe::ml::mnist::{Image, PIXELS};
-use wgfhe::ml::split::{cnn_client_columns, cnn_scores, lr_client_columns};
 use wgfhe::params::{self as lib_params, Parameters, TestRing};
 use wgfhe::ring::RingContext;
 use wgfhe::serial::Scheme;
+use wgfhe_mnist::cnn::{QuantCnn, CLASSES};
+use wgfhe_mnist::cnn_infer::{CnnCircuit, ReluPath, BLOCK};
+use wgfhe_mnist::lr::QuantLr;
+use wgfhe_mnist::mnist::{Image, PIXELS};
+use wgfhe_mnist::split::{cnn_client_columns, cnn_scores, lr_client_columns};
 
 use crate::core::{BinOp, ClientOps, Fail, OpenClient, OpenServer, PlainOp, Res, ServerOps, Values};
 
@@ -69,7 +70,13 @@ fn backend(name: &str) -> PyResult<BackendChoice> {
     if let Some(b) = opened.get(name) {
         return Ok(b.clone());
     }
-    let b = BackendChoice::from_name(name).py_err()?;
+    let env = EnvConfig::from_vars(|var| std::env::var_os(var)).py_err()?;
+    let kind: BackendKind = name.parse().py_err()?;
+    let out = BackendChoice::open(kind, env.device).py_err()?;
+    if let Some(e) = out.fallback {
+        eprintln!("wgfhe: {e}; using the CPU backend");
+    }
+    let b = out.choice;
     opened.insert(name.to_owned(), b.clone());
     Ok(b)
 }
@@ -701,7 +708,7 @@ impl CnnModel {
 /// file's SHA-256 is checked): `(images (10000, 28, 28) uint8, labels (10000,) uint8)`.
 #[pyfunction]
 fn load_mnist_test<'py>(py: Python<'py>, data_dir: &str) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyArray1<u8>>)> {
-    let data = py.detach(|| wgfhe::ml::mnist::load(std::path::Path::new(data_dir))).py_err()?;
+    let data = py.detach(|| wgfhe_mnist::mnist::load(std::path::Path::new(data_dir))).py_err()?;
     let flat: Vec<u8> = data.test.images().iter().flat_map(|i| i.iter().copied()).collect();
     let count = data.test.len();
     let images = flat.into_pyarray(py).call_method1("reshape", (count, 28, 28))?;
@@ -710,6 +717,17 @@ fn load_mnist_test<'py>(py: Python<'py>, data_dir: &str) -> PyResult<(Bound<'py,
 
 #[pymodule]
 fn _wgfhe(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // Mesa's device-selection layer prints an error on every Vulkan instance of a process
+    // without a display session; switch it off as the command line does, once, at import and
+    // before any instance exists (`wgfhe::backend::gpu::should_quiet_device_select`). The
+    // library itself never changes the environment.
+    let env = EnvConfig::from_vars(|var| std::env::var_os(var)).py_err()?;
+    if env.quiet_device_select {
+        std::env::set_var("NODEVICE_SELECT", "1");
+    }
+    if let Some(level) = env.simd {
+        let _ = wgfhe::math::simd::SimdLevel::set_active(level);
+    }
     m.add("WgfheError", m.py().get_type::<WgfheError>())?;
     m.add_class::<Params>()?;
     m.add_class::<Client>()?;

@@ -15,6 +15,7 @@
 //!
 //! Kernel names are the names of the shaders of the GPU backend (`ntt_forward`, ...).
 
+pub mod config;
 pub mod cpu;
 pub mod fused;
 pub mod gpu;
@@ -185,7 +186,59 @@ pub trait MultiRingTask {
     fn run<B: Backend>(self, open: &dyn Fn(Arc<RingContext>) -> B) -> Result<Self::Output>;
 }
 
-/// Which backend to run on, from `WGFHE_BACKEND` (`auto`, `gpu` or `cpu`; default `auto`).
+/// Which backend a run asks for: `auto`, `gpu` or `cpu` (what the applications read from
+/// `WGFHE_BACKEND` or a `--backend` option).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum BackendKind {
+    /// The GPU if a hardware adapter exists, else the CPU (a software renderer such as
+    /// llvmpipe/lavapipe, SwiftShader or WARP runs the GPU kernels on the CPU, slower than the
+    /// CPU backend: see [`auto_accepts`]).
+    #[default]
+    Auto,
+    /// The GPU backend on any adapter, software renderers included; none is an error.
+    Gpu,
+    /// The CPU reference backend; never opens an adapter.
+    Cpu,
+}
+
+impl BackendKind {
+    /// `auto`, `gpu` or `cpu`.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Gpu => "gpu",
+            Self::Cpu => "cpu",
+        }
+    }
+}
+
+impl std::str::FromStr for BackendKind {
+    type Err = crate::Error;
+
+    /// Parses `auto`, `gpu` or `cpu`; anything else is [`crate::Error::InvalidField`].
+    fn from_str(name: &str) -> crate::Result<Self> {
+        match name {
+            "auto" => Ok(Self::Auto),
+            "gpu" => Ok(Self::Gpu),
+            "cpu" => Ok(Self::Cpu),
+            _ => Err(crate::Error::InvalidField { field: "backend", reason: "must be auto, gpu or cpu" }),
+        }
+    }
+}
+
+/// A backend opened by [`BackendChoice::open`], with the reason `auto` did not take a GPU (for
+/// the application to report; the library prints nothing).
+#[derive(Debug)]
+pub struct Opened {
+    /// The backend to run on.
+    pub choice: BackendChoice,
+    /// Why [`BackendKind::Auto`] fell back to the CPU (no adapter, or only a software one);
+    /// `None` when nothing fell back.
+    pub fallback: Option<crate::Error>,
+}
+
+/// Which backend to run on.
 #[derive(Debug, Clone)]
 pub enum BackendChoice {
     /// The CPU reference backend.
@@ -195,33 +248,30 @@ pub enum BackendChoice {
 }
 
 impl BackendChoice {
-    /// Reads `WGFHE_BACKEND`: `gpu` requires an adapter (typed error otherwise) and takes any,
-    /// software renderers included; `cpu` never opens one; `auto` (or unset) takes the GPU if a
-    /// hardware adapter exists and otherwise falls back to the CPU with a one-line notice on
-    /// stderr (a software renderer such as llvmpipe/lavapipe, SwiftShader or WARP runs the GPU
-    /// kernels on the CPU, slower than the CPU backend: see [`auto_accepts`]). Any other value is
-    /// an error.
-    pub fn from_env() -> crate::Result<Self> {
-        Self::from_name(&std::env::var("WGFHE_BACKEND").unwrap_or_else(|_| "auto".to_string()))
-    }
-
-    /// As [`BackendChoice::from_env`] for an explicit choice (`auto`, `gpu` or `cpu`).
-    pub fn from_name(want: &str) -> crate::Result<Self> {
-        match want {
-            "cpu" => Ok(Self::Cpu),
-            "gpu" => Ok(Self::Gpu(Arc::new(gpu::GpuDevice::new()?))),
-            "auto" => {
-                let options = gpu::DeviceOptions { reject_software: true, ..gpu::DeviceOptions::default() };
-                match gpu::GpuDevice::with_options(options) {
-                    Ok(d) => Ok(Self::Gpu(Arc::new(d))),
-                    Err(e) => {
-                        eprintln!("wgfhe: {e}; using the CPU backend");
-                        Ok(Self::Cpu)
-                    }
+    /// Opens the backend `kind` asks for, the GPU with `options`: `gpu` requires an adapter
+    /// (typed error otherwise) and takes any, software renderers included; `cpu` never opens
+    /// one; `auto` takes the GPU if a hardware adapter exists and otherwise falls back to the
+    /// CPU, saying why in [`Opened::fallback`] (it sets [`gpu::DeviceOptions::reject_software`]).
+    pub fn open(kind: BackendKind, options: gpu::DeviceOptions) -> crate::Result<Opened> {
+        match kind {
+            BackendKind::Cpu => Ok(Opened { choice: Self::Cpu, fallback: None }),
+            BackendKind::Gpu => {
+                Ok(Opened { choice: Self::Gpu(Arc::new(gpu::GpuDevice::with_options(options)?)), fallback: None })
+            }
+            BackendKind::Auto => {
+                match gpu::GpuDevice::with_options(gpu::DeviceOptions { reject_software: true, ..options }) {
+                    Ok(d) => Ok(Opened { choice: Self::Gpu(Arc::new(d)), fallback: None }),
+                    Err(e) => Ok(Opened { choice: Self::Cpu, fallback: Some(e) }),
                 }
             }
-            _ => Err(crate::Error::InvalidField { field: "backend", reason: "must be auto, gpu or cpu" }),
         }
+    }
+
+    /// As [`BackendChoice::open`] for a choice by name (`auto`, `gpu` or `cpu`) with default
+    /// device options, dropping the reason of a fallback. Any other name is
+    /// [`crate::Error::InvalidField`].
+    pub fn from_name(want: &str) -> crate::Result<Self> {
+        Ok(Self::open(want.parse()?, gpu::DeviceOptions::default())?.choice)
     }
 
     /// Opens the chosen backend on `ring` and runs `task` on it: the one place where the choice

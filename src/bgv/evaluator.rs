@@ -206,7 +206,7 @@ impl<B: Backend> Bgv<B> {
     /// plaintext that stands for it ([`Bgv::prepare_plain_with_factor`]). Errors:
     /// [`Error::InvalidCorrectionFactor`] if `correction` or the ciphertext's factor is not
     /// invertible mod t.
-    pub(crate) fn plain_factor(&self, ct: &Ciphertext<B>, correction: u32) -> Result<u32> {
+    pub fn plain_factor(&self, ct: &Ciphertext<B>, correction: u32) -> Result<u32> {
         let invalid =
             |factor: u32| Error::InvalidCorrectionFactor { factor: u64::from(factor), t: u64::from(self.t.value()) };
         if correction == 0 || correction >= self.t.value() || self.t.inv(correction).is_none() {

@@ -77,7 +77,7 @@ impl Lut {
     /// closed-form best `k` ([`poly_eval::best_dense`]), its cost simulated exactly. For tables
     /// that are only evaluated inside a [`LutSet`], which plans the whole set. The function may
     /// fail; its first error is returned.
-    pub(crate) fn compile_for_set(t: u32, domain: u64, f: impl Fn(i64) -> Result<i64>) -> Result<Self> {
+    pub fn compile_for_set(t: u32, domain: u64, f: impl Fn(i64) -> Result<i64>) -> Result<Self> {
         Self::compile_with(t, domain, f, None)
     }
 

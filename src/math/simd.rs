@@ -62,16 +62,22 @@ impl SimdLevel {
         self.min(Self::detect())
     }
 
-    /// The level the kernels use when none is given: [`detect`](Self::detect), lowered (never
-    /// raised) by the environment variable `WGFHE_SIMD` (`scalar`, `avx2` or `avx512`; any other
-    /// value is ignored), read once per process. Meant for benchmarking the narrower paths.
+    /// The level the kernels use when none is given: [`detect`](Self::detect), unless an
+    /// application lowered it with [`SimdLevel::set_active`] before the first use. Fixed for the
+    /// rest of the process once read.
     #[must_use]
     pub fn active() -> Self {
-        static ACTIVE: OnceLock<SimdLevel> = OnceLock::new();
-        *ACTIVE.get_or_init(|| {
-            let wanted = std::env::var("WGFHE_SIMD").ok().and_then(|v| Self::parse(&v));
-            wanted.map_or_else(Self::detect, Self::clamp)
-        })
+        *ACTIVE.get_or_init(Self::detect)
+    }
+
+    /// Lowers (never raises) the level the kernels use for the rest of the process to `level`
+    /// clamped to this CPU ([`SimdLevel::clamp`]), for benchmarking the narrower paths (the
+    /// `wgfhe` command line does it from `WGFHE_SIMD`). Works once, before anything has read
+    /// [`SimdLevel::active`]: returns the level now in force, `Err` with it if it was already
+    /// fixed.
+    pub fn set_active(level: Self) -> Result<Self, Self> {
+        let level = level.clamp();
+        ACTIVE.set(level).map(|()| level).map_err(|_| Self::active())
     }
 
     /// Parses `scalar`, `avx2` or `avx512` (case-insensitive).
@@ -90,6 +96,9 @@ impl SimdLevel {
         }
     }
 }
+
+/// The level [`SimdLevel::active`] returns, fixed at its first use.
+static ACTIVE: OnceLock<SimdLevel> = OnceLock::new();
 
 #[cfg(test)]
 mod tests {

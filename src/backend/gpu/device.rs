@@ -124,6 +124,10 @@ pub struct DeviceOptions {
     /// Pass every kernel's parameters through the parameter arena even where the adapter has
     /// immediates (to test that path on such an adapter).
     pub no_immediates: bool,
+    /// The graphics APIs to look for adapters on; `None` is Vulkan, Metal and DX12. The library
+    /// reads no environment: an application that honours wgpu's `WGPU_BACKEND` passes
+    /// `wgpu::Backends::from_env()` here.
+    pub backends: Option<wgpu::Backends>,
 }
 
 /// Cumulative counts of what a device did (take the difference of two readings for one
@@ -416,26 +420,22 @@ impl std::fmt::Debug for GpuDevice {
     }
 }
 
-/// Keeps Mesa's device-selection layer quiet where it cannot work.
+/// Whether Mesa's device-selection layer should be switched off with `NODEVICE_SELECT=1` for
+/// a process with these environment facts: it should be when the user has not configured the
+/// layer (`nodevice_select_set`: `NODEVICE_SELECT` or `MESA_VK_DEVICE_SELECT` present) and
+/// there is no display session (`session`: `XDG_RUNTIME_DIR` names a directory).
 ///
 /// The layer (`VK_LAYER_MESA_device_select`, an implicit Vulkan layer every instance loads)
 /// connects to the Wayland compositor to find the display's GPU whenever the instance enables
-/// the Wayland surface extension, which wgpu always does; without a session (`XDG_RUNTIME_DIR`
-/// unset or not a directory) libwayland prints `error: XDG_RUNTIME_DIR is invalid or not set in
-/// the environment.` on every instance. The layer only reorders adapters for presentation, which
-/// a compute library does not use, and has a documented off switch, `NODEVICE_SELECT=1`, set
-/// here (once, before the first instance) in exactly that case, unless the user configured the
-/// layer (`NODEVICE_SELECT` or `MESA_VK_DEVICE_SELECT` set).
-fn quiet_device_select() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let configured =
-            std::env::var_os("NODEVICE_SELECT").is_some() || std::env::var_os("MESA_VK_DEVICE_SELECT").is_some();
-        let session = std::env::var_os("XDG_RUNTIME_DIR").is_some_and(|d| std::path::Path::new(&d).is_dir());
-        if !configured && !session {
-            std::env::set_var("NODEVICE_SELECT", "1");
-        }
-    });
+/// the Wayland surface extension, which wgpu always does; without a session libwayland prints
+/// `error: XDG_RUNTIME_DIR is invalid or not set in the environment.` on every instance. The
+/// layer only reorders adapters for presentation, which a compute library does not use, and has
+/// a documented off switch. The library never changes the environment (that is unsound while
+/// other threads read it): an application sets the variable itself, before its first thread,
+/// as the `wgfhe` command line and the Python module do.
+#[must_use]
+pub fn should_quiet_device_select(nodevice_select_set: bool, session: bool) -> bool {
+    !nodevice_select_set && !session
 }
 
 /// Workgroup grid `(x, y)` of `threads` invocations, at most `max_per_dim` workgroups in each
@@ -458,7 +458,7 @@ fn grid(threads: u64, max_per_dim: u32) -> Result<(u32, u32)> {
 }
 
 impl GpuDevice {
-    /// Opens the first adapter (Vulkan, Metal or DX12; `WGPU_BACKEND` narrows the choice),
+    /// Opens the first adapter (Vulkan, Metal or DX12 unless [`DeviceOptions::backends`] says otherwise),
     /// software adapters included, with default [`DeviceOptions`]: the adapter's own
     /// storage-binding, buffer-size, workgroup-memory and workgroup-size limits instead of
     /// WebGPU's defaults.
@@ -466,16 +466,14 @@ impl GpuDevice {
         Self::with_options(DeviceOptions::default())
     }
 
-    /// Opens the best adapter (Vulkan, Metal or DX12; `WGPU_BACKEND` narrows the choice) with
+    /// Opens the best adapter (Vulkan, Metal or DX12 unless [`DeviceOptions::backends`] says otherwise) with
     /// the adapter's own storage-binding, buffer-size and offset-alignment limits instead of
     /// WebGPU's defaults, and `SHADER_INT64` where the adapter has it (unless
     /// [`DeviceOptions::emulate_int64`]).
     pub fn with_options(options: DeviceOptions) -> Result<Self> {
-        quiet_device_select();
-        let mut desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
-        if std::env::var_os("WGPU_BACKEND").is_none() {
-            desc.backends = wgpu::Backends::VULKAN | wgpu::Backends::METAL | wgpu::Backends::DX12;
-        }
+        let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+        desc.backends =
+            options.backends.unwrap_or(wgpu::Backends::VULKAN | wgpu::Backends::METAL | wgpu::Backends::DX12);
         let instance = wgpu::Instance::new(desc);
         let adapter = pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
             power_preference: wgpu::PowerPreference::HighPerformance,
