@@ -490,8 +490,8 @@ pub enum Error {
         /// The operating system's message.
         reason: String,
     },
-    /// A file of a checkpoint directory ([`crate::ml::checkpoint`]) is missing, truncated,
-    /// damaged or not the object its manifest lists: names the file, with the error met.
+    /// A file of a checkpoint directory (the `wgfhe-mnist` crate's `checkpoint` module) is
+    /// missing, truncated, damaged or not the object its manifest lists: names the file, with the error met.
     #[error("checkpoint file {}: {cause}", .path.display())]
     CheckpointFile {
         /// The file.
