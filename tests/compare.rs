@@ -1,7 +1,8 @@
 //! Range-restricted lookup tables on BGV ciphertexts: every slot of a table's output decrypts to
 //! `f(x) mod t` for >= 1000 random inputs plus the edge cases (0, +-1, +-B'), for ReLU, ReLU with
 //! requantisation, sign, `x < c` and `x = c`; the measured HMULTs and depth equal the plan's;
-//! bounds propagate exactly through linear layers; out-of-domain and too-large bounds are typed
+//! bounds propagate exactly through linear layers (HMULTs and relinearisations are counted by the
+//! traffic ledger wrapped around the backend, not by the evaluator's own statistics); out-of-domain and too-large bounds are typed
 //! errors; the GPU backend produces the CPU's ciphertext bit for bit.
 //!
 //! Parameters: `insecure_test_bgv(TestRing { log_n: 10, q_primes: 12, p_primes: 3, dnum: 4 }, 65537)` (N = 1024 slots, 12 chain primes of
@@ -17,6 +18,7 @@ use common::device;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use wgfhe::backend::ledger::Ledger;
 use wgfhe::backend::{Backend, CpuBackend, GpuBackend};
 use wgfhe::bgv::{Bgv, Ciphertext, EvaluationKeys};
 use wgfhe::compare::poly_eval::{best_dense, dense_cost};
@@ -47,8 +49,10 @@ fn fixture_on<B: Backend>(bgv: Bgv<B>, seed: u8) -> Fixture<B> {
     Fixture { bgv, sk, keys }
 }
 
-fn fixture(params: &Parameters, seed: u8) -> Fixture<CpuBackend> {
-    fixture_on(Bgv::cpu(params).unwrap(), seed)
+/// The CPU fixture, its backend wrapped in the traffic ledger so that [`check_lut`] counts the
+/// kernels the evaluation really dispatched.
+fn fixture(params: &Parameters, seed: u8) -> Fixture<Ledger<CpuBackend>> {
+    fixture_on(Bgv::new(Ledger::new(CpuBackend::new(RingContext::new(params).unwrap()))).unwrap(), seed)
 }
 
 /// One value per slot: the edge cases 0, +-1, +-B', +-(B'-1), then uniform in `[-B', B']`.
@@ -77,16 +81,31 @@ fn modt(v: i64) -> u64 {
 
 /// Evaluates `lut` on `x` (holding `values`) and checks every slot against `f`, the stats
 /// against the plan and the measured noise against the estimate.
-fn check_lut<B: Backend>(
-    f: &Fixture<B>,
-    x: &Bounded<B>,
+///
+/// HMULTs and relinearisations are counted from the ledger's records: a tensor product
+/// `(a_0 b_0, a_0 b_1 + a_1 b_0, a_1 b_1)` runs exactly one `mul_add` kernel (nothing else in a
+/// BGV table evaluation multiplies and accumulates two polynomials) and a relinearisation exactly
+/// one `key_switch_inner_product`.
+fn check_lut(
+    f: &Fixture<Ledger<CpuBackend>>,
+    x: &Bounded<Ledger<CpuBackend>>,
     values: &[i64],
     lut: &Lut,
     name: &str,
     reference: impl Fn(i64) -> i64,
 ) -> EvalStats {
+    f.bgv.backend().take();
     let (out, stats) = eval_lut(&f.bgv, &f.keys, x, lut).unwrap_or_else(|e| panic!("{name}: {e}"));
-    assert_eq!(stats, lut.plan().cost, "{name}: measured stats differ from the plan");
+    let records = f.bgv.backend().take();
+    let dispatched = |kernel: &str| records.iter().filter(|r| r.kernel == kernel).count();
+    let plan = lut.plan().cost;
+    assert_eq!(dispatched("mul_add"), plan.hmults, "{name}: tensor products dispatched vs the plan's HMULTs");
+    assert_eq!(
+        dispatched("key_switch_inner_product"),
+        plan.relins,
+        "{name}: key switches dispatched vs the plan's relinearisations"
+    );
+    assert_eq!(stats, plan, "{name}: the evaluator's own stats differ from the plan");
     let got = decrypt(f, &out);
     for (slot, (&g, &v)) in got.iter().zip(values).enumerate() {
         assert_eq!(g, modt(reference(v)), "{name}: slot {slot}, x = {v}");
@@ -207,8 +226,13 @@ fn every_strategy_and_baby_step_count_is_exact() {
         for strategy in [Strategy::Direct, Strategy::EvenOdd] {
             for k in 1..=9 {
                 let plan = EvalPlan { strategy, baby_steps: k, cost: EvalStats::default() };
+                f.bgv.backend().take();
                 let (out, stats) = eval_lut_with_plan(&f.bgv, &f.keys, &x, &lut, &plan).unwrap();
-                assert_eq!(stats, lut.cost(strategy, k).unwrap(), "{strategy:?}, k = {k}");
+                let records = f.bgv.backend().take();
+                let want = lut.cost(strategy, k).unwrap();
+                let tensors = records.iter().filter(|r| r.kernel == "mul_add").count();
+                assert_eq!(tensors, want.hmults, "tensor products dispatched, {strategy:?}, k = {k}");
+                assert_eq!(stats, want, "{strategy:?}, k = {k}");
                 let got = decrypt(&f, &out);
                 for (&g, &v) in got.iter().zip(&values) {
                     assert_eq!(g, modt(reference(v)), "{strategy:?}, k = {k}, x = {v}");
@@ -401,7 +425,7 @@ fn gpu_evaluation_is_bit_identical_to_cpu() {
 }
 
 /// Every built-in table on `[-b, b]`, >= 1000 inputs with the edge cases, CPU against GPU.
-fn gpu_tables_at(cpu: &Fixture<CpuBackend>, gpu: &Fixture<GpuBackend>, b: i64, rng: &mut ChaCha8Rng) {
+fn gpu_tables_at(cpu: &Fixture<Ledger<CpuBackend>>, gpu: &Fixture<GpuBackend>, b: i64, rng: &mut ChaCha8Rng) {
     let values = inputs(cpu.bgv.encoder().slots(), b, rng);
     let x_cpu = encrypt(cpu, &values, b as u64);
     let x_gpu = encrypt(gpu, &values, b as u64);

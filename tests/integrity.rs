@@ -14,7 +14,8 @@
 //! mutations for a seeded ciphertext, a (seeded) relinearisation key and a plaintext, 10^4 of
 //! each for the other objects (10^3 for the relinearisation key loaded expanded); then every
 //! header byte of every object XORed with each of the 255 non-zero masks. Version-1 objects
-//! still load, unchecked.
+//! still load, unchecked (objects built here by rewriting version-2 bytes; the bytes of the real
+//! version-1 writer are the golden objects of `tests/golden.rs`).
 
 #![expect(clippy::unwrap_used, clippy::indexing_slicing, reason = "tests")]
 
