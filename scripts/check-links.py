@@ -145,6 +145,7 @@ def main(argv):
         broken += check(page)
     for b in broken:
         print(b)
+    sys.stdout.flush()
     if broken:
         print(f"{len(broken)} broken link(s) in {len(pages)} page(s)", file=sys.stderr)
         return 1
