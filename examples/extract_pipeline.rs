@@ -139,6 +139,12 @@ fn run<B: Backend>(backend: B, args: &Args) -> wgfhe::Result<()> {
         stats.depth,
         out.level()
     );
+    if wrong != 0 {
+        return Err(wgfhe::Error::Verification {
+            what: "the direct ReLU table differs".into(),
+            reference: "max(x, 0)",
+        });
+    }
     Ok(())
 }
 

@@ -49,7 +49,10 @@ fn main() -> wgfhe::Result<()> {
         let want = u16::from(x) + u16::from(y);
         println!("{x:3} + {y:3} = {s:3} (plain {want:3}), {x:3} < {y:3}: {less} (plain {}), {secs:.2} s", x < y);
         if s != want || less != (x < y) {
-            return Err(wgfhe::Error::InvalidParameters { reason: format!("mismatch on {x}, {y}") });
+            return Err(wgfhe::Error::Verification {
+                what: format!("the encrypted adder or comparator on {x}, {y}"),
+                reference: "plain arithmetic",
+            });
         }
     }
     println!("all {} pairs match plain arithmetic ({name})", pairs.len());

@@ -5,7 +5,7 @@
 //! key; version-2 objects must also be written back byte for byte, so drift of either the
 //! reader or the writer fails here instead of in a user's stored data.
 
-#![expect(clippy::unwrap_used, clippy::indexing_slicing, reason = "tests")]
+#![expect(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic, reason = "tests")]
 
 use std::path::PathBuf;
 

@@ -218,25 +218,16 @@ struct OpenFhe {
 }
 
 impl OpenFhe {
-    fn locate(rel: &str) -> PathBuf {
-        let here = PathBuf::from(rel);
-        if here.exists() {
-            return here;
-        }
-        // `rel` is relative to the repository root; this crate is `benches/` in it.
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join(rel)
-    }
-
     /// Starts the server for `p`, or says why it cannot.
     fn start(p: &Parameters, threads: usize, python: Option<&Path>) -> std::result::Result<Self, String> {
-        let python = python.map_or_else(|| Self::locate("benches/anchors/.venv/bin/python"), Path::to_path_buf);
+        let python = python.map_or_else(|| crate::repo_path("benches/anchors/.venv/bin/python"), Path::to_path_buf);
         if !python.exists() {
             return Err(format!(
                 "OpenFHE not installed ({} not found; run benches/anchors/setup.sh)",
                 python.display()
             ));
         }
-        let script = Self::locate("benches/anchors/openfhe_bgv.py");
+        let script = crate::repo_path("benches/anchors/openfhe_bgv.py");
         let mut child = Command::new(&python)
             .arg(&script)
             .args(["--log-n", &p.log_n().to_string()])

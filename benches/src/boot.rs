@@ -43,7 +43,7 @@
 //! same order.
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Instant;
 
@@ -323,8 +323,10 @@ impl AnchorProcess {
 
 impl Anchor {
     fn spawn(config: &Config) -> Self {
-        let python = config.openfhe_python.clone().unwrap_or_else(|| PathBuf::from("benches/anchors/.venv/bin/python"));
-        let script = Path::new("benches/anchors/openfhe_ckks_boot.py");
+        let python =
+            config.openfhe_python.clone().unwrap_or_else(|| crate::repo_path("benches/anchors/.venv/bin/python"));
+        let script = crate::repo_path("benches/anchors/openfhe_ckks_boot.py");
+        let script = script.as_path();
         if !python.exists() || !script.exists() {
             return Self {
                 state: Err(format!(

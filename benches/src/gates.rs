@@ -135,12 +135,13 @@ struct OpenFhe {
 
 impl OpenFhe {
     fn start(python: Option<&Path>) -> std::result::Result<Self, String> {
-        let python = python.map_or_else(|| PathBuf::from("benches/anchors/.venv/bin/python"), Path::to_path_buf);
+        let python = python.map_or_else(|| crate::repo_path("benches/anchors/.venv/bin/python"), Path::to_path_buf);
         if !python.exists() {
             return Err(format!("not installed ({} missing; run benches/anchors/setup.sh)", python.display()));
         }
         let mut child = Command::new(&python)
-            .args(["benches/anchors/openfhe_binfhe.py", "--set", "STD128", "--method", "GINX", "--threads", "1"])
+            .arg(crate::repo_path("benches/anchors/openfhe_binfhe.py"))
+            .args(["--set", "STD128", "--method", "GINX", "--threads", "1"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

@@ -69,6 +69,19 @@ impl ReportHeader {
     }
 }
 
+/// `rel`, a path relative to the repository root (`benches/anchors/...`): as given when it
+/// exists from the working directory (a run from the root), else resolved from this crate's
+/// folder (`benches/` in the repository), as under `cargo test`, whose working directory is
+/// the crate's.
+#[must_use]
+pub fn repo_path(rel: &str) -> std::path::PathBuf {
+    let here = std::path::PathBuf::from(rel);
+    if here.exists() {
+        return here;
+    }
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join(rel)
+}
+
 /// The machine a report ran on, for its header: CPU model, cores, the rayon thread count and
 /// the 1-minute load average (Linux `/proc`; `unknown` elsewhere).
 #[must_use]

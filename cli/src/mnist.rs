@@ -84,7 +84,7 @@ pub(crate) struct MnistArgs {
     #[arg(long, value_name = "DIR")]
     pub(crate) checkpoint: Option<std::path::PathBuf>,
     /// Stop with exit status 3 once STAGE has been written to the checkpoint (for testing
-    /// resumption; CNN stages conv, relu1.<c> (the first ReLU done on c channels, all but the
+    /// resumption; CNN stages conv, relu1.N (the first ReLU done on N channels, all but the
     /// last), relu1, fc1, relu2, fc2; LR stage score).
     #[arg(long, hide = true, value_name = "STAGE", requires = "checkpoint")]
     pub(crate) stop_after: Option<String>,
