@@ -836,6 +836,43 @@ fn every_device_path_matches_cpu() {
     }
 }
 
+/// Device time from timestamp queries: where the adapter has them (lavapipe does) the device
+/// measures itself, every submission is timed once waited for, and the device time is positive
+/// and no larger than the wall time around it; with timestamps turned off nothing is measured
+/// and the words are the same. Devices of their own, so no other test's submissions count.
+#[test]
+fn device_time_comes_from_timestamps() {
+    let Some(shared) = device() else { return };
+    let has = |f: &str| shared.summary().features.iter().any(|x| x == f);
+    let timestamps = has("TIMESTAMP_QUERY") && has("TIMESTAMP_QUERY_INSIDE_ENCODERS");
+    assert_eq!(shared.has_timestamps(), timestamps);
+    let p = small_bgv(10);
+    let want = bgv_words(CpuBackend::new(RingContext::new(&p).unwrap()));
+    let dev = own_device(DeviceOptions::default());
+    let be = gpu_for(&p, &dev);
+    be.synchronize().unwrap();
+    let before = dev.counters();
+    let start = std::time::Instant::now();
+    assert_eq!(bgv_words(be), want);
+    dev.wait().unwrap();
+    let wall_ns = u64::try_from(start.elapsed().as_nanos()).unwrap();
+    let d = dev.counters() - before;
+    assert!(d.submissions > 0, "{d:?}");
+    if timestamps {
+        assert_eq!(d.timed_submissions, d.submissions, "{d:?}");
+        assert!(d.device_ns > 0 && d.device_ns <= wall_ns, "device {} ns, wall {wall_ns} ns", d.device_ns);
+    } else {
+        assert_eq!((d.device_ns, d.timed_submissions), (0, 0));
+    }
+    let off = own_device(DeviceOptions { no_timestamps: true, ..DeviceOptions::default() });
+    assert!(!off.has_timestamps());
+    assert_eq!(bgv_words(gpu_for(&p, &off)), want);
+    off.wait().unwrap();
+    let c = off.counters();
+    assert!(c.submissions > 0);
+    assert_eq!((c.device_ns, c.timed_submissions), (0, 0));
+}
+
 /// The words of a seeded BGV HMULT, rotation and modulus switch on `be`.
 fn bgv_words<B: Backend>(be: B) -> Vec<Vec<u32>> {
     let bgv = Bgv::new(be).unwrap();

@@ -54,11 +54,14 @@ pub struct Config {
     pub limbs: Vec<usize>,
     /// Timed rounds (the median is reported).
     pub reps: usize,
+    /// Runs of the kernel queued per round before one wait (1: latency, each run waited for;
+    /// more: throughput, the round's times divided by this).
+    pub in_flight: usize,
 }
 
 impl Default for Config {
     fn default() -> Self {
-        Self { log_ns: (12..=16).collect(), limbs: vec![1, 8], reps: 5 }
+        Self { log_ns: (12..=16).collect(), limbs: vec![1, 8], reps: 5, in_flight: 1 }
     }
 }
 
@@ -73,19 +76,26 @@ pub struct Row {
     pub limbs: usize,
     /// Backend name.
     pub backend: String,
-    /// Median wall time.
+    /// Median wall time of one run (a round's wall time over [`Config::in_flight`]).
     pub median_ms: f64,
+    /// Median device time of one run, from the device's timestamps (`null` where the backend
+    /// has none: the CPU, or an adapter without timestamp queries).
+    pub device_median_ms: Option<f64>,
     /// 95th percentile of the wall time.
     pub p95_ms: f64,
     /// Bytes read and written (ledger).
     pub bytes: u64,
     /// Modular multiplications (ledger).
     pub modmuls: u64,
-    /// `bytes / median`, in GB/s (10^9 bytes per second).
+    /// `bytes / median` (wall time), in GB/s (10^9 bytes per second).
     pub gbps: f64,
+    /// `bytes / device_median_ms`, in GB/s (`null` without device times).
+    pub device_gbps: Option<f64>,
     /// Modular multiplications per byte.
     pub arith_intensity: f64,
-    /// `gbps` over the copy's GB/s at the same `N` and limbs in the same run.
+    /// The kernel's GB/s over the copy's GB/s at the same `N` and limbs in the same run, both
+    /// by device time where the device has timestamps, else by wall time
+    /// ([`Report::timing`] says which).
     pub roofline_fraction: f64,
     /// Modular multiplications per second, in 10^9.
     pub gmodmul_per_s: f64,
@@ -100,7 +110,13 @@ pub struct Report {
     /// Backend, device, threads and timed rounds.
     #[serde(flatten)]
     pub header: ReportHeader,
-    /// Copy bandwidth at the largest point of the run, GB/s.
+    /// What the times and rooflines are: `device` (timestamp queries: the device's own time,
+    /// the host excluded) or `wall` (each round from the call to the end of the wait: on a GPU
+    /// that includes the submission round trip).
+    pub timing: &'static str,
+    /// Runs per round ([`Config::in_flight`]).
+    pub in_flight: usize,
+    /// Copy bandwidth at the largest point of the run, GB/s (by [`Self::timing`]).
     pub copy_gbps: f64,
     /// Modular-multiplication rate of `mul` at the largest point, 10^9 per second.
     pub mul_gmodmul_per_s: f64,
@@ -235,6 +251,7 @@ fn run_kernel<B: Backend>(be: &B, kernel: &str, o: &mut Point<B>) -> Result<()> 
 /// Runs the suite with backends made by `make` (one per ring), labelled `device`.
 pub fn run<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>, device: String, config: &Config) -> Result<Report> {
     let reps = config.reps.max(1);
+    let in_flight = config.in_flight.max(1);
     let mut rows = Vec::new();
     let mut backend_name = String::new();
     for &log_n in &config.log_ns {
@@ -253,17 +270,25 @@ pub fn run<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>, device: String, 
                 point.push((kernel, Totals::of(&be.take())));
             }
             let mut times = vec![Vec::with_capacity(reps); KERNELS.len()];
+            let mut device_times = vec![Vec::with_capacity(reps); KERNELS.len()];
             for _ in 0..reps {
-                for (kernel, slot) in KERNELS.into_iter().zip(times.iter_mut()) {
+                for ((kernel, slot), dslot) in KERNELS.into_iter().zip(times.iter_mut()).zip(device_times.iter_mut()) {
+                    let before = be.device_counters();
                     let start = Instant::now();
-                    run_kernel(&be, kernel, &mut o)?;
+                    for _ in 0..in_flight {
+                        run_kernel(&be, kernel, &mut o)?;
+                    }
                     be.synchronize()?;
-                    slot.push(start.elapsed().as_secs_f64() * 1e3);
+                    slot.push(start.elapsed().as_secs_f64() * 1e3 / in_flight as f64);
+                    if let Some(ms) = device_ms(before, be.device_counters()) {
+                        dslot.push(ms / in_flight as f64);
+                    }
                     be.take();
                 }
             }
-            for ((kernel, t), mut times) in point.into_iter().zip(times) {
+            for (((kernel, t), mut times), mut dtimes) in point.into_iter().zip(times).zip(device_times) {
                 let (median_ms, p95_ms) = median_p95(&mut times);
+                let device_median_ms = (dtimes.len() == reps).then(|| median_p95(&mut dtimes).0);
                 let bytes = t.bytes_read + t.bytes_written;
                 let secs = (median_ms / 1e3).max(1e-12);
                 rows.push(Row {
@@ -272,10 +297,12 @@ pub fn run<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>, device: String, 
                     limbs,
                     backend: backend_name.clone(),
                     median_ms,
+                    device_median_ms,
                     p95_ms,
                     bytes,
                     modmuls: t.modmuls,
                     gbps: bytes as f64 / secs / 1e9,
+                    device_gbps: device_median_ms.map(|ms| bytes as f64 / (ms / 1e3).max(1e-12) / 1e9),
                     arith_intensity: t.arithmetic_intensity(),
                     roofline_fraction: 0.0,
                     gmodmul_per_s: t.modmuls as f64 / secs / 1e9,
@@ -292,10 +319,13 @@ pub fn run<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>, device: String, 
         .filter(|r| r.kernel == "copy")
         .map(|r| (r.n, r.limbs, at("copy", r.n, r.limbs), at("mul", r.n, r.limbs)))
         .collect();
+    let by_device = !rows.is_empty() && rows.iter().all(|r| r.device_gbps.is_some());
+    let bw = |r: &Row| if by_device { r.device_gbps.unwrap_or(0.0) } else { r.gbps };
     for r in &mut rows {
         let Some((_, _, copy, mul)) = points.iter().find(|p| p.0 == r.n && p.1 == r.limbs) else { continue };
-        let copy_gbps = copy.as_ref().map_or(0.0, |c| c.gbps);
-        r.roofline_fraction = if copy_gbps > 0.0 { r.gbps / copy_gbps } else { 0.0 };
+        let copy_gbps = copy.as_ref().map_or(0.0, bw);
+        let own = bw(r);
+        r.roofline_fraction = if copy_gbps > 0.0 { own / copy_gbps } else { 0.0 };
         r.modmul_fraction = mul.as_ref().and_then(|m| {
             (r.arith_intensity > m.arith_intensity * 1.01 && m.gmodmul_per_s > 0.0)
                 .then(|| r.gmodmul_per_s / m.gmodmul_per_s)
@@ -303,9 +333,26 @@ pub fn run<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>, device: String, 
     }
     // The headline rooflines: those of the largest point (DRAM-resident on most machines).
     let largest = points.iter().max_by_key(|p| p.0 * p.1);
-    let copy_gbps = largest.and_then(|p| p.2.as_ref()).map_or(0.0, |c| c.gbps);
+    let copy_gbps = largest.and_then(|p| p.2.as_ref()).map_or(0.0, bw);
     let mul_rate = largest.and_then(|p| p.3.as_ref()).map_or(0.0, |m| m.gmodmul_per_s);
-    Ok(Report { header: ReportHeader::new(&backend_name, device, reps), copy_gbps, mul_gmodmul_per_s: mul_rate, rows })
+    Ok(Report {
+        header: ReportHeader::new(&backend_name, device, reps),
+        timing: if by_device { "device" } else { "wall" },
+        in_flight,
+        copy_gbps,
+        mul_gmodmul_per_s: mul_rate,
+        rows,
+    })
+}
+
+/// Device milliseconds between two counter readings taken around a synchronised run: `None`
+/// without a device, or where some submission between them was not timed.
+pub fn device_ms(
+    before: Option<wgfhe::backend::gpu::DeviceCounters>,
+    after: Option<wgfhe::backend::gpu::DeviceCounters>,
+) -> Option<f64> {
+    let d = after? - before?;
+    (d.timed_submissions > 0 && d.timed_submissions == d.submissions).then(|| d.device_ns as f64 / 1e6)
 }
 
 impl Report {
@@ -316,30 +363,33 @@ impl Report {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "kernels on {} ({}), {} threads, median of {} interleaved rounds; copy roofline {:.2} GB/s, \
-             mul {:.3} Gmodmul/s",
+            "kernels on {} ({}), {} threads, median of {} interleaved rounds of {} run(s); GB/s and rooflines by {} time; \
+             copy roofline {:.2} GB/s, mul {:.3} Gmodmul/s",
             self.header.backend,
             self.header.device,
             self.header.threads,
             self.header.reps,
+            self.in_flight,
+            self.timing,
             self.copy_gbps,
             self.mul_gmodmul_per_s
         );
         let _ = writeln!(
             s,
-            "{:<26} {:>6} {:>5} {:>10} {:>10} {:>8} {:>7} {:>9} {:>9} {:>8}",
-            "kernel", "N", "limbs", "median ms", "p95 ms", "GB/s", "AI", "roofline", "Gmodmul/s", "vs mul"
+            "{:<26} {:>6} {:>5} {:>10} {:>10} {:>10} {:>8} {:>7} {:>9} {:>9} {:>8}",
+            "kernel", "N", "limbs", "median ms", "device ms", "p95 ms", "GB/s", "AI", "roofline", "Gmodmul/s", "vs mul"
         );
         for r in &self.rows {
             let _ = writeln!(
                 s,
-                "{:<26} {:>6} {:>5} {:>10.4} {:>10.4} {:>8.2} {:>7.3} {:>9.3} {:>9.3} {:>8}",
+                "{:<26} {:>6} {:>5} {:>10.4} {:>10} {:>10.4} {:>8.2} {:>7.3} {:>9.3} {:>9.3} {:>8}",
                 r.kernel,
                 r.n,
                 r.limbs,
                 r.median_ms,
+                r.device_median_ms.map_or("-".into(), |x| format!("{x:.4}")),
                 r.p95_ms,
-                r.gbps,
+                r.device_gbps.unwrap_or(r.gbps),
                 r.arith_intensity,
                 r.roofline_fraction,
                 r.gmodmul_per_s,

@@ -176,6 +176,12 @@ pub struct EngineCost {
     /// device's work not waited for. CPU (no device, nothing recorded): the job's `host` stage,
     /// the wall time outside the kernels.
     pub host_encode_ms: f64,
+    /// GPU: `host_encode_ms / gpu_dispatches` in microseconds, the host's cost of one dispatch
+    /// (`null` on the CPU or without dispatches).
+    pub host_us_per_dispatch: Option<f64>,
+    /// GPU with timestamp queries: the job's device time from the device's timestamps (its
+    /// submissions' spans on the device's clock, summed); `null` otherwise.
+    pub device_ms: Option<f64>,
 }
 
 /// The report of `wgfhe bench --suite ledger --json`.
@@ -272,9 +278,12 @@ fn count_job<B: Backend, T: Send>(
             bytes_read: records.iter().map(|r| r.bytes_read).sum(),
             bytes_written: records.iter().map(|r| r.bytes_written).sum(),
             host_encode_ms: host_ms,
+            host_us_per_dispatch: None,
+            device_ms: crate::kernels::device_ms(before, after),
         };
         if let (Some(before), Some(after)) = (before, after) {
             let d = after - before;
+            cost.host_us_per_dispatch = (d.dispatches > 0).then(|| host_ms * 1e3 / d.dispatches as f64);
             cost.counted_by = "device";
             cost.gpu_dispatches = d.dispatches;
             cost.submissions = d.submissions;
@@ -629,7 +638,7 @@ impl Report {
             let _ = writeln!(
                 s,
                 "  GPU engine ({}): {} dispatches, {} submissions, {} uploads, {} limb-NTTs of {} pass(es), \
-                 {:.1} MB read, {:.1} MB written, host encode {:.3} ms",
+                 {:.1} MB read, {:.1} MB written, host encode {:.3} ms ({} us/dispatch), device {} ms",
                 e.counted_by,
                 e.gpu_dispatches,
                 e.submissions,
@@ -638,7 +647,9 @@ impl Report {
                 e.ntt_passes,
                 e.bytes_read as f64 / 1e6,
                 e.bytes_written as f64 / 1e6,
-                e.host_encode_ms
+                e.host_encode_ms,
+                e.host_us_per_dispatch.map_or("-".into(), |x| format!("{x:.1}")),
+                e.device_ms.map_or("-".into(), |x| format!("{x:.3}")),
             );
             let _ =
                 writeln!(s, "  {:<26} {:>10} {:>7} {:>6} {:>6} {:>10}", "stage", "ms", "share", "calls", "gpu", "MB");

@@ -25,9 +25,29 @@ fn gpu(dev: &Arc<GpuDevice>) -> impl Fn(&Parameters) -> Result<GpuBackend> + '_ 
     move |p| Ok(GpuBackend::new(RingContext::new(p)?, Arc::clone(dev)))
 }
 
-fn check_kernels<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>) {
-    let config = kernels::Config { log_ns: vec![6, 7], limbs: vec![1, 2], reps: 2 };
-    let r = kernels::run(make, "test".into(), &config).unwrap();
+fn check_kernels<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>, timestamps: bool) {
+    for in_flight in [1, 3] {
+        let config = kernels::Config { log_ns: vec![6, 7], limbs: vec![1, 2], reps: 2, in_flight };
+        let r = kernels::run(make, "test".into(), &config).unwrap();
+        assert_eq!(r.in_flight, in_flight);
+        check_kernel_report(&r, timestamps);
+    }
+}
+
+fn check_kernel_report(r: &kernels::Report, timestamps: bool) {
+    // Device times exist exactly where the device has timestamps; each is positive and no
+    // larger than the wall time of the same round (the wait is part of the wall time).
+    assert_eq!(r.timing, if timestamps { "device" } else { "wall" });
+    for row in &r.rows {
+        match row.device_median_ms {
+            Some(d) => {
+                assert!(timestamps, "{row:?}");
+                assert!(d > 0.0 && d <= row.median_ms * 1.001 + 1e-6, "{row:?}");
+                assert!(row.device_gbps.unwrap() >= row.gbps * 0.999, "{row:?}");
+            }
+            None => assert!(!timestamps, "{row:?}"),
+        }
+    }
     assert_eq!(r.rows.len(), kernels::KERNELS.len() * 4);
     for k in kernels::KERNELS {
         for (n, l) in [(64, 1), (64, 2), (128, 1), (128, 2)] {
@@ -55,7 +75,7 @@ fn check_kernels<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>) {
     assert!(r.table().lines().count() > r.rows.len());
     let dir = std::env::temp_dir().join(format!("wgfhe-bench-plots-{}-{}", std::process::id(), r.header.backend));
     std::fs::create_dir_all(&dir).unwrap();
-    let path = plots::kernel_throughput(&r, &dir).unwrap();
+    let path = plots::kernel_throughput(r, &dir).unwrap();
     assert!(std::fs::read_to_string(path).unwrap().contains("<svg"));
 }
 
@@ -71,13 +91,14 @@ fn check_header(json: &serde_json::Value, header: &wgfhe_bench::ReportHeader, re
 
 #[test]
 fn kernels_suite_cpu() {
-    check_kernels(&cpu);
+    check_kernels(&cpu, false);
 }
 
 #[test]
 fn kernels_suite_gpu() {
-    let Some(dev) = common::device() else { return };
-    check_kernels(&gpu(&dev));
+    // Its own device: the device time between two readings would include other tests' work.
+    let Some(dev) = common::own_device() else { return };
+    check_kernels(&gpu(&dev), dev.has_timestamps());
 }
 
 fn ledger_config() -> stages::Config {
@@ -98,7 +119,7 @@ fn ledger_config() -> stages::Config {
     }
 }
 
-fn check_ledger<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>) {
+fn check_ledger<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>, timestamps: bool) {
     let r = stages::run(make, "test".into(), &ledger_config()).unwrap();
     // Every job at 1 and then 2 threads.
     let names: Vec<(&str, usize)> = r.jobs.iter().map(|j| (j.job, j.threads)).collect();
@@ -168,6 +189,10 @@ fn check_ledger<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>) {
         assert_eq!(ntt.gpu_dispatches, ntt.calls * u64::from(e.ntt_passes), "{}", j.job);
         assert!(e.limb_ntts >= ntt.calls && e.bytes_read > 0 && e.bytes_written > 0);
         assert!(e.host_encode_ms >= 0.0);
+        // Device time exactly where the device has timestamps; host time per dispatch on the GPU.
+        assert_eq!(e.device_ms.is_some(), timestamps, "{e:?}");
+        assert!(e.device_ms.is_none_or(|ms| ms > 0.0), "{e:?}");
+        assert_eq!(e.host_us_per_dispatch.is_some(), r.header.backend == "gpu" && e.gpu_dispatches > 0);
     }
     let json: serde_json::Value = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
     assert_eq!(json["jobs"][0]["stages"][0]["stage"], "ntt");
@@ -193,16 +218,15 @@ fn check_ledger<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>) {
 
 #[test]
 fn ledger_suite_cpu() {
-    check_ledger(&cpu);
+    check_ledger(&cpu, false);
 }
 
 #[test]
 fn ledger_suite_gpu() {
-    let Some(_) = common::device() else { return };
     // A device of its own: the suite reads the device's counters, which tests running alongside
     // would add to.
-    let dev = std::sync::Arc::new(wgfhe::backend::gpu::GpuDevice::new().unwrap());
-    check_ledger(&gpu(&dev));
+    let Some(dev) = common::own_device() else { return };
+    check_ledger(&gpu(&dev), dev.has_timestamps());
 }
 
 #[test]

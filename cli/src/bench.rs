@@ -67,6 +67,11 @@ pub(crate) struct BenchArgs {
     /// log2 N of the kernels suite (comma-separated) and of the anchors' NTT rows.
     #[arg(long, value_delimiter = ',', default_value = "12,13,14,15,16")]
     log_n: Vec<u32>,
+    /// Runs of each kernel queued before one wait, per timed round (kernels suite): 1 times
+    /// each run alone (latency), more measures throughput (times per run are the round's over
+    /// K).
+    #[arg(long, default_value_t = 1, value_name = "K", value_parser = crate::check::count)]
+    in_flight: usize,
     /// Limb counts of the kernels suite (comma-separated).
     #[arg(long, value_delimiter = ',', default_value = "1,8", value_parser = crate::check::count, allow_negative_numbers = true)]
     limbs: Vec<usize>,
@@ -366,7 +371,8 @@ impl MultiRingTask for AnchorsTask {
 }
 
 fn kernels_suite(a: &BenchArgs) -> wgfhe::Result<()> {
-    let config = kernels::Config { log_ns: a.log_n.clone(), limbs: a.limbs.clone(), reps: a.reps };
+    let config =
+        kernels::Config { log_ns: a.log_n.clone(), limbs: a.limbs.clone(), reps: a.reps, in_flight: a.in_flight };
     let plot = a.plot_dir()?;
     let choice = crate::env::open_backend(None)?;
     let report = choice.with_backends(KernelsTask { config, device: describe(&choice, true) })?;

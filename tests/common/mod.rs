@@ -23,3 +23,13 @@ pub fn device() -> Option<Arc<GpuDevice>> {
         }
     }
 }
+
+/// A device of the caller's own (or `None`, as [`device`]): for tests that read the device's
+/// counters (dispatches, submissions, device time), which tests sharing [`device`] from other
+/// threads would add to.
+#[allow(dead_code, reason = "not every test binary reads counters")]
+#[allow(clippy::expect_used, reason = "a test helper: no second device is a failure")]
+pub fn own_device() -> Option<Arc<GpuDevice>> {
+    device()?;
+    Some(Arc::new(GpuDevice::new().expect("a second device on the adapter that opened the first")))
+}

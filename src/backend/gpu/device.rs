@@ -63,6 +63,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use super::sources::{assemble, Arithmetic, Kernel, IMMEDIATE_WORDS};
+use super::timer::Timer;
 use crate::error::{Error, Result};
 
 /// Threads per workgroup of every 1-D kernel.
@@ -75,6 +76,8 @@ pub const MAX_PENDING_COMMANDS: usize = 512;
 /// How long a readback waits for its mapping after the device reported the copy done (the
 /// callback may be running on another thread's poll) before it gives up with a typed error.
 const READBACK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
+/// How long [`GpuDevice::wait`] waits for the last timestamps' mappings after the device is idle.
+const TIMESTAMP_PATIENCE: std::time::Duration = std::time::Duration::from_secs(1);
 /// Bytes of the parameter arena of one submission (parameters of a single dispatch larger than
 /// this get a buffer of their own).
 const ARENA_BYTES: u64 = 1 << 20;
@@ -124,6 +127,9 @@ pub struct DeviceOptions {
     /// Pass every kernel's parameters through the parameter arena even where the adapter has
     /// immediates (to test that path on such an adapter).
     pub no_immediates: bool,
+    /// Do not ask for timestamp queries even where the adapter has them (device time is then
+    /// not measured; [`GpuDevice::has_timestamps`]).
+    pub no_timestamps: bool,
     /// The graphics APIs to look for adapters on; `None` is Vulkan, Metal and DX12. The library
     /// reads no environment: an application that honours wgpu's `WGPU_BACKEND` passes
     /// `wgpu::Backends::from_env()` here.
@@ -151,6 +157,12 @@ pub struct DeviceCounters {
     pub readback_bytes: u64,
     /// Device buffers created (pool misses).
     pub allocations: u64,
+    /// Device time of the timed submissions, in nanoseconds, from the device's timestamps
+    /// (zero where the adapter has none, [`GpuDevice::has_timestamps`]; see the `timer` module:
+    /// the span of each submission's commands on the device's clock, summed).
+    pub device_ns: u64,
+    /// Submissions whose timestamps have arrived (all of them after [`GpuDevice::wait`]).
+    pub timed_submissions: u64,
 }
 
 impl std::ops::Sub for DeviceCounters {
@@ -167,6 +179,8 @@ impl std::ops::Sub for DeviceCounters {
             readbacks: self.readbacks.saturating_sub(rhs.readbacks),
             readback_bytes: self.readback_bytes.saturating_sub(rhs.readback_bytes),
             allocations: self.allocations.saturating_sub(rhs.allocations),
+            device_ns: self.device_ns.saturating_sub(rhs.device_ns),
+            timed_submissions: self.timed_submissions.saturating_sub(rhs.timed_submissions),
         }
     }
 }
@@ -205,6 +219,8 @@ impl Counters {
             readbacks: r(&self.readbacks),
             readback_bytes: r(&self.readback_bytes),
             allocations: r(&self.allocations),
+            device_ns: 0,
+            timed_submissions: 0,
         }
     }
 }
@@ -332,20 +348,25 @@ struct Recorder {
 }
 
 impl Recorder {
+    /// A new encoder, its start marked by `timer`.
+    fn open(device: &wgpu::Device, timer: Option<&Timer>) -> wgpu::CommandEncoder {
+        let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("wgfhe") });
+        if let Some(t) = timer {
+            t.start(&mut enc);
+        }
+        enc
+    }
+
     /// The open encoder, its compute pass closed.
-    fn encoder(&mut self, device: &wgpu::Device) -> &mut wgpu::CommandEncoder {
+    fn encoder(&mut self, device: &wgpu::Device, timer: Option<&Timer>) -> &mut wgpu::CommandEncoder {
         self.pass = None;
-        self.encoder.get_or_insert_with(|| {
-            device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("wgfhe") })
-        })
+        self.encoder.get_or_insert_with(|| Self::open(device, timer))
     }
 
     /// The open compute pass.
-    fn pass(&mut self, device: &wgpu::Device) -> &mut wgpu::ComputePass<'static> {
+    fn pass(&mut self, device: &wgpu::Device, timer: Option<&Timer>) -> &mut wgpu::ComputePass<'static> {
         let Self { encoder, pass, .. } = self;
-        let enc = encoder.get_or_insert_with(|| {
-            device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("wgfhe") })
-        });
+        let enc = encoder.get_or_insert_with(|| Self::open(device, timer));
         pass.get_or_insert_with(|| {
             enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("kernels"), timestamp_writes: None })
                 .forget_lifetime()
@@ -365,6 +386,8 @@ pub struct GpuDevice {
     /// Pipelines by kernel key: a shader's name, or a generated kernel's shape key.
     pipelines: Mutex<HashMap<String, Arc<wgpu::ComputePipeline>>>,
     recorder: Mutex<Recorder>,
+    /// Device time from timestamps, where the adapter has them.
+    timer: Option<Timer>,
     counters: Counters,
     pool: Arc<BufferPool>,
     /// The first device error no error scope caught (wgpu's default handler would panic);
@@ -522,6 +545,10 @@ impl GpuDevice {
             Arithmetic::NativeInt64 => wgpu::Features::SHADER_INT64,
             Arithmetic::Emulated => wgpu::Features::empty(),
         };
+        let timestamps = features.contains(Timer::FEATURES) && !options.no_timestamps;
+        if timestamps {
+            required_features |= Timer::FEATURES;
+        }
         let mut limits = limits;
         if immediates {
             required_features |= wgpu::Features::IMMEDIATES;
@@ -553,7 +580,9 @@ impl GpuDevice {
             // Destroyed included: a device destroyed under us (wgpu::Device::destroy) is lost.
             let _ = sink.set(format!("{reason:?}: {message}"));
         });
+        let timer = timestamps.then(|| Timer::new(&device, &queue));
         Ok(Self {
+            timer,
             device,
             queue,
             summary,
@@ -635,10 +664,24 @@ impl GpuDevice {
         self.counters.dispatches.load(Ordering::Relaxed)
     }
 
+    /// Whether the device measures its own time with timestamp queries (the adapter has
+    /// `TIMESTAMP_QUERY` and `TIMESTAMP_QUERY_INSIDE_ENCODERS`, and
+    /// [`DeviceOptions::no_timestamps`] is off): then [`DeviceCounters::device_ns`] is the
+    /// device's time.
+    #[must_use]
+    pub fn has_timestamps(&self) -> bool {
+        self.timer.is_some()
+    }
+
     /// Everything counted on this device so far.
     #[must_use]
     pub fn counters(&self) -> DeviceCounters {
-        self.counters.read()
+        let mut c = self.counters.read();
+        if let Some(t) = &self.timer {
+            t.collect();
+            (c.device_ns, c.timed_submissions) = t.read();
+        }
+        c
     }
 
     /// Pipelines built (and cached) on this device so far.
@@ -747,7 +790,7 @@ impl GpuDevice {
         if words > 0 {
             let mut rec = self.lock_recorder();
             self.make_room(&mut rec)?;
-            rec.encoder(&self.device).clear_buffer(&buf, 0, Some((words as u64) * 4));
+            rec.encoder(&self.device, self.timer.as_ref()).clear_buffer(&buf, 0, Some((words as u64) * 4));
             rec.commands += 1;
             Counters::add(&self.counters.copies, 1);
         }
@@ -782,7 +825,7 @@ impl GpuDevice {
         });
         {
             let mut rec = self.lock_recorder();
-            rec.encoder(&self.device).copy_buffer_to_buffer(buf, 0, &staging, 0, size);
+            rec.encoder(&self.device, self.timer.as_ref()).copy_buffer_to_buffer(buf, 0, &staging, 0, size);
             rec.commands += 1;
             self.submit(&mut rec)?;
         }
@@ -841,6 +884,17 @@ impl GpuDevice {
         self.device
             .poll(wgpu::PollType::wait_indefinitely())
             .map_err(|e| Error::DeviceLost { reason: e.to_string() })?;
+        if let Some(t) = &self.timer {
+            // The wait covered every submission; a mapping's callback may still be running on
+            // another thread's poll: give the last ones a moment.
+            let start = std::time::Instant::now();
+            t.collect();
+            while !t.complete() && start.elapsed() < TIMESTAMP_PATIENCE && self.alive().is_ok() {
+                std::thread::sleep(std::time::Duration::from_micros(200));
+                self.device.poll(wgpu::PollType::Poll).map_err(|e| Error::DeviceLost { reason: e.to_string() })?;
+                t.collect();
+            }
+        }
         self.take_uncaptured()
     }
 
@@ -871,9 +925,15 @@ impl GpuDevice {
             rec.arena.clear();
         }
         rec.commands = 0;
+        let mut encoder = encoder;
+        let staging = self.timer.as_ref().map(|t| t.finish(&self.device, &mut encoder));
         let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         self.queue.submit([encoder.finish()]);
+        if let (Some(t), Some(staging)) = (self.timer.as_ref(), staging) {
+            t.after_submit(staging);
+            t.collect();
+        }
         let invalid = pollster::block_on(validation.pop());
         let out_of_memory = pollster::block_on(oom.pop());
         Counters::add(&self.counters.submissions, 1);
@@ -928,7 +988,7 @@ impl GpuDevice {
         self.alive()?;
         let mut rec = self.lock_recorder();
         self.make_room(&mut rec)?;
-        let enc = rec.encoder(&self.device);
+        let enc = rec.encoder(&self.device, self.timer.as_ref());
         for &(src, src_off, dst, dst_off, words) in &runs {
             enc.copy_buffer_to_buffer(src, (src_off as u64) * 4, dst, (dst_off as u64) * 4, (words as u64) * 4);
         }
@@ -1087,7 +1147,7 @@ impl GpuDevice {
             layout: &layout,
             entries: &entries,
         });
-        let pass = rec.pass(&self.device);
+        let pass = rec.pass(&self.device, self.timer.as_ref());
         pass.set_pipeline(pipeline);
         if let Params::Immediate(words) = params {
             let mut block = [0u32; IMMEDIATE_WORDS];

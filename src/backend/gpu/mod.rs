@@ -14,6 +14,7 @@ mod kernels;
 mod ntt;
 mod rns_kernels;
 pub mod sources;
+mod timer;
 
 #[cfg(feature = "testing")]
 pub use device::Fault;
