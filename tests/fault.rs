@@ -234,7 +234,7 @@ fn dispatch_beyond_the_grid_is_a_typed_error() {
             asked.set(true);
             kernel.wgsl()
         };
-        let r = dev.dispatch_generated("grid-test", source, kernel.entry, &[0; 4], &[&buf], threads);
+        let r = dev.dispatch_generated(&"grid-test", "grid-test", source, kernel.entry, &[0; 4], &[&buf], threads);
         assert!(matches!(r, Err(Error::AdapterLimit { .. })), "{threads} threads (generated): {r:?}");
         assert!(!asked.get());
     }

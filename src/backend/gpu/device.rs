@@ -31,9 +31,10 @@
 //!
 //! # Errors
 //!
-//! An error scope wraps each submission (not each dispatch); validation errors raised while
-//! recording reach the device's error handler and are returned by the next submission, readback
-//! or wait. Out-of-memory is [`Error::GpuOutOfMemory`] (allocation releases the idle pooled
+//! No error scope wraps a dispatch or a submission (popping one blocks the host): validation
+//! and out-of-memory errors raised while recording or submitting reach the device's error
+//! handler, which keeps the first, typed; the next submission, readback or wait returns it.
+//! Only a pipeline's build, once per pipeline, is checked in a scope of its own. Out-of-memory is [`Error::GpuOutOfMemory`] (allocation releases the idle pooled
 //! buffers and retries once first), a lost device [`Error::DeviceLost`].
 //!
 //! A lost device stays lost: once wgpu reports the loss (its device-lost callback, for any
@@ -62,7 +63,8 @@ use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
-use super::sources::{assemble, Arithmetic, Kernel, IMMEDIATE_WORDS};
+use super::pipelines::{Builder, Pipe, Pipelines};
+use super::sources::{Arithmetic, Kernel, IMMEDIATE_WORDS};
 use super::timer::Timer;
 use crate::error::{Error, Result};
 
@@ -383,8 +385,8 @@ pub struct GpuDevice {
     arithmetic: Arithmetic,
     /// Whether hand-written kernels take short parameters as immediates.
     immediates: bool,
-    /// Pipelines by kernel key: a shader's name, or a generated kernel's shape key.
-    pipelines: Mutex<HashMap<String, Arc<wgpu::ComputePipeline>>>,
+    /// Pipelines of hand-written kernels by name, of generated ones by shape.
+    pipelines: Mutex<Pipelines>,
     recorder: Mutex<Recorder>,
     /// Device time from timestamps, where the adapter has them.
     timer: Option<Timer>,
@@ -589,7 +591,7 @@ impl GpuDevice {
             limits,
             arithmetic,
             immediates,
-            pipelines: Mutex::new(HashMap::new()),
+            pipelines: Mutex::default(),
             recorder: Mutex::default(),
             counters: Counters::default(),
             pool: Arc::default(),
@@ -687,7 +689,7 @@ impl GpuDevice {
     /// Pipelines built (and cached) on this device so far.
     #[must_use]
     pub fn pipeline_count(&self) -> usize {
-        self.pipelines.lock().unwrap_or_else(PoisonError::into_inner).len()
+        self.pipelines.lock().unwrap_or_else(PoisonError::into_inner).count()
     }
 
     /// Storage buffers one kernel may bind (binding 0, the parameters, included).
@@ -898,7 +900,7 @@ impl GpuDevice {
         self.take_uncaptured()
     }
 
-    /// Submits the open encoder (after writing the parameter arena), inside an error scope,
+    /// Submits the open encoder (after writing the parameter arena),
     /// then frees the buffers quarantined while it was recorded.
     fn submit(&self, rec: &mut Recorder) -> Result<()> {
         rec.pass = None;
@@ -927,23 +929,15 @@ impl GpuDevice {
         rec.commands = 0;
         let mut encoder = encoder;
         let staging = self.timer.as_ref().map(|t| t.finish(&self.device, &mut encoder));
-        let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        // No error scope: wgpu reports a submission's errors to the device's handler while
+        // `submit` runs, which keeps the first (typed) for `take_uncaptured` just below.
         self.queue.submit([encoder.finish()]);
         if let (Some(t), Some(staging)) = (self.timer.as_ref(), staging) {
             t.after_submit(staging);
             t.collect();
         }
-        let invalid = pollster::block_on(validation.pop());
-        let out_of_memory = pollster::block_on(oom.pop());
         Counters::add(&self.counters.submissions, 1);
         self.pool.release(released);
-        if let Some(e) = out_of_memory {
-            return Err(Error::GpuOutOfMemory { reason: e.to_string() });
-        }
-        if let Some(e) = invalid {
-            return Err(backend_err(format!("submission failed: {e}")));
-        }
         self.take_uncaptured()
     }
 
@@ -997,35 +991,9 @@ impl GpuDevice {
         Ok(())
     }
 
-    /// The cached pipeline `key`, built on first use from `source()` (the shared arithmetic is
-    /// prepended, [`assemble`]).
-    fn pipeline(&self, key: &str, source: impl FnOnce() -> String, entry: &str) -> Result<Arc<wgpu::ComputePipeline>> {
-        let mut cache = self.pipelines.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(p) = cache.get(key) {
-            return Ok(Arc::clone(p));
-        }
-        // A pipeline built on a lost device would be invalid, and cached.
-        self.alive()?;
-        let full = assemble(&source(), self.arithmetic);
-        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some(key),
-            source: wgpu::ShaderSource::Wgsl(full.into()),
-        });
-        let pipeline = self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some(key),
-            layout: None,
-            module: &module,
-            entry_point: Some(entry),
-            compilation_options: wgpu::PipelineCompilationOptions::default(),
-            cache: None,
-        });
-        if let Some(e) = pollster::block_on(scope.pop()) {
-            return Err(backend_err(format!("kernel {key} failed to build: {e}")));
-        }
-        let p = Arc::new(pipeline);
-        cache.insert(key.to_owned(), Arc::clone(&p));
-        Ok(p)
+    /// What builds this device's pipelines.
+    fn builder(&self) -> Builder<'_> {
+        Builder { arithmetic: self.arithmetic, device: &self.device }
     }
 
     /// Records `kernel` (its [`Kernel::wgsl_for`] this device's arithmetic) over `threads`
@@ -1036,23 +1004,28 @@ impl GpuDevice {
         if threads == 0 {
             return Ok(());
         }
-        if self.immediates && params.len() <= IMMEDIATE_WORDS {
-            if let Some(source) = kernel.immediate_source() {
-                let groups = grid(threads, self.limits.max_compute_workgroups_per_dimension)?;
-                let key = format!("{}#immediates", kernel.name);
-                let pipeline = self.pipeline(&key, || source, kernel.entry)?;
-                return self.record(kernel.name, &pipeline, Params::Immediate(params), buffers, groups);
-            }
-        }
-        self.dispatch_generated(kernel.name, || kernel.source().to_owned(), kernel.entry, params, buffers, threads)
+        // Before the pipeline is built: a grid beyond the limit needs none.
+        let groups = grid(threads, self.limits.max_compute_workgroups_per_dimension)?;
+        let immediates = self.immediates && params.len() <= IMMEDIATE_WORDS;
+        let pipe = {
+            let mut cache = self.pipelines.lock().unwrap_or_else(PoisonError::into_inner);
+            // A pipeline built on a lost device would be invalid, and cached.
+            self.alive()?;
+            cache.kernel(kernel, immediates, &self.builder())?
+        };
+        let params = if pipe.immediates { Params::Immediate(params) } else { Params::Arena(params) };
+        self.record(&pipe, params, buffers, groups)
     }
 
-    /// [`Self::dispatch`] for a generated kernel (parameters always in the arena): `key` names
-    /// its shape (the pipeline cache key), and `source` is called only when no pipeline for
-    /// `key` is cached yet.
-    pub fn dispatch_generated(
+    /// [`Self::dispatch`] for a generated kernel (parameters always in the arena): `shape` is
+    /// everything its source depends on (the pipeline-cache key, compared by value), `label`
+    /// names it to the driver, and `source` is called only when no pipeline of `shape` is
+    /// cached yet.
+    #[allow(clippy::too_many_arguments, reason = "one dispatch's complete description")]
+    pub fn dispatch_generated<K: std::hash::Hash + Eq + Clone + Send + Sync + 'static>(
         &self,
-        kernel: &str,
+        shape: &K,
+        label: &'static str,
         source: impl FnOnce() -> String,
         entry: &str,
         params: &[u32],
@@ -1062,28 +1035,23 @@ impl GpuDevice {
         if threads == 0 {
             return Ok(());
         }
-        // Before the pipeline is built: a grid beyond the limit needs none.
         let groups = grid(threads, self.limits.max_compute_workgroups_per_dimension)?;
-        let pipeline = self.pipeline(kernel, source, entry)?;
-        self.record(kernel, &pipeline, Params::Arena(params), buffers, groups)
+        let pipe = {
+            let mut cache = self.pipelines.lock().unwrap_or_else(PoisonError::into_inner);
+            self.alive()?;
+            cache.generated(shape, label, source, entry, &self.builder())?
+        };
+        self.record(&pipe, Params::Arena(params), buffers, groups)
     }
 
-    /// Records one dispatch of `pipeline` over the workgroup grid `(x, y)` ([`grid`]) into the
+    /// Records one dispatch of `pipe` over the workgroup grid `(x, y)` ([`grid`]) into the
     /// open compute pass.
-    fn record(
-        &self,
-        label: &str,
-        pipeline: &wgpu::ComputePipeline,
-        params: Params<'_>,
-        buffers: &[&wgpu::Buffer],
-        (x, y): (u32, u32),
-    ) -> Result<()> {
+    fn record(&self, pipe: &Pipe, params: Params<'_>, buffers: &[&wgpu::Buffer], (x, y): (u32, u32)) -> Result<()> {
         #[cfg(feature = "testing")]
         if Faults::tick(&self.faults.lose_at_dispatch) {
             self.destroy();
         }
         self.alive()?;
-        let layout = pipeline.get_bind_group_layout(0);
         let mut rec = self.lock_recorder();
         let mut entries = Vec::with_capacity(buffers.len() + 1);
         // The arena slice (or buffer of their own) of arena parameters.
@@ -1143,12 +1111,12 @@ impl GpuDevice {
             entries.push(wgpu::BindGroupEntry { binding: (i + 1) as u32, resource: b.as_entire_binding() });
         }
         let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some(label),
-            layout: &layout,
+            label: Some(pipe.label),
+            layout: &pipe.layout,
             entries: &entries,
         });
         let pass = rec.pass(&self.device, self.timer.as_ref());
-        pass.set_pipeline(pipeline);
+        pass.set_pipeline(&pipe.pipeline);
         if let Params::Immediate(words) = params {
             let mut block = [0u32; IMMEDIATE_WORDS];
             for (b, &w) in block.iter_mut().zip(words) {

@@ -223,7 +223,8 @@ fn slot_words(slot: Slot) -> usize {
 }
 
 impl Shape {
-    /// The pipeline-cache key.
+    /// The shape written out (names its kernel in [`kernel_sources`]; the device's cache
+    /// compares shapes, not this text).
     fn key(&self) -> String {
         format!("fused/{self:?}")
     }
@@ -599,7 +600,15 @@ pub(super) fn fused(be: &GpuBackend, program: &Program<'_, GpuBackend>) -> Resul
         for &o in &plan.outputs {
             buffers.push(&outs.get(o).ok_or(Error::SizeOverflow { what: "fused outputs" })?.buf);
         }
-        be.dev.dispatch_generated(&shape.key(), || own_source(shape), "main", &params, &buffers, u64::from(threads))?;
+        be.dev.dispatch_generated(
+            shape,
+            "fused",
+            || own_source(shape),
+            "main",
+            &params,
+            &buffers,
+            u64::from(threads),
+        )?;
     }
     Ok(outs)
 }

@@ -12,6 +12,7 @@ mod device;
 mod fused;
 mod kernels;
 mod ntt;
+mod pipelines;
 mod rns_kernels;
 pub mod sources;
 mod timer;
