@@ -971,3 +971,40 @@ fn ledger_engine_model_matches_the_device() {
         }
     }
 }
+
+/// `build_pipelines` builds what an HMULT dispatches without running it (no dispatch, copy or
+/// submission counted), refuses a readback and turns recording back on; the HMULT run after it
+/// compiles nothing and decrypts to the product.
+#[test]
+fn pipelines_are_built_before_the_work() {
+    let Some(_) = device() else { return };
+    let dev = own_device(DeviceOptions::default());
+    let p = small_bgv(10);
+    let bgv = Bgv::new(gpu_for(&p, &dev)).unwrap();
+    let sk = bgv.gen_secret_key_from_seed(&[3; 32]).unwrap();
+    let keys = bgv.gen_evaluation_keys(&sk, &[], false).unwrap();
+    let t = u64::from(bgv.plaintext_modulus());
+    let slots = bgv.encoder().slots();
+    let u: Vec<u64> = (0..slots as u64).map(|i| i % t).collect();
+    let v: Vec<u64> = (0..slots as u64).map(|i| (3 * i + 1) % t).collect();
+    let x = bgv.encrypt_symmetric(&sk, &bgv.encoder().encode(&u).unwrap()).unwrap();
+    let y = bgv.encrypt_symmetric(&sk, &bgv.encoder().encode(&v).unwrap()).unwrap();
+    dev.wait().unwrap();
+    let before = dev.counters();
+    let built = bgv.backend().build_pipelines(&mut || bgv.mul_relin(&x, &y, &keys).map(drop)).unwrap();
+    let d = dev.counters() - before;
+    assert!(built > 0 && d.pipelines_built == built as u64, "{built} built, {d:?}");
+    assert_eq!((d.dispatches, d.copies, d.submissions, d.readbacks), (0, 0, 0, 0), "{d:?}");
+    // A readback has nothing to read: a typed error, and recording is on again after it.
+    let r = bgv.backend().build_pipelines(&mut || bgv.decrypt(&sk, &x).map(drop));
+    assert!(matches!(r, Err(wgfhe::Error::Backend { .. })), "{r:?}");
+    let before = dev.counters();
+    let z = bgv.mul_relin(&x, &y, &keys).unwrap();
+    dev.wait().unwrap();
+    let d = dev.counters() - before;
+    assert_eq!(d.pipelines_built, 0, "{d:?}");
+    assert!(d.dispatches > 0, "{d:?}");
+    let got = bgv.encoder().decode(&bgv.decrypt(&sk, &z).unwrap()).unwrap();
+    let want: Vec<u64> = u.iter().zip(&v).map(|(a, b)| a * b % t).collect();
+    assert_eq!(got, want);
+}

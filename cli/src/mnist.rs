@@ -313,6 +313,11 @@ fn run_lr(a: &MnistArgs, variant: Variant) -> wgfhe::Result<()> {
             "plain_accuracy": plain_accuracy,
             "quantised_accuracy": quant_accuracy,
             "batch_ms": run.batch_ms,
+            "pipeline_build_ms": run.pipeline_build_ms,
+            "pipelines_prebuilt": run.pipelines_prebuilt,
+            "pipelines_built_in_batches": run.pipelines_built_in_batches,
+            "server_data_upload_bytes": run.server_data_upload_bytes,
+            "server_parameter_bytes": run.server_parameter_bytes,
             "per_image_ms": run.per_image_ms,
             "encrypt_ms": run.encrypt_ms,
             "decrypt_ms": run.decrypt_ms,
@@ -350,6 +355,16 @@ fn run_lr(a: &MnistArgs, variant: Variant) -> wgfhe::Result<()> {
             run.bytes_moved as f64 / 1e6,
             run.gpu_dispatches
         );
+        if let Some(built) = run.pipelines_built_in_batches {
+            println!(
+                "pipelines built before the first batch: {} in {:.0} ms (not in the server time); built inside the \
+                 batches: {built}; uploaded inside them: {} data bytes, {} parameter bytes",
+                run.pipelines_prebuilt,
+                run.pipeline_build_ms,
+                run.server_data_upload_bytes.unwrap_or(0),
+                run.server_parameter_bytes.unwrap_or(0)
+            );
+        }
         println!(
             "evaluation keys held by the server {:.1} MB; peak resident memory of the process {} (client work included)",
             run.key_bytes as f64 / 1e6,

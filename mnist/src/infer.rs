@@ -61,6 +61,20 @@ pub struct LrRun {
     /// GPU compute dispatches of the server's backend calls, all batches (the traffic ledger's
     /// model of the GPU engine, the same on every backend).
     pub gpu_dispatches: u64,
+    /// On a device: host time of building the server's pipelines before the first batch (one
+    /// evaluation of the weighted sum on a placeholder input with recording off,
+    /// [`Backend::build_pipelines`]), not in `server_ms`; 0 elsewhere.
+    pub pipeline_build_ms: f64,
+    /// Pipelines that build compiled.
+    pub pipelines_prebuilt: u64,
+    /// On a device (`None` elsewhere), counted by it inside the timed server evaluations, all
+    /// batches: pipelines compiled there (0 when the build before the batches covered them)...
+    pub pipelines_built_in_batches: Option<u64>,
+    /// ... bytes of data uploaded there (buffers and tables: 0 when the server uploads nothing
+    /// but its inputs, which the client uploaded before) ...
+    pub server_data_upload_bytes: Option<u64>,
+    /// ... and bytes of dispatch parameters uploaded there.
+    pub server_parameter_bytes: Option<u64>,
 }
 
 /// What [`run_lr`] runs.
@@ -235,6 +249,27 @@ fn run_lr_server<B: Backend>(
         top,
         bgv.level_correction(top)?,
     )?;
+    // On a device, the server's pipelines are built before the first batch: one weighted sum
+    // of placeholder ciphertexts (real encryptions of zeros) with recording off. The fused
+    // kernels depend on the terms' formats and on which of them are the same ciphertext, not on
+    // their values: `MAX_SUM_INPUTS` distinct placeholders, repeated, give every kernel
+    // (at most that many terms) distinct ones, as the real inputs are.
+    let (mut pipeline_build_ms, mut pipelines_prebuilt) = (0.0, 0);
+    if ledger.device_counters().is_some() {
+        let zero = bgv.encoder().encode(&vec![0; slots])?;
+        let placeholders = (0..wgfhe::compress::MAX_SUM_INPUTS.min(data.dim()))
+            .map(|_| bxt.encrypt(&sk, &zero))
+            .collect::<Result<Vec<_>>>()?;
+        let terms: Vec<(Weight<'_>, &BxtCiphertext<Ledger<B>>)> =
+            model.weights().iter().zip(placeholders.iter().cycle()).map(|(&w, c)| (Weight::Int(w), c)).collect();
+        ledger.synchronize()?;
+        let clock = Instant::now();
+        pipelines_prebuilt =
+            ledger.build_pipelines(&mut || bxt.weighted_sum_prepared(&terms, Some(&bias)).map(drop))?;
+        pipeline_build_ms = clock.elapsed().as_secs_f64() * 1e3;
+        ledger.take();
+    }
+    let mut in_batches: Option<wgfhe::backend::gpu::DeviceCounters> = None;
     let (mut correct, mut agree, mut mismatches) = (0usize, 0usize, 0usize);
     let (mut encrypt_ms, mut server_ms, mut decrypt_ms) = (0.0, 0.0, 0.0);
     let (mut peak, mut bytes_moved, mut gpu_dispatches, mut batches) = (0u64, 0u64, 0u64, 0usize);
@@ -286,10 +321,18 @@ fn run_lr_server<B: Backend>(
                     ledger.synchronize()?;
                     ledger.take();
                 }
+                let before = ledger.device_counters();
                 let clock = Instant::now();
                 let score = bxt.weighted_sum_prepared(&terms, Some(&bias))?;
                 ledger.synchronize()?;
                 server_ms += clock.elapsed().as_secs_f64() * 1e3;
+                if let (Some(b), Some(a)) = (before, ledger.device_counters()) {
+                    let d = a - b;
+                    let sum = in_batches.get_or_insert_with(Default::default);
+                    sum.pipelines_built += d.pipelines_built;
+                    sum.upload_bytes += d.upload_bytes;
+                    sum.parameter_bytes += d.parameter_bytes;
+                }
                 if let Some(cp) = checkpoint.as_deref_mut() {
                     cp.completed_stage(0, 1, |_| bxt.to_bytes(&score))?;
                 }
@@ -344,6 +387,11 @@ fn run_lr_server<B: Backend>(
         key_bytes: 0,
         bytes_moved,
         gpu_dispatches,
+        pipeline_build_ms,
+        pipelines_prebuilt: pipelines_prebuilt as u64,
+        pipelines_built_in_batches: in_batches.map(|c| c.pipelines_built),
+        server_data_upload_bytes: in_batches.map(|c| c.upload_bytes - c.parameter_bytes),
+        server_parameter_bytes: in_batches.map(|c| c.parameter_bytes),
     };
     Ok((run, record_count))
 }

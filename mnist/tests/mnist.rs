@@ -57,10 +57,15 @@ fn encrypted_lr_agrees_with_the_quantised_model() {
         assert_eq!(run.key_bytes, 0);
     }
     assert_eq!(calls, 2 * Variant::ALL.len());
-    if let Some(dev) = common::device() {
+    // A device of its own: the run reads the device's pipeline counter.
+    if let Some(dev) = common::own_device() {
         let options = LrOptions { images: Some(300), variant: Variant::Cso, timed: false };
         let run = run_lr(GpuBackend::new(ctx, dev), &model, &data, options, |_, _| {}, None).unwrap();
         assert_eq!((run.images, run.score_mismatches), (300, 0));
+        // The server's pipelines were built before the batch, and the batch uploaded no data.
+        assert!(run.pipelines_prebuilt > 0, "{run:?}");
+        assert_eq!(run.pipelines_built_in_batches, Some(0), "{run:?}");
+        assert_eq!(run.server_data_upload_bytes, Some(0), "{run:?}");
     }
 }
 

@@ -144,6 +144,15 @@ pub trait Backend: Send + Sync + Sized + 'static {
         Ok(())
     }
 
+    /// Builds the device pipelines `work` would use, without running its kernels
+    /// ([`gpu::GpuDevice::build_pipelines`], whose caveats hold: results made inside `work` hold
+    /// unspecified words and must not outlive it), and returns how many were new. A no-op
+    /// returning 0 on backends without pipelines (`work` is not called).
+    fn build_pipelines(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<usize> {
+        let _ = work;
+        Ok(0)
+    }
+
     /// What the device under this backend has counted so far (dispatches, submissions,
     /// uploads, ...): `Some` on the GPU backend, `None` on a backend without a device.
     fn device_counters(&self) -> Option<gpu::DeviceCounters> {

@@ -330,6 +330,9 @@ impl<W: BackendWrapper> Backend for W {
     fn flush(&self) -> Result<()> {
         self.command(Command::Flush, Backend::flush)
     }
+    fn build_pipelines(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<usize> {
+        self.inner().build_pipelines(work)
+    }
     fn device_counters(&self) -> Option<super::gpu::DeviceCounters> {
         self.inner().device_counters()
     }

@@ -61,7 +61,7 @@
 mod evaluator;
 mod wire;
 
-pub use evaluator::{Bxt, Weight};
+pub use evaluator::{Bxt, Weight, MAX_SUM_INPUTS};
 
 use std::sync::Arc;
 

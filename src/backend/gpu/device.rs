@@ -165,6 +165,13 @@ pub struct DeviceCounters {
     pub device_ns: u64,
     /// Submissions whose timestamps have arrived (all of them after [`GpuDevice::wait`]).
     pub timed_submissions: u64,
+    /// Of `upload_bytes`, the bytes of dispatch parameters (the parameter arena, and the
+    /// occasional parameter list too long for it): the rest is data (buffers and tables).
+    pub parameter_bytes: u64,
+    /// Pipelines built (compiled) so far.
+    pub pipelines_built: u64,
+    /// Host time spent building them, in nanoseconds.
+    pub pipeline_build_ns: u64,
 }
 
 impl std::ops::Sub for DeviceCounters {
@@ -183,6 +190,9 @@ impl std::ops::Sub for DeviceCounters {
             allocations: self.allocations.saturating_sub(rhs.allocations),
             device_ns: self.device_ns.saturating_sub(rhs.device_ns),
             timed_submissions: self.timed_submissions.saturating_sub(rhs.timed_submissions),
+            parameter_bytes: self.parameter_bytes.saturating_sub(rhs.parameter_bytes),
+            pipelines_built: self.pipelines_built.saturating_sub(rhs.pipelines_built),
+            pipeline_build_ns: self.pipeline_build_ns.saturating_sub(rhs.pipeline_build_ns),
         }
     }
 }
@@ -198,6 +208,7 @@ struct Counters {
     readbacks: AtomicU64,
     readback_bytes: AtomicU64,
     allocations: AtomicU64,
+    parameter_bytes: AtomicU64,
 }
 
 impl Counters {
@@ -208,6 +219,11 @@ impl Counters {
     fn upload(&self, bytes: u64) {
         Self::add(&self.uploads, 1);
         Self::add(&self.upload_bytes, bytes);
+    }
+
+    fn parameters(&self, bytes: u64) {
+        self.upload(bytes);
+        Self::add(&self.parameter_bytes, bytes);
     }
 
     fn read(&self) -> DeviceCounters {
@@ -223,6 +239,9 @@ impl Counters {
             allocations: r(&self.allocations),
             device_ns: 0,
             timed_submissions: 0,
+            parameter_bytes: r(&self.parameter_bytes),
+            pipelines_built: 0,
+            pipeline_build_ns: 0,
         }
     }
 }
@@ -390,6 +409,9 @@ pub struct GpuDevice {
     recorder: Mutex<Recorder>,
     /// Device time from timestamps, where the adapter has them.
     timer: Option<Timer>,
+    /// Set while [`Self::build_pipelines`] runs its work: dispatches, copies and clears are
+    /// not recorded (their pipelines are built), readbacks are refused.
+    dry: std::sync::atomic::AtomicBool,
     counters: Counters,
     pool: Arc<BufferPool>,
     /// The first device error no error scope caught (wgpu's default handler would panic);
@@ -592,6 +614,7 @@ impl GpuDevice {
             arithmetic,
             immediates,
             pipelines: Mutex::default(),
+            dry: std::sync::atomic::AtomicBool::new(false),
             recorder: Mutex::default(),
             counters: Counters::default(),
             pool: Arc::default(),
@@ -683,6 +706,9 @@ impl GpuDevice {
             t.collect();
             (c.device_ns, c.timed_submissions) = t.read();
         }
+        let pipelines = self.pipelines.lock().unwrap_or_else(PoisonError::into_inner);
+        c.pipelines_built = pipelines.count() as u64;
+        c.pipeline_build_ns = pipelines.build_ns();
         c
     }
 
@@ -789,7 +815,7 @@ impl GpuDevice {
     /// A zero-filled storage buffer of at least `words` words (the clear is recorded).
     pub fn zeros(&self, words: usize) -> Result<wgpu::Buffer> {
         let buf = self.alloc(words, true)?;
-        if words > 0 {
+        if words > 0 && !self.is_dry() {
             let mut rec = self.lock_recorder();
             self.make_room(&mut rec)?;
             rec.encoder(&self.device, self.timer.as_ref()).clear_buffer(&buf, 0, Some((words as u64) * 4));
@@ -818,6 +844,11 @@ impl GpuDevice {
             return Ok(Vec::new());
         }
         self.alive()?;
+        if self.is_dry() {
+            return Err(backend_err(
+                "a readback inside GpuDevice::build_pipelines (its work is not run, so there is nothing to read)",
+            ));
+        }
         let size = (words as u64) * 4;
         let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("readback"),
@@ -922,7 +953,7 @@ impl GpuDevice {
         if !rec.arena.is_empty() {
             if let Some(buf) = &rec.arena_buf {
                 self.queue.write_buffer(buf, 0, bytemuck::cast_slice(&rec.arena));
-                self.counters.upload((rec.arena.len() as u64) * 4);
+                self.counters.parameters((rec.arena.len() as u64) * 4);
             }
             rec.arena.clear();
         }
@@ -980,6 +1011,9 @@ impl GpuDevice {
             return Ok(());
         }
         self.alive()?;
+        if self.is_dry() {
+            return Ok(());
+        }
         let mut rec = self.lock_recorder();
         self.make_room(&mut rec)?;
         let enc = rec.encoder(&self.device, self.timer.as_ref());
@@ -989,6 +1023,44 @@ impl GpuDevice {
         rec.commands += runs.len();
         Counters::add(&self.counters.copies, runs.len() as u64);
         Ok(())
+    }
+
+    /// Whether [`Self::build_pipelines`] is running its work.
+    fn is_dry(&self) -> bool {
+        self.dry.load(Ordering::Acquire)
+    }
+
+    /// Builds every pipeline `work` dispatches, without running it, and returns how many were
+    /// new: what is recorded so far is submitted first, then `work` runs with recording off, so
+    /// its dispatches build (and cache) their pipelines while no dispatch, copy or clear reaches
+    /// the device. Uploads still happen (tables the backend caches stay right); a readback is
+    /// an error, there being nothing to read. A server calls it once when it starts, with one
+    /// evaluation of its circuit on placeholder inputs, so that no pipeline is compiled inside
+    /// the work it times.
+    ///
+    /// Every buffer a kernel or copy was to fill inside `work` holds unspecified words: results
+    /// made inside it must not outlive it (a cache of prepared plaintexts must not be filled
+    /// there). Recording is off for the whole device while `work` runs, so work submitted
+    /// meanwhile from other threads does not run either: call it before serving, with nothing
+    /// else on the device.
+    ///
+    /// Errors: those of `work`, and of the first submission.
+    pub fn build_pipelines(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<usize> {
+        /// Turns recording back on however `work` ends.
+        struct Wet<'a>(&'a std::sync::atomic::AtomicBool);
+        impl Drop for Wet<'_> {
+            fn drop(&mut self) {
+                self.0.store(false, Ordering::Release);
+            }
+        }
+        self.flush()?;
+        let before = self.pipeline_count();
+        self.dry.store(true, Ordering::Release);
+        let wet = Wet(&self.dry);
+        let done = work();
+        drop(wet);
+        done?;
+        Ok(self.pipeline_count() - before)
     }
 
     /// What builds this device's pipelines.
@@ -1052,6 +1124,9 @@ impl GpuDevice {
             self.destroy();
         }
         self.alive()?;
+        if self.is_dry() {
+            return Ok(());
+        }
         let mut rec = self.lock_recorder();
         let mut entries = Vec::with_capacity(buffers.len() + 1);
         // The arena slice (or buffer of their own) of arena parameters.
@@ -1068,7 +1143,7 @@ impl GpuDevice {
                         usage: wgpu::BufferUsages::STORAGE,
                     },
                 );
-                self.counters.upload(bytes);
+                self.counters.parameters(bytes);
                 self.make_room(&mut rec)?;
                 0
             } else {

@@ -261,6 +261,10 @@ impl Backend for GpuBackend {
         (self.dev.max_storage_buffers() as usize).saturating_sub(1)
     }
 
+    fn build_pipelines(&self, work: &mut dyn FnMut() -> Result<()>) -> Result<usize> {
+        self.dev.build_pipelines(work)
+    }
+
     fn device_counters(&self) -> Option<DeviceCounters> {
         Some(self.dev.counters())
     }

@@ -40,6 +40,8 @@ pub(super) struct Pipelines {
     generated: HashMap<u64, Vec<(Shape, Arc<Pipe>)>>,
     /// Pipelines built (an entry of `kernels` may share another's pipeline).
     built: usize,
+    /// Host nanoseconds spent building them.
+    build_ns: u64,
 }
 
 /// What builds a pipeline on the device: its arithmetic, and a build from complete WGSL.
@@ -86,6 +88,27 @@ impl Pipelines {
         self.built
     }
 
+    /// Host nanoseconds spent building them.
+    pub(super) fn build_ns(&self) -> u64 {
+        self.build_ns
+    }
+
+    /// Builds with `builder`, counting the pipeline and its time.
+    fn build(
+        &mut self,
+        builder: &Builder<'_>,
+        label: &'static str,
+        source: &str,
+        entry: &str,
+        immediates: bool,
+    ) -> Result<Arc<Pipe>> {
+        let clock = std::time::Instant::now();
+        let pipe = builder.build(label, source, entry, immediates);
+        self.build_ns += u64::try_from(clock.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.built += usize::from(pipe.is_ok());
+        pipe
+    }
+
     /// The pipeline of `kernel`, taking its parameters as immediates if `immediates` and the
     /// kernel declares them so (else from the arena: [`Pipe::immediates`] says which).
     pub(super) fn kernel(&mut self, kernel: &Kernel, immediates: bool, builder: &Builder<'_>) -> Result<Arc<Pipe>> {
@@ -94,16 +117,12 @@ impl Pipelines {
         }
         let immediate_source = if immediates { with_immediate_params(kernel.source()) } else { None };
         let pipe = match immediate_source {
-            Some(source) => {
-                self.built += 1;
-                builder.build(kernel.name, &source, kernel.entry, true)?
-            }
+            Some(source) => self.build(builder, kernel.name, &source, kernel.entry, true)?,
             // Without immediates: the arena variant, shared with the `(name, false)` entry.
             None => match self.kernels.get(&(kernel.name, false)) {
                 Some(p) => Arc::clone(p),
                 None => {
-                    let p = builder.build(kernel.name, kernel.source(), kernel.entry, false)?;
-                    self.built += 1;
+                    let p = self.build(builder, kernel.name, kernel.source(), kernel.entry, false)?;
                     self.kernels.insert((kernel.name, false), Arc::clone(&p));
                     p
                 }
@@ -128,8 +147,7 @@ impl Pipelines {
         if let Some((_, p)) = self.generated.get(&hash).and_then(|v| v.iter().find(same)) {
             return Ok(Arc::clone(p));
         }
-        let p = builder.build(label, &source(), entry, false)?;
-        self.built += 1;
+        let p = self.build(builder, label, &source(), entry, false)?;
         self.generated.entry(hash).or_default().push((Box::new(shape.clone()), Arc::clone(&p)));
         Ok(p)
     }
