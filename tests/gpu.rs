@@ -210,6 +210,41 @@ fn fixed_programs(gpu: &GpuBackend, seed: u64) {
     );
     check_fused("uniform alone", gpu, &q, &specs, &[(l(0), Format::Words)]);
 
+    // (2b) A weighted sum of seeded halves, 16 `scalar x uniform` terms (computed by a loop
+    // over the streams) between a stored operand and a stream times a stored operand, plus
+    // two of the streams again in a second output.
+    let mut specs = vec![stored(&ctx, &mut rng, &q, Format::Words)];
+    let mut terms = vec![l(0)];
+    for m in 0..16 {
+        specs.push(scalars(&ctx, &mut rng, &q));
+        specs.push(seeded(&mut rng, Purpose::CiphertextA));
+        terms.push(Expr::mul(l(1 + 2 * m), l(2 + 2 * m)));
+    }
+    terms.push(Expr::mul(l(2), l(0)));
+    check_fused("stream loop", gpu, &q, &specs, &[(Expr::Sum(terms.clone()), Format::Words)]);
+    // Factors the other way round: the streams' slots come before their scalars'.
+    let swapped: Vec<Expr> = (0..16).map(|m| Expr::mul(l(2 + 2 * m), l(1 + 2 * m))).chain([l(0)]).collect();
+    check_fused("stream loop, swapped", gpu, &q, &specs, &[(Expr::Sum(swapped.clone()), Format::Words)]);
+    // Inside an expression, and (not looped) under a permutation.
+    let g = 5 % two_n;
+    check_fused(
+        "stream loop, nested",
+        gpu,
+        &q,
+        &specs,
+        &[
+            (Expr::sub(l(0), Expr::Sum(swapped.clone())), Format::Words),
+            (Expr::Galois { g, expr: Box::new(Expr::Sum(swapped)) }, Format::Words),
+        ],
+    );
+    check_fused(
+        "stream loop and its streams",
+        gpu,
+        &q,
+        &specs,
+        &[(Expr::Sum(terms), Format::Words), (Expr::add(l(2), l(4)), Format::Words)],
+    );
+
     // (3) Packed in, packed out, and the conversions.
     let specs = vec![stored(&ctx, &mut rng, &q, Format::Packed), stored(&ctx, &mut rng, &q, Format::Words)];
     check_fused("unpack", gpu, &q, &specs, &[(l(0), Format::Words)]);

@@ -294,6 +294,10 @@ impl Shape {
         ));
         // Which uniform slots are loaded at the thread's own index (they cache their block).
         let mut gen = Gen::default();
+        let stream_loop = StreamLoop::find(self);
+        if let Some(l) = &stream_loop {
+            gen.looped = Some((l.terms.clone(), "lsum[t]"));
+        }
         let mut body = String::new();
         let mut results = Vec::with_capacity(self.outputs.len());
         for (e, _) in &self.outputs {
@@ -302,6 +306,12 @@ impl Shape {
         let mut off = LIMB_HEAD;
         let mut uniform = 0usize;
         for (s, slot) in self.slots.iter().enumerate() {
+            if !gen.used.contains(&s) {
+                // Only the stream loop reads it, from the parameters directly.
+                off += slot_words(*slot);
+                uniform += usize::from(*slot == Slot::Uniform);
+                continue;
+            }
             match slot {
                 Slot::Words | Slot::Packed => src.push_str(&format!("    let off{s} = params[lb + {off}u];\n")),
                 Slot::Scalar => src.push_str(&format!("    let c{s} = params[lb + {off}u];\n")),
@@ -330,6 +340,9 @@ impl Shape {
                 ));
                 packed += 1;
             }
+        }
+        if let Some(l) = &stream_loop {
+            src.push_str(&l.wgsl());
         }
         src.push_str(&format!("    for (var t = 0u; t < {g}u; t = t + 1u) {{\n        let j = j0 + t;\n"));
         if !gen.block_cached.is_empty() {
@@ -366,6 +379,127 @@ impl Shape {
     }
 }
 
+/// A run of `scalar x uniform` terms of one sum, computed by a loop over the streams
+/// instead of one inlined ChaCha20 block per stream: the kernel's code no longer grows with the
+/// number of streams (16 inlined blocks took seconds to compile on some drivers). The terms'
+/// parameters must lie at a constant stride (they do for the weighted sums of seeded halves,
+/// which alternate scalar and stream slots), and each invocation must own whole blocks (4
+/// residues per invocation). Modular addition is exact, so summing these terms first gives the
+/// same words as summing in the expression's order.
+struct StreamLoop {
+    /// The terms (by address) the loop computes.
+    terms: Vec<*const Expr>,
+    /// Per-limb word offset of the first term's scalar, and of its stream's `slo` from it.
+    scalar_off: usize,
+    stream_from_scalar: isize,
+    /// Per-limb words between successive terms' parameters.
+    stride: usize,
+    /// Index (among the uniform slots) of the first term's stream.
+    first_key: usize,
+}
+
+impl StreamLoop {
+    /// The loop for the first sum (outside Galois permutations) with at least two such terms,
+    /// if the layout allows.
+    fn find(shape: &Shape) -> Option<Self> {
+        if shape.log_g != 2 {
+            return None;
+        }
+        let mut off = Vec::with_capacity(shape.slots.len());
+        let mut key = Vec::with_capacity(shape.slots.len());
+        let (mut o, mut u) = (LIMB_HEAD, 0usize);
+        for &slot in &shape.slots {
+            off.push(o);
+            key.push(u);
+            o += slot_words(slot);
+            u += usize::from(slot == Slot::Uniform);
+        }
+        let slot = |e: &Expr| match e {
+            Expr::Load(s) => shape.slots.get(*s).map(|k| (*s, *k)),
+            _ => None,
+        };
+        // Every sum evaluated at the thread's own index: outside any Galois permutation.
+        fn sums<'e>(e: &'e Expr, out: &mut Vec<&'e Vec<Expr>>) {
+            match e {
+                Expr::Sum(terms) => {
+                    out.push(terms);
+                    terms.iter().for_each(|t| sums(t, out));
+                }
+                Expr::Add(a, b) | Expr::Sub(a, b) | Expr::Mul(a, b) => {
+                    sums(a, out);
+                    sums(b, out);
+                }
+                Expr::Neg(a) => sums(a, out),
+                Expr::Load(_) | Expr::Galois { .. } => {}
+            }
+        }
+        let mut candidates = Vec::new();
+        for (e, _) in &shape.outputs {
+            sums(e, &mut candidates);
+        }
+        for terms in candidates {
+            // (term, scalar slot, stream slot)
+            let run: Vec<(*const Expr, usize, usize)> = terms
+                .iter()
+                .filter_map(|t| {
+                    let Expr::Mul(a, b) = t else { return None };
+                    match (slot(a)?, slot(b)?) {
+                        ((c, Slot::Scalar), (u, Slot::Uniform)) | ((u, Slot::Uniform), (c, Slot::Scalar)) => {
+                            Some((std::ptr::from_ref(t), c, u))
+                        }
+                        _ => None,
+                    }
+                })
+                .collect();
+            let [(_, c0, u0), (_, c1, _), ..] = run.as_slice() else { continue };
+            let (scalar_off, stride) = (*off.get(*c0)?, off.get(*c1)?.checked_sub(*off.get(*c0)?)?);
+            let stream_from_scalar = *off.get(*u0)? as isize - scalar_off as isize;
+            let first_key = *key.get(*u0)?;
+            let regular = run.iter().enumerate().all(|(m, &(_, c, u))| {
+                off.get(c) == Some(&(scalar_off + m * stride))
+                    && off.get(u).map(|&x| x as isize) == Some((scalar_off + m * stride) as isize + stream_from_scalar)
+                    && key.get(u) == Some(&(first_key + m))
+            });
+            // Each stream in the run once (a repeated one would be summed twice correctly, but the
+            // layout check above already rules it out).
+            if regular && stride > 0 {
+                return Some(Self {
+                    terms: run.iter().map(|r| r.0).collect(),
+                    scalar_off,
+                    stream_from_scalar,
+                    stride,
+                    first_key,
+                });
+            }
+        }
+        None
+    }
+
+    /// The loop, before the residue loop: `lsum[t]` is the run's sum at residue `j0 + t`.
+    fn wgsl(&self) -> String {
+        let c = self.scalar_off;
+        let slo = c as isize + self.stream_from_scalar;
+        format!(
+            "    var lsum: array<u32, 4>;\n    \
+             for (var m = 0u; m < {n}u; m = m + 1u) {{\n        \
+             let lp = lb + m * {stride}u;\n        \
+             let lc = params[lp + {c}u];\n        \
+             var lkey: array<u32, 8>;\n        \
+             for (var w = 0u; w < 8u; w = w + 1u) {{ lkey[w] = params[{HEADER}u + (m + {key}u) * 8u + w]; }}\n        \
+             let lblk = chacha20_block(lkey, j0 >> 2u, params[lp + {slo}u], params[lp + {shi}u]);\n        \
+             for (var t = 0u; t < 4u; t = t + 1u) {{\n            \
+             let lu = uniform_reduce(lblk[4u * t], lblk[4u * t + 1u], lblk[4u * t + 2u], lblk[4u * t + 3u], q, k, mu, \
+             radix, radix_shoup);\n            \
+             lsum[t] = mod_add(lsum[t], mod_mul(lc, lu, q, k, mu), q);\n        \
+             }}\n    }}\n",
+            n = self.terms.len(),
+            stride = self.stride,
+            key = self.first_key,
+            shi = slo + 1,
+        )
+    }
+}
+
 /// Straight-line code for the loop body: one `let` per distinct (subexpression, index).
 #[derive(Default)]
 struct Gen<'e> {
@@ -375,6 +509,10 @@ struct Gen<'e> {
     perms: HashMap<(usize, String), String>,
     /// Uniform slots loaded at the thread's own index `j`.
     block_cached: BTreeSet<usize>,
+    /// Slots any emitted expression loads.
+    used: BTreeSet<usize>,
+    /// The terms of a sum that [`StreamLoop`] computes (by address), with the loop's value.
+    looped: Option<(Vec<*const Expr>, &'static str)>,
     next: usize,
 }
 
@@ -393,6 +531,7 @@ impl<'e> Gen<'e> {
         let value = match e {
             Expr::Load(s) => {
                 let s = *s;
+                self.used.insert(s);
                 match shape.slots.get(s) {
                     Some(Slot::Words) => format!("b{s}[off{s} + {idx}]"),
                     Some(Slot::Packed) => format!("unpack{s}(off{s}, k, {idx})"),
@@ -429,8 +568,20 @@ impl<'e> Gen<'e> {
             }
             Expr::Sum(terms) => {
                 let mut acc: Option<String> = None;
+                let mut looped_in = false;
                 for term in terms {
-                    let v = self.expr(term, idx, shape, body);
+                    let in_loop =
+                        idx == "j" && self.looped.as_ref().is_some_and(|(l, _)| l.contains(&std::ptr::from_ref(term)));
+                    if in_loop && looped_in {
+                        continue;
+                    }
+                    let v = match (&self.looped, in_loop) {
+                        (Some((_, value)), true) => {
+                            looped_in = true;
+                            (*value).to_owned()
+                        }
+                        _ => self.expr(term, idx, shape, body),
+                    };
                     acc = Some(match acc {
                         None => v,
                         Some(a) => {
@@ -646,6 +797,54 @@ mod tests {
         assert_eq!(ka, kb);
         let c = program(&bufs, &basis, vec![(Expr::add(Expr::load(2), Expr::load(3)), Format::Packed)]);
         assert_ne!(kernel_sources(&c, 10, 32).unwrap()[0].0, ka[0].0);
+    }
+
+    /// The kernel of a sum of `terms` `scalar x uniform` products (factors in the order
+    /// `uniform_first` says) plus a stored operand.
+    fn weighted_streams(terms: usize, uniform_first: bool) -> String {
+        let bufs = [vec![0u32; 8]];
+        let basis = [0usize];
+        let mut operands = vec![Operand::Buffer {
+            buf: &bufs[0],
+            basis: &basis[..],
+            format: Format::Words,
+            traffic: Traffic::Ciphertext,
+        }];
+        let mut sum = vec![Expr::load(0)];
+        for m in 0..terms {
+            operands.push(Operand::Scalar(vec![1]));
+            operands.push(Operand::Uniform {
+                seed: [3; 32],
+                purpose: crate::math::sampling::Purpose::CiphertextA,
+                index: m as u32,
+            });
+            let (c, u) = (Expr::load(1 + 2 * m), Expr::load(2 + 2 * m));
+            sum.push(if uniform_first { Expr::mul(u, c) } else { Expr::mul(c, u) });
+        }
+        let p: Program<'_, CpuBackend> =
+            Program { basis: &basis, operands, outputs: vec![(Expr::Sum(sum), Format::Words)] };
+        let mut k = kernel_sources(&p, 10, 32).unwrap();
+        k.pop().unwrap().1
+    }
+
+    #[test]
+    fn weighted_streams_loop_instead_of_inlining_a_block_each() {
+        for uniform_first in [false, true] {
+            let src = weighted_streams(16, uniform_first);
+            // The kernel's own code (after the shared files) calls the block function once, in
+            // the loop.
+            let own = src.split("// Generated fused kernel").nth(1).unwrap();
+            assert_eq!(own.matches("chacha20_block(").count(), 1, "{own}");
+            assert!(own.contains("chacha20_block(lkey"), "{own}");
+            assert!(src.contains("m < 16u"), "{src}");
+            // The code does not grow with the number of streams.
+            let longer = weighted_streams(8, uniform_first);
+            assert!(src.len() < longer.len() + 200, "{} vs {}", src.len(), longer.len());
+        }
+        // A single term is left inline.
+        assert!(!weighted_streams(1, false).contains("lsum"));
+        // A sum inside an expression (here `stored + sum`) loops too.
+        assert!(weighted_streams(16, false).contains("lsum"));
     }
 
     #[test]
