@@ -124,6 +124,36 @@ fn every_kernel_validates_as_the_device_builds_it() {
     assert_eq!(names.into_iter().collect::<Vec<_>>(), want);
 }
 
+/// Whether any function of `module` masks with `0xffff`: the 16-bit split of an emulated 32x32
+/// product (no kernel uses that literal for anything else).
+fn splits_into_halves(module: &naga::Module) -> bool {
+    let halves = |f: &naga::Function| {
+        f.expressions.iter().any(|(_, e)| matches!(e, naga::Expression::Literal(naga::Literal::U32(0xffff))))
+    };
+    module.functions.iter().any(|(_, f)| halves(f)) || module.entry_points.iter().any(|e| halves(&e.function))
+}
+
+/// On a device with native 64-bit integers no kernel forms a product from 16-bit halves: the
+/// scalar `mul_wide` and the four-lane `mul_wide4` (base conversion, the scale-down correction,
+/// the key-switch inner product) are native u64 products; the emulated build still splits. The
+/// device test `every_device_path_matches_cpu` (tests/gpu.rs) checks that an adapter with
+/// `SHADER_INT64` (lavapipe has it) gets this arithmetic, and that both give the CPU's words.
+#[test]
+fn native_kernels_make_no_emulated_product() {
+    for k in KERNELS {
+        let native = validate(k.name, &k.wgsl_for(Arithmetic::NativeInt64), Arithmetic::NativeInt64);
+        assert!(!splits_into_halves(&native), "{}: a 16-bit split under native arithmetic", k.name);
+        let emulated = validate(k.name, &k.wgsl_for(Arithmetic::Emulated), Arithmetic::Emulated);
+        assert!(splits_into_halves(&emulated), "{}: the emulated build has no 16-bit split", k.name);
+    }
+    for arithmetic in Arithmetic::ALL {
+        for (name, source) in generated_sources(&[4, 10], arithmetic) {
+            let module = validate(&name, &source, arithmetic);
+            assert_eq!(splits_into_halves(&module), arithmetic == Arithmetic::Emulated, "{name} ({arithmetic:?})");
+        }
+    }
+}
+
 #[test]
 fn every_shader_file_is_used_by_a_kernel() {
     let root = shaders_dir();

@@ -28,3 +28,25 @@ fn barrett_wide(hi: u32, lo: u32, q: u32, k: u32, mu: u32) -> u32 {
     if (r >= q) { r = r - q; }
     return r;
 }
+
+// (hi, lo) of 32x32 -> 64-bit products per lane (shared/zq4.wgsl's four-lane arithmetic).
+struct Wide4 {
+    hi: vec4<u32>,
+    lo: vec4<u32>,
+}
+
+fn mul_wide4(a: vec4<u32>, b: vec4<u32>) -> Wide4 {
+    let m = vec4<u32>(0xffffu);
+    let a_lo = a & m;
+    let a_hi = a >> vec4<u32>(16u);
+    let b_lo = b & m;
+    let b_hi = b >> vec4<u32>(16u);
+    let ll = a_lo * b_lo;
+    let lh = a_lo * b_hi;
+    let hl = a_hi * b_lo;
+    let hh = a_hi * b_hi;
+    let mid = (ll >> vec4<u32>(16u)) + (lh & m) + (hl & m);
+    let lo = (ll & m) | (mid << vec4<u32>(16u));
+    let hi = hh + (lh >> vec4<u32>(16u)) + (hl >> vec4<u32>(16u)) + (mid >> vec4<u32>(16u));
+    return Wide4(hi, lo);
+}

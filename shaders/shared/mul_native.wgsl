@@ -19,3 +19,20 @@ fn barrett_wide(hi: u32, lo: u32, q: u32, k: u32, mu: u32) -> u32 {
     if (r >= q) { r = r - q; }
     return r;
 }
+
+// (hi, lo) of 32x32 -> 64-bit products per lane (shared/zq4.wgsl's four-lane arithmetic): one
+// native u64 product per lane; `lo` is the wrapping u32 product, as in the emulated file.
+struct Wide4 {
+    hi: vec4<u32>,
+    lo: vec4<u32>,
+}
+
+fn mul_wide4(a: vec4<u32>, b: vec4<u32>) -> Wide4 {
+    let hi = vec4<u32>(
+        u32((u64(a.x) * u64(b.x)) >> 32u),
+        u32((u64(a.y) * u64(b.y)) >> 32u),
+        u32((u64(a.z) * u64(b.z)) >> 32u),
+        u32((u64(a.w) * u64(b.w)) >> 32u),
+    );
+    return Wide4(hi, a * b);
+}

@@ -2,29 +2,9 @@
 // with its own modulus (or the same one splatted). Kernels that produce four outputs per
 // invocation (four target limbs of a basis conversion, four residues of a limb) keep them in
 // vec4 registers instead of indexing a private array. Every strict function returns the
-// canonical residue per lane, as zq.wgsl does. Needs nothing else.
-
-// 32x32 -> 64-bit products per lane.
-struct Wide4 {
-    hi: vec4<u32>,
-    lo: vec4<u32>,
-}
-
-fn mul_wide4(a: vec4<u32>, b: vec4<u32>) -> Wide4 {
-    let m = vec4<u32>(0xffffu);
-    let a_lo = a & m;
-    let a_hi = a >> vec4<u32>(16u);
-    let b_lo = b & m;
-    let b_hi = b >> vec4<u32>(16u);
-    let ll = a_lo * b_lo;
-    let lh = a_lo * b_hi;
-    let hl = a_hi * b_lo;
-    let hh = a_hi * b_hi;
-    let mid = (ll >> vec4<u32>(16u)) + (lh & m) + (hl & m);
-    let lo = (ll & m) | (mid << vec4<u32>(16u));
-    let hi = hh + (lh >> vec4<u32>(16u)) + (hl >> vec4<u32>(16u)) + (mid >> vec4<u32>(16u));
-    return Wide4(hi, lo);
-}
+// canonical residue per lane, as zq.wgsl does. The per-lane wide product `mul_wide4` (and its
+// `Wide4`) comes with `mul_wide` from the device's arithmetic: shared/mul_native.wgsl (native
+// u64 products) or shared/mul_emulated.wgsl (16-bit halves), the same words for every input.
 
 // (hi, lo) + v per lane, with the carry.
 fn add_wide4(acc: Wide4, v: Wide4) -> Wide4 {

@@ -14,9 +14,9 @@
 
 /// The shared modular arithmetic every pipeline's source starts with.
 const ZQ_WGSL: &str = include_str!("../../../shaders/shared/zq.wgsl");
-/// `mul_wide` and `barrett_wide` with native 64-bit integers.
+/// `mul_wide`, `barrett_wide` and `mul_wide4` with native 64-bit integers.
 const MUL_NATIVE_WGSL: &str = include_str!("../../../shaders/shared/mul_native.wgsl");
-/// `mul_wide` and `barrett_wide` from 16-bit halves.
+/// `mul_wide`, `barrett_wide` and `mul_wide4` from 16-bit halves.
 const MUL_EMULATED_WGSL: &str = include_str!("../../../shaders/shared/mul_emulated.wgsl");
 
 /// How the kernels form the 64-bit products of 32-bit residues. Both give the same words for
@@ -35,7 +35,8 @@ impl Arithmetic {
     /// Both, emulated first.
     pub const ALL: [Self; 2] = [Self::Emulated, Self::NativeInt64];
 
-    /// The file (under `shaders/`) defining `mul_wide` and `barrett_wide` for this arithmetic.
+    /// The file (under `shaders/`) defining `mul_wide`, `barrett_wide` and the four-lane
+    /// `mul_wide4` for this arithmetic.
     #[must_use]
     pub fn file(self) -> &'static str {
         match self {
