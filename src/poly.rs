@@ -264,6 +264,18 @@ impl<B: Backend> RnsPoly<B, Eval> {
         backend.mul_add(&mut self.data, &a.data, &b.data, &self.basis)
     }
 
+    /// The tensor product of `(a_0, a_1)` and `(b_0, b_1)`, all over one basis:
+    /// `[a_0 b_0, a_0 b_1 + a_1 b_0, a_1 b_1]` ([`Backend::tensor`]: one kernel).
+    ///
+    /// Errors: inputs of different bases ([`Error::LevelMismatch`], [`Error::DimensionMismatch`]).
+    pub fn tensor(backend: &B, a: [&Self; 2], b: [&Self; 2]) -> Result<[Self; 3]> {
+        for other in [a[1], b[0], b[1]] {
+            a[0].check_same_basis(other)?;
+        }
+        let out = backend.tensor([&a[0].data, &a[1].data], [&b[0].data, &b[1].data], &a[0].basis)?;
+        Ok(out.map(|data| Self { data, basis: Arc::clone(&a[0].basis), _rep: PhantomData }))
+    }
+
     /// The Galois automorphism `X -> X^g` (g odd, `< 2N`), applied in the Eval domain.
     pub fn automorphism(&self, backend: &B, g: usize) -> Result<Self> {
         Ok(Self {

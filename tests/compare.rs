@@ -83,9 +83,8 @@ fn modt(v: i64) -> u64 {
 /// against the plan and the measured noise against the estimate.
 ///
 /// HMULTs and relinearisations are counted from the ledger's records: a tensor product
-/// `(a_0 b_0, a_0 b_1 + a_1 b_0, a_1 b_1)` runs exactly one `mul_add` kernel (nothing else in a
-/// BGV table evaluation multiplies and accumulates two polynomials) and a relinearisation exactly
-/// one `key_switch_inner_product`.
+/// `(a_0 b_0, a_0 b_1 + a_1 b_0, a_1 b_1)` is exactly one `tensor` kernel and a relinearisation
+/// exactly one `key_switch_inner_product`.
 fn check_lut(
     f: &Fixture<Ledger<CpuBackend>>,
     x: &Bounded<Ledger<CpuBackend>>,
@@ -99,7 +98,7 @@ fn check_lut(
     let records = f.bgv.backend().take();
     let dispatched = |kernel: &str| records.iter().filter(|r| r.kernel == kernel).count();
     let plan = lut.plan().cost;
-    assert_eq!(dispatched("mul_add"), plan.hmults, "{name}: tensor products dispatched vs the plan's HMULTs");
+    assert_eq!(dispatched("tensor"), plan.hmults, "{name}: tensor products dispatched vs the plan's HMULTs");
     assert_eq!(
         dispatched("key_switch_inner_product"),
         plan.relins,
@@ -230,7 +229,7 @@ fn every_strategy_and_baby_step_count_is_exact() {
                 let (out, stats) = eval_lut_with_plan(&f.bgv, &f.keys, &x, &lut, &plan).unwrap();
                 let records = f.bgv.backend().take();
                 let want = lut.cost(strategy, k).unwrap();
-                let tensors = records.iter().filter(|r| r.kernel == "mul_add").count();
+                let tensors = records.iter().filter(|r| r.kernel == "tensor").count();
                 assert_eq!(tensors, want.hmults, "tensor products dispatched, {strategy:?}, k = {k}");
                 assert_eq!(stats, want, "{strategy:?}, k = {k}");
                 let got = decrypt(&f, &out);

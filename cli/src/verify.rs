@@ -320,6 +320,23 @@ pub(crate) fn kernel_checks<R: Backend, C: Backend>(reference: &R, candidate: &C
             },
             reference.download(&acc)?,
         )?;
+        // The tensor product of (a, b) and (b, c): all three outputs, one after another.
+        let (rc, cc) = (reference.upload(&c)?, candidate.upload(&c)?);
+        let concat = |be: &dyn Fn() -> Result<[Vec<u32>; 3]>| -> Result<Vec<u32>> { Ok(be()?.concat()) };
+        let want = concat(&|| {
+            let out = reference.tensor([&ra, &rb], [&rb, &rc], &basis)?;
+            Ok([reference.download(&out[0])?, reference.download(&out[1])?, reference.download(&out[2])?])
+        })?;
+        twice(
+            "tensor".into(),
+            &|| {
+                concat(&|| {
+                    let out = candidate.tensor([&ca, &cb], [&cb, &cc], &basis)?;
+                    Ok([candidate.download(&out[0])?, candidate.download(&out[1])?, candidate.download(&out[2])?])
+                })
+            },
+            want,
+        )?;
         for g in [3usize, 5, 2 * n - 1] {
             if g < 2 * n {
                 twice(
@@ -618,13 +635,14 @@ mod tests {
 
     /// The kernels [`FlipOneBit`] can tamper with (every kernel with an output but the data
     /// movers `zeros`, `duplicate` and `truncate`).
-    const TAMPERABLE: [&str; 15] = [
+    const TAMPERABLE: [&str; 16] = [
         "add",
         "sub",
         "neg",
         "mul",
         "mul_scalar",
         "mul_add",
+        "tensor",
         "automorphism",
         "ntt_forward",
         "ntt_inverse",

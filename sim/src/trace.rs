@@ -75,7 +75,7 @@ impl Dispatch {
     pub fn family(&self) -> &'static str {
         match self.kernel.as_str() {
             "ntt_forward" | "ntt_inverse" => "ntt",
-            "add" | "sub" | "neg" | "mul" | "mul_add" | "mul_scalar" => "elementwise",
+            "add" | "sub" | "neg" | "mul" | "mul_add" | "mul_scalar" | "tensor" => "elementwise",
             "duplicate" | "gather_limbs" | "merge_limbs" | "zeros" => "copy",
             "fused" => "fused",
             "automorphism" => "automorphism",

@@ -518,6 +518,7 @@ impl<B: Backend> Ledger<B> {
             Kernel::Neg { basis } => self.elementwise(name, basis.len(), 1, 1, 0),
             Kernel::Mul { basis } => self.elementwise(name, basis.len(), 2, 1, 1),
             Kernel::MulAdd { basis } => self.elementwise(name, basis.len(), 3, 1, 1),
+            Kernel::Tensor { basis } => self.elementwise(name, basis.len(), 4, 3, 4),
             Kernel::MulScalar { basis } => self.elementwise(name, basis.len(), 1, 1, 1),
             Kernel::Automorphism { basis, .. } => Record {
                 kernel: name,

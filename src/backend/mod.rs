@@ -77,6 +77,16 @@ pub trait Backend: Send + Sync + Sized + 'static {
     fn mul(&self, a: &Self::Buffer, b: &Self::Buffer, basis: &[usize]) -> Result<Self::Buffer>;
     /// `mul_add`: `acc += a * b` element-wise.
     fn mul_add(&self, acc: &mut Self::Buffer, a: &Self::Buffer, b: &Self::Buffer, basis: &[usize]) -> Result<()>;
+    /// `tensor`: the tensor product of two degree-1 ciphertexts over `basis`,
+    /// `[a_0 b_0, a_0 b_1 + a_1 b_0, a_1 b_1]`, one kernel reading each input once (the GPU
+    /// backend runs one generated kernel). The default runs three [`Backend::mul`]s and a
+    /// [`Backend::mul_add`] (the same canonical residues), which the CPU backend keeps.
+    fn tensor(&self, a: [&Self::Buffer; 2], b: [&Self::Buffer; 2], basis: &[usize]) -> Result<[Self::Buffer; 3]> {
+        let c0 = self.mul(a[0], b[0], basis)?;
+        let mut c1 = self.mul(a[0], b[1], basis)?;
+        self.mul_add(&mut c1, a[1], b[0], basis)?;
+        Ok([c0, c1, self.mul(a[1], b[1], basis)?])
+    }
     /// `mul_scalar`: limb `i` times the constant `scalars[i] < q_i` (Shoup).
     fn mul_scalar(&self, a: &Self::Buffer, scalars: &[u32], basis: &[usize]) -> Result<Self::Buffer>;
 

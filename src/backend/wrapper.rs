@@ -68,6 +68,11 @@ pub enum Kernel<'a, B: Backend> {
         /// Basis of the operands.
         basis: &'a [usize],
     },
+    /// [`Backend::tensor`] (three outputs).
+    Tensor {
+        /// Basis of the operands.
+        basis: &'a [usize],
+    },
     /// [`Backend::mul_scalar`].
     MulScalar {
         /// Basis of the operand.
@@ -161,6 +166,7 @@ impl<B: Backend> Kernel<'_, B> {
             Self::Neg { .. } => "neg",
             Self::Mul { .. } => "mul",
             Self::MulAdd { .. } => "mul_add",
+            Self::Tensor { .. } => "tensor",
             Self::MulScalar { .. } => "mul_scalar",
             Self::Automorphism { .. } => "automorphism",
             Self::BaseConvert { .. } => "base_convert",
@@ -194,6 +200,12 @@ impl<Buf> KernelOutput<Buf> for &mut Buf {
 impl<Buf> KernelOutput<Buf> for (Buf, Buf) {
     fn first_output(&mut self) -> Option<&mut Buf> {
         Some(&mut self.0)
+    }
+}
+
+impl<Buf, const K: usize> KernelOutput<Buf> for [Buf; K] {
+    fn first_output(&mut self) -> Option<&mut Buf> {
+        self.first_mut()
     }
 }
 
@@ -284,6 +296,9 @@ impl<W: BackendWrapper> Backend for W {
     }
     fn mul_add(&self, acc: &mut Self::Buffer, a: &Self::Buffer, b: &Self::Buffer, basis: &[usize]) -> Result<()> {
         self.dispatch(&Kernel::MulAdd { basis }, |k| k.mul_add(acc, a, b, basis).map(|()| acc)).map(|_| ())
+    }
+    fn tensor(&self, a: [&Self::Buffer; 2], b: [&Self::Buffer; 2], basis: &[usize]) -> Result<[Self::Buffer; 3]> {
+        self.dispatch(&Kernel::Tensor { basis }, |k| k.tensor(a, b, basis))
     }
     fn mul_scalar(&self, a: &Self::Buffer, scalars: &[u32], basis: &[usize]) -> Result<Self::Buffer> {
         self.dispatch(&Kernel::MulScalar { basis }, |k| k.mul_scalar(a, scalars, basis))

@@ -177,10 +177,7 @@ impl<B: Backend> CiphertextCore<B> {
     pub(crate) fn tensor(&self, backend: &B, other: &Self) -> Result<Self> {
         let (a0, a1) = self.degree_one()?;
         let (b0, b1) = other.degree_one()?;
-        let c0 = a0.mul(backend, b0)?;
-        let mut c1 = a0.mul(backend, b1)?;
-        c1.mul_add_assign(backend, a1, b0)?;
-        let c2 = a1.mul(backend, b1)?;
+        let [c0, c1, c2] = RnsPoly::tensor(backend, [a0, a1], [b0, b1])?;
         self.with_polys(vec![c0, c1, c2])
     }
 

@@ -187,6 +187,41 @@ impl Backend for GpuBackend {
         ntt::ntt(self, buf, basis, true)
     }
 
+    /// One generated kernel (a fused program: four loads, three stores per residue), or the
+    /// default's four dispatches on a device binding fewer than seven buffers.
+    fn tensor(&self, a: [&GpuBuffer; 2], b: [&GpuBuffer; 2], basis: &[usize]) -> Result<[GpuBuffer; 3]> {
+        use crate::backend::fused::{Expr, Format, Operand, Program, Traffic};
+        for x in a.iter().chain(&b) {
+            self.check("tensor operand", x, basis.len())?;
+        }
+        if self.max_fused_buffers() < 7 {
+            let c0 = self.mul(a[0], b[0], basis)?;
+            let mut c1 = self.mul(a[0], b[1], basis)?;
+            self.mul_add(&mut c1, a[1], b[0], basis)?;
+            return Ok([c0, c1, self.mul(a[1], b[1], basis)?]);
+        }
+        let operands = [a[0], a[1], b[0], b[1]].map(|buf| Operand::Buffer {
+            buf,
+            basis,
+            format: Format::Words,
+            traffic: Traffic::Ciphertext,
+        });
+        let l = Expr::load;
+        let program = Program {
+            basis,
+            operands: operands.into(),
+            outputs: vec![
+                (Expr::mul(l(0), l(2)), Format::Words),
+                (Expr::add(Expr::mul(l(0), l(3)), Expr::mul(l(1), l(2))), Format::Words),
+                (Expr::mul(l(1), l(3)), Format::Words),
+            ],
+        };
+        let found = |found| Error::DimensionMismatch { what: "tensor product outputs", expected: 3, found };
+        let outs = fused::fused(self, &program)?;
+        let len = outs.len();
+        <[GpuBuffer; 3]>::try_from(outs).map_err(|_| found(len))
+    }
+
     fn add(&self, a: &GpuBuffer, b: &GpuBuffer, basis: &[usize]) -> Result<GpuBuffer> {
         kernels::elementwise(self, kernels::Op::Add, a, Some(b), None, basis)
     }
