@@ -43,13 +43,15 @@
 //! ```
 
 use super::cnn::{patches, CLASSES, TAPS};
-use super::cnn_infer::BLOCK;
 use super::lr::QuantLr;
 use super::mnist::Image;
 use wgfhe::backend::Backend;
 use wgfhe::compress::{Bxt, BxtCiphertext, Weight};
 use wgfhe::error::{Error, Result};
 use wgfhe::math::zq::Modulus;
+
+/// Slots per image: each image of a batch owns a block of this many consecutive slots.
+pub const BLOCK: usize = 256;
 
 /// The logistic regression's client inputs for one batch: `dim` slot vectors of `slots` values,
 /// vector `i` holding pixel `i` of image `s` in slot `s`. Errors: more images than slots, an

@@ -31,8 +31,6 @@ use crate::math::simd::SimdLevel;
 use crate::math::zq::Modulus;
 
 mod tiled;
-#[cfg(target_arch = "x86_64")]
-mod x86;
 
 use tiled::{DstLimb, Extra, Plan, SrcLimb};
 pub use tiled::{MAX_PRODUCTS, ROWS_PER_REDUCTION};

@@ -57,6 +57,9 @@ use rayon::prelude::*;
 use crate::math::simd::SimdLevel;
 use crate::math::zq::Modulus;
 
+#[cfg(target_arch = "x86_64")]
+mod x86;
+
 /// Products of two values below `2^30` that a `u64` can hold:
 /// `16 (2^30 - 1)^2 = 2^64 - 2^35 + 16 < 2^64`, while 17 could overflow.
 pub const MAX_PRODUCTS: usize = 16;
@@ -163,12 +166,12 @@ impl Plan {
             let level = level.clamp();
             if level >= SimdLevel::Avx512 {
                 if let Some(s) = pulp::x86::V4::try_new() {
-                    return super::x86::run_v4(s, self, src, n, c0, out, extra);
+                    return x86::run_v4(s, self, src, n, c0, out, extra);
                 }
             }
             if level >= SimdLevel::Avx2 {
                 if let Some(s) = pulp::x86::V3::try_new() {
-                    return super::x86::run_v3(s, self, src, n, c0, out, extra);
+                    return x86::run_v3(s, self, src, n, c0, out, extra);
                 }
             }
         }

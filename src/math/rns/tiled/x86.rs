@@ -18,7 +18,7 @@ use core::arch::x86_64::{__m256i, __m512i};
 use pulp::cast;
 use pulp::x86::{V3, V4};
 
-use super::tiled::{Extra, Plan, ROWS_PER_REDUCTION};
+use super::{Extra, Plan, ROWS_PER_REDUCTION};
 
 /// The vector operations of one instruction-set level.
 trait Lanes: Copy {

@@ -1,0 +1,426 @@
+//! The wide uniform-residue generator behind [`uniform_limb_at`](super::uniform_limb_at):
+//! ChaCha20 blocks computed lane-wise (16 lanes at AVX-512, 8 at AVX2 with explicit
+//! intrinsics, a portable lane count for the tests), each block's words reduced by
+//! `FastReducer`; without AVX2, `rand_chacha`'s stream with the same reduction. Every path
+//! writes what [`uniform_limb_reference`](super::uniform_limb_reference) writes.
+
+use rand_chacha::rand_core::{RngCore, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+
+use super::{Seed, CHACHA_CONSTANTS};
+use crate::math::zq::Modulus;
+
+/// The path without AVX2: `rand_chacha`'s stream, 1 KiB (64 residues) per call, each
+/// residue reduced by `FastReducer`.
+pub(super) struct StreamOp<'a> {
+    pub(super) seed: &'a Seed,
+    pub(super) stream: u64,
+    pub(super) red: FastReducer,
+    pub(super) out: &'a mut [u32],
+}
+
+impl pulp::NullaryFnOnce for StreamOp<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn call(self) {
+        let mut rng = ChaCha20Rng::from_seed(*self.seed);
+        rng.set_stream(self.stream);
+        let mut bytes = [0u8; 1024];
+        for chunk in self.out.chunks_mut(64) {
+            // The last call may draw words past the end of `out`; they are dropped (the
+            // generator is private to this call).
+            rng.fill_bytes(&mut bytes);
+            for (o, b) in chunk.iter_mut().zip(bytes.chunks_exact(16)) {
+                let mut w = [0u32; 4];
+                for (wi, bi) in w.iter_mut().zip(b.chunks_exact(4)) {
+                    let mut le = [0u8; 4];
+                    le.copy_from_slice(bi);
+                    *wi = u32::from_le_bytes(le);
+                }
+                let [w0, w1, w2, w3] = w;
+                *o = self.red.reduce(w0, w1, w2, w3);
+            }
+        }
+    }
+}
+
+/// The eight key words of a seed: `u32::from_le_bytes(seed[4i..4i+4])`.
+pub(super) fn key_words(seed: &Seed) -> [u32; 8] {
+    let mut key = [0u32; 8];
+    for (k, bytes) in key.iter_mut().zip(seed.chunks_exact(4)) {
+        let mut w = [0u8; 4];
+        w.copy_from_slice(bytes);
+        *k = u32::from_le_bytes(w);
+    }
+    key
+}
+
+/// Per-modulus constants of the lane-wise reduction of four words (the fast path).
+///
+/// With `c_i = 2^(32 i) mod q` (`c_0 = 1 mod q`), the value
+/// `v = w0 + w1 2^32 + w2 2^64 + w3 2^96` is congruent to `sum_i w_i c_i` mod `q`. Each
+/// product `w_i c_i mod q` is a lazy Shoup product ([`Modulus::mul_shoup_lazy`]) with the
+/// constant `c_i' = floor(c_i 2^32 / q)`, which is exact for *any* `u32` multiplicand `w_i`:
+/// with `t = floor(w_i c_i' / 2^32)`, `w_i c_i / q - 1 < w_i c_i' / 2^32 <= w_i c_i / q`
+/// (as `w_i < 2^32`), so `t` is `floor(w_i c_i / q)` or one less, and
+/// `r_i = w_i c_i - t q` lies in `[0, 2q)`; it is below `2^31`, so computing it with wrapping
+/// `u32` arithmetic gives it exactly. Then, with `q < 2^30` (so `4q < 2^32`, no sum below
+/// wraps): `r_0 + r_1` and `r_2 + r_3` lie in `[0, 4q)` and one conditional subtraction of
+/// `2q` brings each into `[0, 2q)`; their sum lies in `[0, 4q)`, and conditional subtractions
+/// of `2q` then `q` leave the canonical residue `v mod q` in `[0, q)` -- the value
+/// [`uniform_from_words_u32`] computes, since both are the unique residue in `[0, q)`.
+/// The conditional subtractions are branch-free: for `x < 4q`, `x.min(x - 2q)` (wrapping) is
+/// `x - 2q` when `x >= 2q` and `x` otherwise, because then `x - 2q` wraps to at least
+/// `2^32 - 2q > 2q > x`.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct FastReducer {
+    q: u32,
+    /// `c_i = 2^(32 i) mod q`, `i = 0..4`.
+    c: [u32; 4],
+    /// `floor(c_i 2^32 / q)`, each below `2^32` because `c_i < q`.
+    c_shoup: [u32; 4],
+}
+
+impl FastReducer {
+    pub(super) fn new(m: &Modulus) -> Self {
+        let q = u64::from(m.value());
+        let mut c = [0u32; 4];
+        let mut acc = 1 % q;
+        for ci in &mut c {
+            *ci = acc as u32;
+            acc = (acc << 32) % q;
+        }
+        Self { q: m.value(), c, c_shoup: c.map(|ci| m.shoup(ci)) }
+    }
+
+    /// `w_i c_i mod q` in `[0, 2q)` (lazy Shoup product, exact for any `w`).
+    #[inline(always)]
+    fn part(self, w: u32, c: u32, c_shoup: u32) -> u32 {
+        let t = ((u64::from(w) * u64::from(c_shoup)) >> 32) as u32;
+        w.wrapping_mul(c).wrapping_sub(t.wrapping_mul(self.q))
+    }
+
+    /// `(w0 + w1 2^32 + w2 2^64 + w3 2^96) mod q` in `[0, q)` (see the type's docs).
+    #[inline(always)]
+    pub(super) fn reduce(self, w0: u32, w1: u32, w2: u32, w3: u32) -> u32 {
+        let [c0, c1, c2, c3] = self.c;
+        let [s0, s1, s2, s3] = self.c_shoup;
+        let two_q = 2 * self.q;
+        let lo = self.part(w0, c0, s0) + self.part(w1, c1, s1);
+        let lo = lo.min(lo.wrapping_sub(two_q));
+        let hi = self.part(w2, c2, s2) + self.part(w3, c3, s3);
+        let hi = hi.min(hi.wrapping_sub(two_q));
+        let s = lo + hi;
+        let s = s.min(s.wrapping_sub(two_q));
+        s.min(s.wrapping_sub(self.q))
+    }
+}
+
+/// What one call of the wide generator needs.
+pub(super) struct WideJob<'a> {
+    pub(super) key: [u32; 8],
+    pub(super) stream: u64,
+    pub(super) red: FastReducer,
+    pub(super) out: &'a mut [u32],
+}
+
+/// The wide generator with `L` blocks per batch, as a `pulp` operation (dispatched with
+/// `L = 16` at AVX-512; the tests also run it with 8 and 4 lanes).
+pub(super) struct WideOp<'a, const L: usize>(pub(super) WideJob<'a>);
+
+impl<const L: usize> pulp::NullaryFnOnce for WideOp<'_, L> {
+    type Output = ();
+
+    #[inline(always)]
+    fn call(self) {
+        let WideJob { key, stream, red, out } = self.0;
+        fill_batches::<L, _>(out, &Portable { key, stream, red });
+    }
+}
+
+/// Where [`fill_batches`] gets its batches from: `batch(b)` returns the residues of blocks
+/// `b .. b + L` as `r[k][l]` = residue `4 (b + l) + k`. (A trait with always-inlined methods
+/// rather than a closure, so that the batch code is compiled inside the caller's
+/// `target_feature` context.)
+trait Batches<const L: usize> {
+    fn batch(&self, block: u64) -> [[u32; L]; 4];
+}
+
+/// [`wide_residues`] as a [`Batches`] source.
+struct Portable {
+    key: [u32; 8],
+    stream: u64,
+    red: FastReducer,
+}
+
+impl<const L: usize> Batches<L> for Portable {
+    #[inline(always)]
+    fn batch(&self, block: u64) -> [[u32; L]; 4] {
+        wide_residues::<L>(&self.key, self.stream, block, self.red)
+    }
+}
+
+/// Fills `out` batch by batch from `src`.
+#[inline(always)]
+fn fill_batches<const L: usize, B: Batches<L>>(out: &mut [u32], src: &B) {
+    let mut block = 0u64;
+    let mut chunks = out.chunks_exact_mut(4 * L);
+    for chunk in &mut chunks {
+        let [r0, r1, r2, r3] = src.batch(block);
+        // Residue 4 l + k of the batch is r_k[l].
+        for ((((o, &a), &b), &c), &d) in chunk.chunks_exact_mut(4).zip(&r0).zip(&r1).zip(&r2).zip(&r3) {
+            o.copy_from_slice(&[a, b, c, d]);
+        }
+        block = block.wrapping_add(L as u64);
+    }
+    let tail = chunks.into_remainder();
+    if !tail.is_empty() {
+        // A partial batch: the words past the end are computed and dropped.
+        let [r0, r1, r2, r3] = src.batch(block);
+        for ((((o, &a), &b), &c), &d) in tail.chunks_mut(4).zip(&r0).zip(&r1).zip(&r2).zip(&r3) {
+            for (oi, v) in o.iter_mut().zip([a, b, c, d]) {
+                *oi = v;
+            }
+        }
+    }
+}
+
+/// The wide generator at AVX2 with explicit intrinsics (8 blocks per batch, one per lane of
+/// a `ymm` register): the compiler leaves [`wide_residues`] scalar at this level.
+#[cfg(target_arch = "x86_64")]
+pub(super) mod avx2 {
+    use core::arch::x86_64::__m256i;
+
+    use pulp::cast;
+    use pulp::x86::V3;
+
+    use super::{lanes_reduce, FastReducer, CHACHA_CONSTANTS};
+
+    /// The AVX2 form of the wide generator, as a `pulp` operation.
+    pub(in crate::math::sampling) struct Op<'a> {
+        pub(in crate::math::sampling) s: V3,
+        pub(in crate::math::sampling) job: super::WideJob<'a>,
+    }
+
+    impl pulp::NullaryFnOnce for Op<'_> {
+        type Output = ();
+
+        #[inline(always)]
+        fn call(self) {
+            let Op { s, job: super::WideJob { key, stream, red, out } } = self;
+            super::fill_batches::<8, _>(out, &Source { s, key, stream, red });
+        }
+    }
+
+    /// [`residues8`] as a [`super::Batches`] source.
+    struct Source {
+        s: V3,
+        key: [u32; 8],
+        stream: u64,
+        red: FastReducer,
+    }
+
+    impl super::Batches<8> for Source {
+        #[inline(always)]
+        fn batch(&self, block: u64) -> [[u32; 8]; 4] {
+            residues8(self.s, &self.key, self.stream, block, self.red)
+        }
+    }
+
+    /// The byte shuffle that rotates every 32-bit word left by `8 * r` bits (`r` in 1..4):
+    /// output byte `j` of a word is input byte `(j - r) mod 4`, within each 128-bit half.
+    #[inline(always)]
+    fn rotation(r: usize) -> __m256i {
+        let mut m = [0u8; 32];
+        for (i, mi) in m.iter_mut().enumerate() {
+            *mi = (4 * ((i / 4) % 4) + (i + 4 - r) % 4) as u8;
+        }
+        cast(m)
+    }
+
+    /// One quarter round on four state words of eight lanes; `r16`, `r8` are the byte
+    /// shuffles that rotate each word left by 16 and 8 bits.
+    #[inline(always)]
+    #[expect(clippy::many_single_char_names, reason = "the quarter round's own names")]
+    fn quarter_round(s: V3, [a, b, c, d]: [&mut __m256i; 4], r16: __m256i, r8: __m256i) {
+        let v = s.avx2;
+        *a = v._mm256_add_epi32(*a, *b);
+        *d = v._mm256_shuffle_epi8(v._mm256_xor_si256(*d, *a), r16);
+        *c = v._mm256_add_epi32(*c, *d);
+        let t = v._mm256_xor_si256(*b, *c);
+        *b = v._mm256_or_si256(v._mm256_slli_epi32::<12>(t), v._mm256_srli_epi32::<20>(t));
+        *a = v._mm256_add_epi32(*a, *b);
+        *d = v._mm256_shuffle_epi8(v._mm256_xor_si256(*d, *a), r8);
+        *c = v._mm256_add_epi32(*c, *d);
+        let t = v._mm256_xor_si256(*b, *c);
+        *b = v._mm256_or_si256(v._mm256_slli_epi32::<7>(t), v._mm256_srli_epi32::<25>(t));
+    }
+
+    /// [`super::wide_residues`] with `L = 8`, written with AVX2 intrinsics.
+    #[inline(always)]
+    pub(in crate::math::sampling) fn residues8(
+        s: V3,
+        key: &[u32; 8],
+        stream: u64,
+        first: u64,
+        red: FastReducer,
+    ) -> [[u32; 8]; 4] {
+        let (r16, r8) = (rotation(2), rotation(1));
+        let mut ctr_lo = [0u32; 8];
+        let mut ctr_hi = [0u32; 8];
+        for (l, (lo, hi)) in ctr_lo.iter_mut().zip(ctr_hi.iter_mut()).enumerate() {
+            let b = first.wrapping_add(l as u64);
+            *lo = b as u32;
+            *hi = (b >> 32) as u32;
+        }
+        let [c0, c1, c2, c3] = CHACHA_CONSTANTS;
+        let [k0, k1, k2, k3, k4, k5, k6, k7] = *key;
+        let input: [__m256i; 16] = [
+            cast([c0; 8]),
+            cast([c1; 8]),
+            cast([c2; 8]),
+            cast([c3; 8]),
+            cast([k0; 8]),
+            cast([k1; 8]),
+            cast([k2; 8]),
+            cast([k3; 8]),
+            cast([k4; 8]),
+            cast([k5; 8]),
+            cast([k6; 8]),
+            cast([k7; 8]),
+            cast(ctr_lo),
+            cast(ctr_hi),
+            cast([stream as u32; 8]),
+            cast([(stream >> 32) as u32; 8]),
+        ];
+        let [mut x0, mut x1, mut x2, mut x3, mut x4, mut x5, mut x6, mut x7, mut x8, mut x9, mut x10, mut x11, mut x12, mut x13, mut x14, mut x15] =
+            input;
+        for _ in 0..10 {
+            quarter_round(s, [&mut x0, &mut x4, &mut x8, &mut x12], r16, r8);
+            quarter_round(s, [&mut x1, &mut x5, &mut x9, &mut x13], r16, r8);
+            quarter_round(s, [&mut x2, &mut x6, &mut x10, &mut x14], r16, r8);
+            quarter_round(s, [&mut x3, &mut x7, &mut x11, &mut x15], r16, r8);
+            quarter_round(s, [&mut x0, &mut x5, &mut x10, &mut x15], r16, r8);
+            quarter_round(s, [&mut x1, &mut x6, &mut x11, &mut x12], r16, r8);
+            quarter_round(s, [&mut x2, &mut x7, &mut x8, &mut x13], r16, r8);
+            quarter_round(s, [&mut x3, &mut x4, &mut x9, &mut x14], r16, r8);
+        }
+        let x = [x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14, x15];
+        let mut w = [[0u32; 8]; 16];
+        for ((wi, &xi), &ii) in w.iter_mut().zip(&x).zip(&input) {
+            *wi = cast(s.avx2._mm256_add_epi32(xi, ii));
+        }
+        let [w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11, w12, w13, w14, w15] = w;
+        [
+            lanes_reduce(red, &w0, &w1, &w2, &w3),
+            lanes_reduce(red, &w4, &w5, &w6, &w7),
+            lanes_reduce(red, &w8, &w9, &w10, &w11),
+            lanes_reduce(red, &w12, &w13, &w14, &w15),
+        ]
+    }
+}
+
+/// Lane-wise `a += b`.
+#[inline(always)]
+fn lanes_add<const L: usize>(a: &mut [u32; L], b: &[u32; L]) {
+    for (x, y) in a.iter_mut().zip(b) {
+        *x = x.wrapping_add(*y);
+    }
+}
+
+/// Lane-wise `a += s` for one value `s`.
+#[inline(always)]
+fn lanes_add_splat<const L: usize>(a: &mut [u32; L], s: u32) {
+    for x in a.iter_mut() {
+        *x = x.wrapping_add(s);
+    }
+}
+
+/// Lane-wise [`FastReducer::reduce`] of four state words.
+#[inline(always)]
+fn lanes_reduce<const L: usize>(
+    red: FastReducer,
+    w0: &[u32; L],
+    w1: &[u32; L],
+    w2: &[u32; L],
+    w3: &[u32; L],
+) -> [u32; L] {
+    let mut r = [0u32; L];
+    for ((((o, &a), &b), &c), &d) in r.iter_mut().zip(w0).zip(w1).zip(w2).zip(w3) {
+        *o = red.reduce(a, b, c, d);
+    }
+    r
+}
+
+/// One ChaCha20 quarter round on four state words, each an array of `L` lanes.
+#[inline(always)]
+fn lanes_quarter_round<const L: usize>(a: &mut [u32; L], b: &mut [u32; L], c: &mut [u32; L], d: &mut [u32; L]) {
+    for (((a, b), c), d) in a.iter_mut().zip(b.iter_mut()).zip(c.iter_mut()).zip(d.iter_mut()) {
+        *a = a.wrapping_add(*b);
+        *d = (*d ^ *a).rotate_left(16);
+        *c = c.wrapping_add(*d);
+        *b = (*b ^ *c).rotate_left(12);
+        *a = a.wrapping_add(*b);
+        *d = (*d ^ *a).rotate_left(8);
+        *c = c.wrapping_add(*d);
+        *b = (*b ^ *c).rotate_left(7);
+    }
+}
+
+/// Residues `4 first .. 4 (first + L)` of a limb (relative to the stream start): ChaCha20
+/// blocks `first .. first + L` of `(key, stream)`, lane `l` holding block `first + l`
+/// (the same block function as [`chacha20_block`]), then `r[k][l]` = words `4k .. 4k + 3` of
+/// lane `l` reduced by `red`.
+#[inline(always)]
+pub(super) fn wide_residues<const L: usize>(
+    key: &[u32; 8],
+    stream: u64,
+    first: u64,
+    red: FastReducer,
+) -> [[u32; L]; 4] {
+    let [c0, c1, c2, c3] = CHACHA_CONSTANTS;
+    let [k0, k1, k2, k3, k4, k5, k6, k7] = *key;
+    let mut ctr_lo = [0u32; L];
+    let mut ctr_hi = [0u32; L];
+    for (l, (lo, hi)) in ctr_lo.iter_mut().zip(ctr_hi.iter_mut()).enumerate() {
+        let b = first.wrapping_add(l as u64);
+        *lo = b as u32;
+        *hi = (b >> 32) as u32;
+    }
+    let (s_lo, s_hi) = (stream as u32, (stream >> 32) as u32);
+    let (mut x0, mut x1, mut x2, mut x3) = ([c0; L], [c1; L], [c2; L], [c3; L]);
+    let (mut x4, mut x5, mut x6, mut x7) = ([k0; L], [k1; L], [k2; L], [k3; L]);
+    let (mut x8, mut x9, mut x10, mut x11) = ([k4; L], [k5; L], [k6; L], [k7; L]);
+    let (mut x12, mut x13, mut x14, mut x15) = (ctr_lo, ctr_hi, [s_lo; L], [s_hi; L]);
+    for _ in 0..10 {
+        lanes_quarter_round(&mut x0, &mut x4, &mut x8, &mut x12);
+        lanes_quarter_round(&mut x1, &mut x5, &mut x9, &mut x13);
+        lanes_quarter_round(&mut x2, &mut x6, &mut x10, &mut x14);
+        lanes_quarter_round(&mut x3, &mut x7, &mut x11, &mut x15);
+        lanes_quarter_round(&mut x0, &mut x5, &mut x10, &mut x15);
+        lanes_quarter_round(&mut x1, &mut x6, &mut x11, &mut x12);
+        lanes_quarter_round(&mut x2, &mut x7, &mut x8, &mut x13);
+        lanes_quarter_round(&mut x3, &mut x4, &mut x9, &mut x14);
+    }
+    // The feed-forward (add the input block), one state word at a time.
+    for (x, s) in [(&mut x0, c0), (&mut x1, c1), (&mut x2, c2), (&mut x3, c3)] {
+        lanes_add_splat(x, s);
+    }
+    for (x, s) in [(&mut x4, k0), (&mut x5, k1), (&mut x6, k2), (&mut x7, k3)] {
+        lanes_add_splat(x, s);
+    }
+    for (x, s) in [(&mut x8, k4), (&mut x9, k5), (&mut x10, k6), (&mut x11, k7)] {
+        lanes_add_splat(x, s);
+    }
+    lanes_add(&mut x12, &ctr_lo);
+    lanes_add(&mut x13, &ctr_hi);
+    lanes_add_splat(&mut x14, s_lo);
+    lanes_add_splat(&mut x15, s_hi);
+    [
+        lanes_reduce(red, &x0, &x1, &x2, &x3),
+        lanes_reduce(red, &x4, &x5, &x6, &x7),
+        lanes_reduce(red, &x8, &x9, &x10, &x11),
+        lanes_reduce(red, &x12, &x13, &x14, &x15),
+    ]
+}
