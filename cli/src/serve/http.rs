@@ -76,7 +76,14 @@ async fn observe(State(st): St, req: Request, next: Next) -> Response {
     let start = Instant::now();
     let route = req.extensions().get::<MatchedPath>().map_or("other", |m| m.as_str()).to_owned();
     let method = req.method().clone();
-    let res = next.run(req).await;
+    // A declared length over the limit is refused before any of the body is read.
+    let declared = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    let res = if declared.is_some_and(|n| n > st.max_body as u64) {
+        ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", "declared body length over the server's limit")
+            .into_response()
+    } else {
+        next.run(req).await
+    };
     let secs = start.elapsed().as_secs_f64();
     st.metrics.record(&route, res.status().as_u16(), secs);
     eprintln!("{method} {route} {} {:.1} ms", res.status().as_u16(), secs * 1e3);
