@@ -61,6 +61,9 @@ enum Command {
     /// Encrypted inference as an HTTP service: clients upload evaluation keys and ciphertexts
     /// and get encrypted scores back (docs/serve.md).
     Serve(serve::ServeArgs),
+    /// The client of `wgfhe serve`: keys here, evaluation there, scores decrypted and (with
+    /// --check) compared with the plaintext model.
+    Infer(serve::InferArgs),
 }
 
 /// Exit status of a run stopped by `--stop-after` (its checkpoint complete up to that stage).
@@ -77,6 +80,7 @@ fn main() -> ExitCode {
         Command::Verify(args) => verify::run(&args),
         Command::Soak(args) => soak::run(&args),
         Command::Serve(args) => serve::run(&args),
+        Command::Infer(args) => serve::infer(&args),
     });
     match res {
         Ok(()) => ExitCode::SUCCESS,

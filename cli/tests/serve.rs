@@ -517,3 +517,22 @@ fn load_32_clients() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `wgfhe infer --remote`: the command-line client against a served model, every score
+/// checked by the client against the model the server publishes.
+#[test]
+fn cli_remote_client_checks_every_score() {
+    let dir = workdir("remote");
+    let srv = Server::start(&dir, &[]);
+    let out = Command::new(env!("CARGO_BIN_EXE_wgfhe"))
+        .args(["infer", "--remote", &format!("http://{}", srv.addr), "--images", "20", "--check"])
+        .arg("--insecure-test-params")
+        .arg("--token-file")
+        .arg(dir.join("tokens"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("checked 20 scores against the plaintext model: 0 differ"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -5,6 +5,7 @@
 mod engine;
 mod http;
 mod metrics;
+mod remote;
 mod store;
 mod wire;
 
@@ -26,6 +27,8 @@ use wgfhe_mnist::lr::QuantLr;
 use self::http::AppState;
 use self::metrics::Metrics;
 use self::store::Store;
+
+pub(crate) use self::remote::{run as infer, InferArgs};
 
 /// `wgfhe serve` options.
 #[derive(Debug, Args)]
