@@ -536,3 +536,31 @@ fn cli_remote_client_checks_every_score() {
     assert!(stdout.contains("checked 20 scores against the plaintext model: 0 differ"), "{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A memory budget of one key set: the second upload evicts the first from memory, never
+/// from disk; the first is read back (checksum checked) and served.
+#[test]
+fn lru_eviction_leaves_memory_not_disk() {
+    let dir = workdir("lru");
+    let alice = Client::new(T, TOKENS[0]);
+    let bob = Client::new(T, TOKENS[1]);
+    let size = alice.keys().len();
+    let budget = (size + size / 2).to_string();
+    let srv = Server::start(&dir, &["--device-budget-bytes", &budget]);
+    let a = &srv.addr;
+    let resident = || {
+        let m = String::from_utf8(call(a, "GET", "/metrics", None, &[], b"").body).unwrap();
+        m.lines().find_map(|l| l.strip_prefix("wgfhe_resident_key_sets ")).unwrap().to_owned()
+    };
+    let id_a = alice.upload(a);
+    assert_eq!(resident(), "1");
+    let id_b = bob.upload(a);
+    assert_eq!(resident(), "1");
+    assert_eq!(std::fs::read_dir(dir.join("store")).unwrap().count(), 2);
+    alice.round_trip(a, &id_a, 0);
+    bob.round_trip(a, &id_b, 1);
+    alice.round_trip(a, &id_a, 2);
+    assert_eq!(resident(), "1");
+    drop(srv);
+    let _ = std::fs::remove_dir_all(&dir);
+}
