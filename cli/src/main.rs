@@ -14,6 +14,7 @@ mod info;
 mod mnist;
 mod output;
 mod params;
+mod serve;
 mod soak;
 mod verify;
 
@@ -57,6 +58,12 @@ enum Command {
     /// Soak test: many cycles of HMULT + rotation + rescale on one backend (WGFHE_BACKEND),
     /// reporting resident memory and the GPU buffer pool at the start, middle and end.
     Soak(soak::SoakArgs),
+    /// Encrypted inference as an HTTP service: clients upload evaluation keys and ciphertexts
+    /// and get encrypted scores back (docs/serve.md).
+    Serve(serve::ServeArgs),
+    /// The client of `wgfhe serve`: keys here, evaluation there, scores decrypted and (with
+    /// --check) compared with the plaintext model.
+    Infer(serve::InferArgs),
 }
 
 /// Exit status of a run stopped by `--stop-after` (its checkpoint complete up to that stage).
@@ -72,6 +79,8 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(&args),
         Command::Verify(args) => verify::run(&args),
         Command::Soak(args) => soak::run(&args),
+        Command::Serve(args) => serve::run(&args),
+        Command::Infer(args) => serve::infer(&args),
     });
     match res {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,566 @@
+//! `wgfhe serve` as its users meet it: the built binary in its own process on a loopback
+//! ephemeral port, spoken to over raw HTTP/1.1 (so that malformed, truncated and abandoned
+//! requests can be sent). Every server here runs `--backend cpu` on a small INSECURE test ring
+//! so that the file stays fast in CI; the GPU path is the same code behind the engine trait.
+//! Each socket read is bounded by a timeout, so no test can hang.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use wgfhe::bgv::Bgv;
+use wgfhe::compress::{Bxt, Variant};
+use wgfhe::params::{insecure_test_bgv, Parameters, TestRing};
+use wgfhe_mnist::lr::QuantLr;
+use wgfhe_mnist::split::lr_client_columns;
+
+const RING: TestRing = TestRing { log_n: 10, q_primes: 3, p_primes: 1, dnum: 3 };
+const T: u64 = 12289;
+/// Another plaintext modulus on the same ring: another parameter set.
+const OTHER_T: u64 = 40961;
+const DIM: usize = 12;
+const TOKENS: [&str; 2] = ["token-alice-0123456789", "token-bob-9876543210"];
+const IO_TIMEOUT: Duration = Duration::from_secs(60);
+
+fn params(t: u64) -> Parameters {
+    insecure_test_bgv(RING, t).unwrap()
+}
+
+fn model() -> QuantLr {
+    let weights: Vec<i64> = (0..DIM as i64).map(|i| (i * 5 % 7) - 3).collect();
+    QuantLr::new(weights, -11, 4).unwrap()
+}
+
+fn images(count: usize, salt: usize) -> Vec<Vec<u8>> {
+    (0..count).map(|s| (0..DIM).map(|i| ((s * 7 + i * 3 + salt * 5) % 16) as u8).collect()).collect()
+}
+
+static DIRS: AtomicUsize = AtomicUsize::new(0);
+
+/// A fresh directory with `params.bin`, `lr.json` and a token file.
+fn workdir(name: &str) -> PathBuf {
+    let n = DIRS.fetch_add(1, Ordering::SeqCst);
+    let dir = std::env::temp_dir().join(format!("wgfhe-serve-test-{}-{name}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("params.bin"), params(T).to_bytes()).unwrap();
+    std::fs::write(dir.join("lr.json"), model().to_json().unwrap()).unwrap();
+    std::fs::write(dir.join("tokens"), format!("{}\n{}\n", TOKENS[0], TOKENS[1])).unwrap();
+    dir
+}
+
+/// The server process; killed (SIGKILL) when dropped.
+struct Server {
+    child: Child,
+    addr: String,
+}
+
+impl Server {
+    fn start(dir: &Path, extra: &[&str]) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_wgfhe"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--backend", "cpu", "--insecure-test-params"])
+            .arg("--models")
+            .arg(dir)
+            .arg("--token-file")
+            .arg(dir.join("tokens"))
+            .arg("--store")
+            .arg(dir.join("store"))
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = rx.recv_timeout(IO_TIMEOUT).expect("the server printed no address");
+        let addr = line.trim().strip_prefix("listening on http://").expect("address line").to_owned();
+        Self { child, addr }
+    }
+
+    fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next().and_then(|n| n.parse().ok()))
+            .unwrap_or(0)
+    }
+
+    fn kill(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+struct Reply {
+    status: u16,
+    headers: String,
+    body: Vec<u8>,
+}
+
+impl Reply {
+    fn kind(&self) -> String {
+        let v: serde_json::Value = serde_json::from_slice(&self.body).unwrap_or_else(|_| {
+            panic!("status {} with a non-JSON body: {:?}", self.status, String::from_utf8_lossy(&self.body))
+        });
+        v["error"]["kind"].as_str().unwrap_or_else(|| panic!("no error kind in {v}")).to_owned()
+    }
+}
+
+/// Sends raw request bytes and reads the whole reply (the request says `Connection: close`).
+fn raw(addr: &str, request: &[u8]) -> Reply {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+    s.set_write_timeout(Some(IO_TIMEOUT)).unwrap();
+    // The server may answer (413) and close before the whole body is written.
+    let _ = s.write_all(request);
+    let mut buf = Vec::new();
+    let _ = s.read_to_end(&mut buf);
+    parse(&buf)
+}
+
+fn parse(buf: &[u8]) -> Reply {
+    let end = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap_or_else(|| panic!("no reply head: {buf:?}"));
+    let head = String::from_utf8_lossy(&buf[..end]).to_string();
+    let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let mut body = buf[end + 4..].to_vec();
+    if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+        body = dechunk(&body);
+    }
+    Reply { status, headers: head, body }
+}
+
+fn dechunk(mut b: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let nl = b.windows(2).position(|w| w == b"\r\n").unwrap();
+        let len = usize::from_str_radix(std::str::from_utf8(&b[..nl]).unwrap().trim(), 16).unwrap();
+        if len == 0 {
+            return out;
+        }
+        out.extend_from_slice(&b[nl + 2..nl + 2 + len]);
+        b = &b[nl + 4 + len..];
+    }
+}
+
+fn request(method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
+    let mut r =
+        format!("{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    for (k, v) in headers {
+        r.push_str(&format!("{k}: {v}\r\n"));
+    }
+    r.push_str("\r\n");
+    let mut out = r.into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
+fn call(addr: &str, method: &str, path: &str, token: Option<&str>, extra: &[(&str, &str)], body: &[u8]) -> Reply {
+    let auth = token.map(|t| format!("Bearer {t}"));
+    let mut headers: Vec<(&str, &str)> = extra.to_vec();
+    if let Some(a) = &auth {
+        headers.push(("Authorization", a));
+    }
+    raw(addr, &request(method, path, &headers, body))
+}
+
+/// The WGFB frame of `docs/serve.md`.
+fn frame(objects: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = b"WGFB".to_vec();
+    out.extend_from_slice(&1u32.to_le_bytes());
+    out.extend_from_slice(&(objects.len() as u32).to_le_bytes());
+    for o in objects {
+        out.extend_from_slice(&(o.len() as u64).to_le_bytes());
+        out.extend_from_slice(o);
+    }
+    out
+}
+
+fn unframe(b: &[u8]) -> Vec<Vec<u8>> {
+    assert_eq!(&b[..4], b"WGFB");
+    let count = u32::from_le_bytes(b[8..12].try_into().unwrap()) as usize;
+    let mut at = 12;
+    (0..count)
+        .map(|_| {
+            let len = u64::from_le_bytes(b[at..at + 8].try_into().unwrap()) as usize;
+            at += 8;
+            let o = b[at..at + len].to_vec();
+            at += len;
+            o
+        })
+        .collect()
+}
+
+/// A client: its own secret key; only key and ciphertext bytes leave it.
+struct Client {
+    bgv: Bgv<wgfhe::backend::CpuBackend>,
+    sk: wgfhe::rlwe::SecretKey<wgfhe::backend::CpuBackend>,
+    token: &'static str,
+}
+
+impl Client {
+    fn new(t: u64, token: &'static str) -> Self {
+        let bgv = Bgv::cpu(&params(t)).unwrap();
+        let sk = bgv.gen_secret_key().unwrap();
+        Self { bgv, sk, token }
+    }
+
+    fn keys(&self) -> Vec<u8> {
+        self.bgv.gen_evaluation_keys(&self.sk, &[], false).unwrap().to_bytes(self.bgv.backend()).unwrap()
+    }
+
+    fn upload(&self, addr: &str) -> String {
+        let r = call(addr, "POST", "/v1/keys", Some(self.token), &[], &self.keys());
+        assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+        let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+        let id = v["id"].as_str().unwrap().to_owned();
+        assert_eq!(id.len(), 32);
+        id
+    }
+
+    fn encrypt(&self, imgs: &[Vec<u8>]) -> Vec<Vec<u8>> {
+        let bxt = Bxt::new(&self.bgv, Variant::Cso);
+        let refs: Vec<&[u8]> = imgs.iter().map(Vec::as_slice).collect();
+        lr_client_columns(&refs, DIM, self.bgv.encoder().slots())
+            .unwrap()
+            .iter()
+            .map(|c| bxt.to_bytes(&bxt.encrypt(&self.sk, &self.bgv.encoder().encode(c).unwrap()).unwrap()).unwrap())
+            .collect()
+    }
+
+    fn infer(&self, addr: &str, id: &str, cts: &[Vec<u8>]) -> Reply {
+        call(addr, "POST", "/v1/infer/lr", Some(self.token), &[("x-wgfhe-key-set", id)], &frame(cts))
+    }
+
+    /// Encrypts, infers and checks every score against the plaintext model.
+    fn round_trip(&self, addr: &str, id: &str, salt: usize) {
+        let imgs = images(9, salt);
+        let r = self.infer(addr, id, &self.encrypt(&imgs));
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+        let out = unframe(&r.body);
+        assert_eq!(out.len(), 1);
+        let bxt = Bxt::new(&self.bgv, Variant::Cso);
+        let got = self
+            .bgv
+            .encoder()
+            .decode_signed(&bxt.decrypt(&self.sk, &bxt.from_bytes(&out[0]).unwrap()).unwrap())
+            .unwrap();
+        let m = model();
+        for (s, img) in imgs.iter().enumerate() {
+            assert_eq!(got[s], m.score(img).unwrap(), "image {s}");
+        }
+    }
+}
+
+#[test]
+fn end_to_end_lr_every_score_checked() {
+    let dir = workdir("e2e");
+    let srv = Server::start(&dir, &[]);
+    let a = &srv.addr;
+    let health = call(a, "GET", "/healthz", None, &[], b"");
+    assert_eq!((health.status, health.body.as_slice()), (200, b"ok\n".as_slice()));
+    let info: serde_json::Value = serde_json::from_slice(&call(a, "GET", "/v1/info", None, &[], b"").body).unwrap();
+    assert_eq!(info["backend"], "cpu");
+    assert_eq!(info["models"][0]["name"], "lr");
+    assert_eq!(info["models"][0]["inputs"], DIM);
+    let served = call(a, "GET", "/v1/params", None, &[], b"");
+    assert_eq!(served.body, params(T).to_bytes());
+
+    let client = Client::new(T, TOKENS[0]);
+    let id = client.upload(a);
+    client.round_trip(a, &id, 0);
+    client.round_trip(a, &id, 1);
+
+    let metrics = String::from_utf8(call(a, "GET", "/metrics", None, &[], b"").body).unwrap();
+    assert!(metrics.contains("wgfhe_requests_total{route=\"/v1/infer/{model}\",status=\"200\"} 2"), "{metrics}");
+    assert!(metrics.contains("wgfhe_resident_key_bytes"), "{metrics}");
+
+    let del = call(a, "DELETE", &format!("/v1/keys/{id}"), Some(TOKENS[0]), &[], b"");
+    assert_eq!(del.status, 204);
+    let after = client.infer(a, &id, &client.encrypt(&images(2, 0)));
+    assert_eq!((after.status, after.kind().as_str()), (404, "unknown_key_set"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_input_gets_typed_errors() {
+    let dir = workdir("bad");
+    let srv = Server::start(&dir, &["--max-body-bytes", "2000000"]);
+    let a = &srv.addr;
+    let alice = Client::new(T, TOKENS[0]);
+    let keys = alice.keys();
+    let expect = |r: Reply, status: u16, kind: &str| {
+        assert_eq!((r.status, r.kind().as_str()), (status, kind), "{}", r.headers);
+    };
+
+    // Tokens.
+    expect(call(a, "POST", "/v1/keys", None, &[], &keys), 401, "unauthenticated");
+    expect(call(a, "POST", "/v1/keys", Some("not-a-token"), &[], &keys), 403, "forbidden");
+    // Malformed and truncated key objects.
+    expect(call(a, "POST", "/v1/keys", Some(TOKENS[0]), &[], b"hello, not keys"), 400, "malformed");
+    expect(call(a, "POST", "/v1/keys", Some(TOKENS[0]), &[], &keys[..keys.len() / 2]), 400, "malformed");
+    let mut flipped = keys.clone();
+    let mid = flipped.len() / 2;
+    flipped[mid] ^= 1;
+    expect(call(a, "POST", "/v1/keys", Some(TOKENS[0]), &[], &flipped), 400, "malformed");
+    // Keys of another parameter set.
+    let other = Client::new(OTHER_T, TOKENS[0]);
+    expect(call(a, "POST", "/v1/keys", Some(TOKENS[0]), &[], &other.keys()), 422, "wrong_parameters");
+    // Too large: the body over the limit, and a huge declared Content-Length.
+    expect(call(a, "POST", "/v1/keys", Some(TOKENS[0]), &[], &vec![0u8; 3_000_000]), 413, "too_large");
+    let huge = format!(
+        "POST /v1/keys HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer {}\r\nContent-Length: 999999999999\r\n\r\nabc",
+        TOKENS[0]
+    );
+    expect(raw(a, huge.as_bytes()), 413, "too_large");
+
+    let id = alice.upload(a);
+    let cts = alice.encrypt(&images(3, 0));
+    // Frames: garbage, truncated, a huge declared object length, trailing bytes.
+    expect(alice.infer(a, &id, &[]), 422, "wrong_shape");
+    expect(call(a, "POST", "/v1/infer/lr", Some(TOKENS[0]), &[("x-wgfhe-key-set", &id)], b"garbage"), 400, "malformed");
+    let full = frame(&cts);
+    let truncated = &full[..full.len() - 10];
+    expect(call(a, "POST", "/v1/infer/lr", Some(TOKENS[0]), &[("x-wgfhe-key-set", &id)], truncated), 400, "malformed");
+    let mut lying = frame(&cts[..1]);
+    lying[12..20].copy_from_slice(&u64::MAX.to_le_bytes());
+    expect(call(a, "POST", "/v1/infer/lr", Some(TOKENS[0]), &[("x-wgfhe-key-set", &id)], &lying), 400, "malformed");
+    let mut trailing = full.clone();
+    trailing.push(0);
+    expect(call(a, "POST", "/v1/infer/lr", Some(TOKENS[0]), &[("x-wgfhe-key-set", &id)], &trailing), 400, "malformed");
+    // A corrupted ciphertext inside a well-formed frame.
+    let mut bad_ct = cts.clone();
+    let l = bad_ct[0].len();
+    bad_ct[0][l / 2] ^= 0x40;
+    expect(alice.infer(a, &id, &bad_ct), 400, "malformed");
+    // Wrong model shape (one ciphertext short) and ciphertexts of another parameter set.
+    expect(alice.infer(a, &id, &cts[1..]), 422, "wrong_shape");
+    expect(alice.infer(a, &id, &other.encrypt(&images(3, 0))), 422, "wrong_parameters");
+    // Missing key-set header, unknown key set, unknown model, unknown route.
+    expect(call(a, "POST", "/v1/infer/lr", Some(TOKENS[0]), &[], &full), 400, "malformed");
+    expect(alice.infer(a, "0123456789abcdef0123456789abcdef", &cts), 404, "unknown_key_set");
+    expect(alice.infer(a, "../../etc/passwd", &cts), 404, "unknown_key_set");
+    expect(
+        call(a, "POST", "/v1/infer/cnn-nope", Some(TOKENS[0]), &[("x-wgfhe-key-set", &id)], &full),
+        404,
+        "unknown_model",
+    );
+    expect(call(a, "GET", "/v2/nothing", None, &[], b""), 404, "not_found");
+    // Another client's key set with that client's (valid, different) token.
+    let bob = Client::new(T, TOKENS[1]);
+    expect(bob.infer(a, &id, &cts), 403, "forbidden");
+    expect(call(a, "DELETE", &format!("/v1/keys/{id}"), Some(TOKENS[1]), &[], b""), 403, "forbidden");
+    // None of it disturbed the owner's service.
+    alice.round_trip(a, &id, 4);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn full_queue_answers_429_with_retry_after() {
+    let dir = workdir("queue");
+    let srv = Server::start(&dir, &["--max-queue", "0"]);
+    let r = call(&srv.addr, "POST", "/v1/keys", Some(TOKENS[0]), &[], &Client::new(T, TOKENS[0]).keys());
+    assert_eq!((r.status, r.kind().as_str()), (429, "busy"));
+    assert!(r.headers.to_ascii_lowercase().contains("retry-after: 1"), "{}", r.headers);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn faults_disconnect_kill_restart_and_corruption() {
+    let dir = workdir("faults");
+    let srv = Server::start(&dir, &[]);
+    let alice = Client::new(T, TOKENS[0]);
+    let keys = alice.keys();
+    // A client that sends half an upload and goes away.
+    {
+        let req = request("POST", "/v1/keys", &[("Authorization", &format!("Bearer {}", TOKENS[0]))], &keys);
+        let mut s = TcpStream::connect(&srv.addr).unwrap();
+        s.write_all(&req[..req.len() / 2]).unwrap();
+    }
+    // A client that leaves before reading its answer.
+    {
+        let req = request("POST", "/v1/keys", &[("Authorization", &format!("Bearer {}", TOKENS[0]))], &keys);
+        let mut s = TcpStream::connect(&srv.addr).unwrap();
+        s.write_all(&req).unwrap();
+    }
+    let id = alice.upload(&srv.addr);
+    alice.round_trip(&srv.addr, &id, 0);
+
+    // SIGKILL, restart on the same store: the same id still works.
+    srv.kill();
+    let srv = Server::start(&dir, &[]);
+    alice.round_trip(&srv.addr, &id, 1);
+
+    // A key file damaged on disk (read back after a restart, so not from memory): refused.
+    srv.kill();
+    let path = dir.join("store").join(format!("{id}.keys"));
+    let mut data = std::fs::read(&path).unwrap();
+    let at = data.len() - 100;
+    data[at] ^= 0x01;
+    std::fs::write(&path, &data).unwrap();
+    let srv = Server::start(&dir, &[]);
+    let r = alice.infer(&srv.addr, &id, &alice.encrypt(&images(2, 0)));
+    assert_eq!((r.status, r.kind().as_str()), (500, "corrupt_key_set"));
+    // A fresh upload is served as before.
+    let id2 = alice.upload(&srv.addr);
+    alice.round_trip(&srv.addr, &id2, 2);
+    drop(srv);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn sigterm_stops_cleanly() {
+    let dir = workdir("term");
+    let mut srv = Server::start(&dir, &[]);
+    let alice = Client::new(T, TOKENS[0]);
+    let id = alice.upload(&srv.addr);
+    alice.round_trip(&srv.addr, &id, 0);
+    let st = Command::new("kill").arg("-TERM").arg(srv.child.id().to_string()).status().unwrap();
+    assert!(st.success());
+    let start = Instant::now();
+    let code = loop {
+        if let Some(code) = srv.child.try_wait().unwrap() {
+            break code;
+        }
+        assert!(start.elapsed() < IO_TIMEOUT, "the server did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(code.success(), "{code:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+/// 32 concurrent clients, each with its own keys, a fixed number of requests each: no errors,
+/// every score checked. Throughput, p50/p99 and the server's RSS are printed (not asserted:
+/// timings depend on the machine).
+#[test]
+fn load_32_clients() {
+    const CLIENTS: usize = 32;
+    const REQUESTS: usize = 3;
+    let dir = workdir("load");
+    let srv = Server::start(&dir, &["--max-concurrency", "2", "--max-queue", "64"]);
+    let rss_start = srv.rss_kib();
+    let addr = srv.addr.clone();
+    let clients: Vec<Client> = (0..CLIENTS).map(|i| Client::new(T, TOKENS[i % 2])).collect();
+    let ids: Vec<String> = std::thread::scope(|s| {
+        let hs: Vec<_> = clients.iter().map(|c| s.spawn(|| c.upload(&addr))).collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let inputs: Vec<Vec<Vec<Vec<u8>>>> =
+        clients.iter().map(|c| (0..REQUESTS).map(|r| c.encrypt(&images(9, r))).collect()).collect();
+    let mut rss_mid = 0;
+    let start = Instant::now();
+    let mut lat: Vec<f64> = std::thread::scope(|s| {
+        let hs: Vec<_> = clients
+            .iter()
+            .zip(&ids)
+            .zip(&inputs)
+            .map(|((c, id), reqs)| {
+                let addr = &addr;
+                s.spawn(move || {
+                    reqs.iter()
+                        .map(|cts| {
+                            let t0 = Instant::now();
+                            let r = c.infer(addr, id, cts);
+                            assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+                            let out = unframe(&r.body);
+                            let bxt = Bxt::new(&c.bgv, Variant::Cso);
+                            let ct = bxt.from_bytes(&out[0]).unwrap();
+                            let got = c.bgv.encoder().decode_signed(&bxt.decrypt(&c.sk, &ct).unwrap()).unwrap();
+                            assert_eq!(got.len(), c.bgv.encoder().slots());
+                            t0.elapsed().as_secs_f64()
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(50));
+        rss_mid = srv.rss_kib();
+        hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
+    });
+    let wall = start.elapsed().as_secs_f64();
+    let rss_end = srv.rss_kib();
+    // Every score of one client's requests against the plaintext model.
+    clients[0].round_trip(&addr, &ids[0], 0);
+    lat.sort_by(f64::total_cmp);
+    assert_eq!(lat.len(), CLIENTS * REQUESTS);
+    let metrics = String::from_utf8(call(&addr, "GET", "/metrics", None, &[], b"").body).unwrap();
+    let served =
+        format!("wgfhe_requests_total{{route=\"/v1/infer/{{model}}\",status=\"200\"}} {}", CLIENTS * REQUESTS + 1);
+    assert!(metrics.contains(&served), "{metrics}");
+    assert!(!metrics.contains("status=\"5"), "{metrics}");
+    println!(
+        "load: {CLIENTS} clients x {REQUESTS} requests, 0 errors, {:.1} req/s, p50 {:.1} ms, p99 {:.1} ms, server RSS start/middle/end {rss_start}/{rss_mid}/{rss_end} KiB",
+        lat.len() as f64 / wall,
+        percentile(&lat, 0.5) * 1e3,
+        percentile(&lat, 0.99) * 1e3
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `wgfhe infer --remote`: the command-line client against a served model, every score
+/// checked by the client against the model the server publishes.
+#[test]
+fn cli_remote_client_checks_every_score() {
+    let dir = workdir("remote");
+    let srv = Server::start(&dir, &[]);
+    let out = Command::new(env!("CARGO_BIN_EXE_wgfhe"))
+        .args(["infer", "--remote", &format!("http://{}", srv.addr), "--images", "20", "--check"])
+        .arg("--insecure-test-params")
+        .arg("--token-file")
+        .arg(dir.join("tokens"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("checked 20 scores against the plaintext model: 0 differ"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A memory budget of one key set: the second upload evicts the first from memory, never
+/// from disk; the first is read back (checksum checked) and served.
+#[test]
+fn lru_eviction_leaves_memory_not_disk() {
+    let dir = workdir("lru");
+    let alice = Client::new(T, TOKENS[0]);
+    let bob = Client::new(T, TOKENS[1]);
+    let size = alice.keys().len();
+    let budget = (size + size / 2).to_string();
+    let srv = Server::start(&dir, &["--device-budget-bytes", &budget]);
+    let a = &srv.addr;
+    let resident = || {
+        let m = String::from_utf8(call(a, "GET", "/metrics", None, &[], b"").body).unwrap();
+        m.lines().find_map(|l| l.strip_prefix("wgfhe_resident_key_sets ")).unwrap().to_owned()
+    };
+    let id_a = alice.upload(a);
+    assert_eq!(resident(), "1");
+    let id_b = bob.upload(a);
+    assert_eq!(resident(), "1");
+    assert_eq!(std::fs::read_dir(dir.join("store")).unwrap().count(), 2);
+    alice.round_trip(a, &id_a, 0);
+    bob.round_trip(a, &id_b, 1);
+    alice.round_trip(a, &id_a, 2);
+    assert_eq!(resident(), "1");
+    drop(srv);
+    let _ = std::fs::remove_dir_all(&dir);
+}
