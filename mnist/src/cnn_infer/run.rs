@@ -208,7 +208,7 @@ pub(super) fn checkpoint_config<B: Backend>(
     })
 }
 
-/// [`run_cnn`] with a checkpoint ([`super::checkpoint`]): with one, all of the key owner's
+/// [`run_cnn`] with a checkpoint ([`crate::checkpoint`]): with one, all of the key owner's
 /// randomness derives from the checkpoint's seed, every batch's inputs are checked against the
 /// checkpoint, the completed stages of a batch are loaded instead of computed and each stage
 /// computed is written ([`CnnCircuit::evaluate_checkpointed`]). The server's counts and times

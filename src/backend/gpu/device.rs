@@ -59,7 +59,7 @@
 //! `tests/fault.rs` use them; without the feature the switch does not exist.
 
 use std::num::NonZeroU64;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use super::pipelines::{Builder, Pipe, Pipelines};
@@ -142,6 +142,12 @@ mod pool;
 use counters::Counters;
 pub use counters::DeviceCounters;
 pub use pool::{size_class, BufferPool, PoolStats};
+#[cfg(feature = "testing")]
+mod faults;
+#[cfg(feature = "testing")]
+pub use faults::Fault;
+#[cfg(feature = "testing")]
+use faults::Faults;
 
 /// The open encoder and what belongs to it.
 #[derive(Default)]
@@ -213,42 +219,6 @@ pub struct GpuDevice {
     /// Armed test faults.
     #[cfg(feature = "testing")]
     faults: Faults,
-}
-
-/// A fault [`GpuDevice::inject_fault`] arms (feature `testing`).
-#[cfg(feature = "testing")]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fault {
-    /// Destroy the device ([`GpuDevice::destroy`]) just before the `after`-th next dispatch is
-    /// recorded (1: the next one); that dispatch and everything after it is
-    /// [`Error::DeviceLost`].
-    LoseDevice {
-        /// Which dispatch, counting from 1.
-        after: u64,
-    },
-    /// Make the `after`-th next allocation (pool hits included; 1: the next one) fail as
-    /// [`Error::GpuOutOfMemory`], releasing the idle pool first as a real failure does. Later
-    /// allocations succeed again.
-    OutOfMemory {
-        /// Which allocation, counting from 1.
-        after: u64,
-    },
-}
-
-/// Countdowns of the armed faults (0: disarmed).
-#[cfg(feature = "testing")]
-#[derive(Debug, Default)]
-struct Faults {
-    lose_at_dispatch: AtomicU64,
-    oom_at_alloc: AtomicU64,
-}
-
-#[cfg(feature = "testing")]
-impl Faults {
-    /// Counts one event down; true when it is the armed one (which disarms it).
-    fn tick(counter: &AtomicU64) -> bool {
-        counter.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)) == Ok(1)
-    }
 }
 
 impl std::fmt::Debug for GpuDevice {

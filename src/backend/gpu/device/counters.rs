@@ -24,10 +24,10 @@ pub struct DeviceCounters {
     /// Device buffers created (pool misses).
     pub allocations: u64,
     /// Device time of the timed submissions, in nanoseconds, from the device's timestamps
-    /// (zero where the adapter has none, [`GpuDevice::has_timestamps`]; see the `timer` module:
+    /// (zero where the adapter has none, [`GpuDevice::has_timestamps`](super::GpuDevice::has_timestamps); see the `timer` module:
     /// the span of each submission's commands on the device's clock, summed).
     pub device_ns: u64,
-    /// Submissions whose timestamps have arrived (all of them after [`GpuDevice::wait`]).
+    /// Submissions whose timestamps have arrived (all of them after [`GpuDevice::wait`](super::GpuDevice::wait)).
     pub timed_submissions: u64,
     /// Of `upload_bytes`, the bytes of dispatch parameters (the parameter arena, and the
     /// occasional parameter list too long for it): the rest is data (buffers and tables).
