@@ -3,7 +3,7 @@
 # Python package: builds the wheel with maturin (into target/wheels, sharing target/ and
 # Cargo.lock with the workspace, so wgpu and the library are not compiled twice), installs it
 # with the pinned dependencies of python/pyproject.toml into python/.venv (git-ignored) and
-# runs the pytest suite, the Ray example's test included.
+# runs the pytest suite, the Ray example's test and the `wgfhe serve` client's test included.
 #
 # Environment: PYTHON (default python3, >= 3.11 for tomllib), SKIP_CARGO_TEST=1 to run only
 # the Python part.
@@ -13,7 +13,12 @@ cd "$(dirname "$0")/.."
 if [ "${SKIP_CARGO_TEST:-0}" != 1 ]; then
   echo "== cargo test --release --workspace"
   cargo test --release --workspace
+else
+  # The Python tests run `wgfhe serve` (tests/test_remote.py): build what `cargo test` would
+  # have built (same features, so nothing is compiled twice), without running it.
+  cargo test --release --workspace --no-run --quiet
 fi
+export WGFHE_BIN="$PWD/target/release/wgfhe"
 
 echo "== Python package: wheel, virtual environment, pytest"
 venv=python/.venv

@@ -7,6 +7,9 @@ library's versioned, checksummed wire format, so they can be stored, sent, or pu
 object store.
 
 Errors of the library are raised as :class:`WgfheError` with the library's message.
+
+:class:`RemoteServer` (module :mod:`wgfhe.remote`) is the client of ``wgfhe serve``: the same
+client-side calls, with the server's half over HTTP.
 """
 
 from ._wgfhe import (
@@ -22,12 +25,15 @@ from ._wgfhe import (
     params,
     params_from_bytes,
 )
+from .remote import RemoteError, RemoteServer
 
 __all__ = [
     "Client",
     "CnnModel",
     "LrModel",
     "Params",
+    "RemoteError",
+    "RemoteServer",
     "Server",
     "WgfheError",
     "insecure_test_params",

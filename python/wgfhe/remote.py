@@ -1,0 +1,234 @@
+"""The client of ``wgfhe serve``: encrypted inference over HTTP.
+
+A :class:`RemoteServer` stands where a local :class:`wgfhe.Server` would: the secret key stays
+in the caller's :class:`wgfhe.Client`; only evaluation keys and ciphertexts cross the network.
+It speaks the protocol of ``docs/serve.md`` with the standard library's ``urllib`` (plain HTTP:
+put TLS in a proxy).
+
+Every refusal of the server is raised as :class:`RemoteError` (a :class:`wgfhe.WgfheError`)
+carrying the HTTP status, the server's stable error ``kind`` and, for 429, its ``Retry-After``.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any, Dict, List, Optional, Sequence
+
+from ._wgfhe import LrModel, Params, WgfheError, params_from_bytes
+
+FRAME_MAGIC = b"WGFB"
+"""The first four bytes of a frame."""
+FRAME_VERSION = 1
+"""The frame version this client writes and reads."""
+KEY_SET_HEADER = "x-wgfhe-key-set"
+"""The request header naming the key set of an inference."""
+
+__all__ = [
+    "FRAME_MAGIC",
+    "FRAME_VERSION",
+    "KEY_SET_HEADER",
+    "RemoteError",
+    "RemoteServer",
+    "decode_frame",
+    "encode_frame",
+]
+
+
+class RemoteError(WgfheError):
+    """A request the server refused, or an answer this client cannot read.
+
+    ``status`` is the HTTP status (``None`` when no answer came: connection refused, timeout,
+    an unreadable answer), ``kind`` the server's error kind (``"unauthenticated"``, ``"forbidden"``,
+    ``"malformed"``, ``"wrong_shape"``, ``"wrong_parameters"``, ``"unknown_key_set"``,
+    ``"too_large"``, ``"busy"``, ``"timeout"``, ... or ``"transport"``, ``"bad_answer"`` and
+    ``"no_model"`` for failures on this side) and ``retry_after`` the seconds a 429 asks
+    the client to wait.
+    """
+
+    def __init__(self, status: Optional[int], kind: str, message: str, retry_after: Optional[int] = None) -> None:
+        self.status = status
+        self.kind = kind
+        self.message = message
+        self.retry_after = retry_after
+        where = f"HTTP {status}" if status is not None else "no answer"
+        super().__init__(f"{where} ({kind}): {message}")
+
+
+def encode_frame(objects: Sequence[bytes]) -> bytes:
+    """A ``WGFB`` frame: magic, version and count (``u32``), then each object as a ``u64``
+    length and its bytes, all little-endian."""
+    parts = [FRAME_MAGIC, struct.pack("<II", FRAME_VERSION, len(objects))]
+    for obj in objects:
+        obj = bytes(obj)
+        parts.append(struct.pack("<Q", len(obj)))
+        parts.append(obj)
+    return b"".join(parts)
+
+
+def decode_frame(data: bytes, max_count: int) -> List[bytes]:
+    """The objects of a frame of at most ``max_count`` objects; every length is checked against
+    the bytes present before anything is sliced. Raises :class:`RemoteError` (``bad_answer``)."""
+
+    def bad(message: str) -> RemoteError:
+        return RemoteError(None, "bad_answer", message)
+
+    if len(data) < 12 or data[:4] != FRAME_MAGIC:
+        raise bad("not a WGFB frame (bad magic or shorter than its head)")
+    version, count = struct.unpack_from("<II", data, 4)
+    if version != FRAME_VERSION:
+        raise bad(f"frame version {version} unsupported (this client reads {FRAME_VERSION})")
+    if count > max_count:
+        raise bad(f"{count} objects in a frame; at most {max_count} expected")
+    out, at = [], 12
+    for i in range(count):
+        if len(data) - at < 8:
+            raise bad(f"frame truncated in the length of object {i}")
+        (length,) = struct.unpack_from("<Q", data, at)
+        at += 8
+        if length > len(data) - at:
+            raise bad(f"object {i} declares {length} bytes; only {len(data) - at} remain")
+        out.append(data[at : at + length])
+        at += length
+    if at != len(data):
+        raise bad(f"{len(data) - at} bytes after the last object")
+    return out
+
+
+class RemoteServer:
+    """A ``wgfhe serve`` instance at ``url`` (``http://HOST:PORT``).
+
+    ``token``: the bearer token (needed for key upload, inference and deletion when the server
+    has a token file). ``timeout``: seconds each request may take. ``insecure``: accept an
+    insecure test parameter set from :meth:`params` (tests only).
+    """
+
+    def __init__(self, url: str, token: Optional[str] = None, timeout: float = 600.0, insecure: bool = False) -> None:
+        parsed = urllib.parse.urlsplit(url)
+        if parsed.scheme != "http" or not parsed.netloc:
+            raise ValueError(f"url must be http://HOST:PORT, got {url!r}")
+        if timeout <= 0:
+            raise ValueError("timeout must be positive")
+        self._base = f"http://{parsed.netloc}"
+        self._token = token
+        self._timeout = timeout
+        self._insecure = insecure
+        self._lr_inputs: Optional[int] = None
+
+    def __repr__(self) -> str:
+        return f"RemoteServer({self._base!r})"
+
+    @property
+    def url(self) -> str:
+        return self._base
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        body: Optional[bytes] = None,
+        headers: Optional[Dict[str, str]] = None,
+        auth: bool = False,
+        want: int = 200,
+    ) -> bytes:
+        req = urllib.request.Request(self._base + path, data=body, method=method)
+        if body is not None:
+            req.add_header("Content-Type", "application/octet-stream")
+        for key, value in (headers or {}).items():
+            req.add_header(key, value)
+        if auth and self._token is not None:
+            req.add_header("Authorization", f"Bearer {self._token}")
+        try:
+            with urllib.request.urlopen(req, timeout=self._timeout) as res:
+                status, data = res.status, res.read()
+        except urllib.error.HTTPError as e:
+            raise _refusal(e.code, e.read(), e.headers.get("Retry-After")) from None
+        except (urllib.error.URLError, OSError) as e:
+            raise RemoteError(None, "transport", f"{method} {path}: {e}") from None
+        if status != want:
+            raise _refusal(status, data, None)
+        return data
+
+    def healthy(self) -> bool:
+        """Whether ``GET /healthz`` answers ``ok``."""
+        try:
+            return self._request("GET", "/healthz") == b"ok"
+        except RemoteError:
+            return False
+
+    def info(self) -> Dict[str, Any]:
+        """``GET /v1/info``: parameter set, models, backend, limits."""
+        return _json(self._request("GET", "/v1/info"))
+
+    def params(self) -> Params:
+        """The server's parameter set (its wire object, checked here)."""
+        return params_from_bytes(self._request("GET", "/v1/params"), insecure=self._insecure)
+
+    def lr_model(self) -> LrModel:
+        """The logistic regression the server evaluates (it publishes its plaintext model)."""
+        return LrModel.from_json(self._request("GET", "/v1/models/lr").decode("utf-8", "replace"))
+
+    def upload_keys(self, evaluation_keys: bytes) -> str:
+        """``POST /v1/keys``: stores evaluation keys (``Client.evaluation_keys()``) and returns
+        the key set's id."""
+        answer = _json(self._request("POST", "/v1/keys", body=bytes(evaluation_keys), auth=True, want=201))
+        key_set = answer.get("id")
+        if not isinstance(key_set, str) or not key_set:
+            raise RemoteError(201, "bad_answer", "the key upload answer has no id")
+        return key_set
+
+    def delete_keys(self, key_set: str) -> None:
+        """``DELETE /v1/keys/ID``: the server forgets the key set (memory and disk)."""
+        self._request("DELETE", f"/v1/keys/{urllib.parse.quote(key_set, safe='')}", auth=True, want=204)
+
+    def lr(self, key_set: str, batch: Sequence[bytes]) -> bytes:
+        """The logistic regression on one batch of pixel ciphertexts (``Client.encrypt_lr``,
+        BXT variant ``cso``): the score ciphertext, for ``Client.decrypt_lr``."""
+        if self._lr_inputs is None:
+            self._lr_inputs = self._lr_input_count()
+        if len(batch) != self._lr_inputs:
+            raise ValueError(f"{len(batch)} ciphertexts in a batch; the model has {self._lr_inputs} inputs")
+        data = self._request(
+            "POST", "/v1/infer/lr", body=encode_frame(batch), headers={KEY_SET_HEADER: key_set}, auth=True
+        )
+        objects = decode_frame(data, 1)
+        if not objects:
+            raise RemoteError(200, "bad_answer", "the answer holds no ciphertext")
+        return objects[0]
+
+    def lr_batches(self, key_set: str, batches: Sequence[Sequence[bytes]]) -> List[bytes]:
+        """:meth:`lr` on each batch, in order (the shape of ``Server.lr``'s answer)."""
+        return [self.lr(key_set, batch) for batch in batches]
+
+    def _lr_input_count(self) -> int:
+        for model in self.info().get("models", []):
+            if model.get("name") == "lr":
+                inputs = model.get("inputs")
+                if isinstance(inputs, int) and inputs > 0:
+                    return inputs
+        raise RemoteError(None, "no_model", "the server serves no logistic regression")
+
+
+def _json(data: bytes) -> Dict[str, Any]:
+    try:
+        value = json.loads(data)
+    except ValueError:
+        raise RemoteError(None, "bad_answer", "the answer is not JSON") from None
+    if not isinstance(value, dict):
+        raise RemoteError(None, "bad_answer", "the answer is not a JSON object")
+    return value
+
+
+def _refusal(status: int, body: bytes, retry_after: Optional[str]) -> RemoteError:
+    kind, message = "http", body[:200].decode("utf-8", "replace")
+    try:
+        error = json.loads(body).get("error", {})
+        kind = str(error.get("kind", kind))
+        message = str(error.get("message", message))
+    except (ValueError, AttributeError):
+        pass
+    seconds = int(retry_after) if retry_after is not None and retry_after.isdigit() else None
+    return RemoteError(status, kind, message, seconds)
