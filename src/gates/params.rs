@@ -565,21 +565,34 @@ mod tests {
         }
     }
 
+    /// The noise report of every shipped set (`--nocapture` prints it), checked for what any
+    /// report must satisfy: a positive finite output variance; probabilities in [0, 1]; a
+    /// three-input gate (smaller margin) failing at least as often as a two-input one; and a
+    /// wider LUT message failing at least as often as a narrower one.
     #[test]
-    fn print_noise() {
+    fn noise_report_of_every_shipped_set() {
         for name in GateParams::shipped_names() {
             let p = GateParams::by_name(name).unwrap();
             let r = p.noise();
-            println!(
-                "{name}: {r:?} sd_out {:.2} fail2 {:e} fail3 {:e} xor {:e} lut2..4 {:e} {:e} {:e}",
-                r.output.sqrt(),
+            let (two, three, xor) = (
                 p.failure_probability(MarginKind::TwoInput),
                 p.failure_probability(MarginKind::ThreeInput),
                 p.failure_probability(MarginKind::Xor),
-                p.lut_failure_probability(2),
-                p.lut_failure_probability(3),
-                p.lut_failure_probability(4)
             );
+            let lut: Vec<f64> = (2..=4).map(|b| p.lut_failure_probability(b)).collect();
+            println!(
+                "{name}: {r:?} sd_out {:.2} fail2 {two:e} fail3 {three:e} xor {xor:e} lut2..4 {:e} {:e} {:e}",
+                r.output.sqrt(),
+                lut[0],
+                lut[1],
+                lut[2]
+            );
+            assert!(r.output.is_finite() && r.output > 0.0, "{name}: {r:?}");
+            for f in [two, three, xor].iter().chain(&lut) {
+                assert!((0.0..=1.0).contains(f), "{name}: {f:e}");
+            }
+            assert!(two <= three, "{name}: two-input {two:e} > three-input {three:e}");
+            assert!(lut.windows(2).all(|w| w[0] <= w[1]), "{name}: {lut:?}");
         }
     }
 

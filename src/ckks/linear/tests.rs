@@ -154,13 +154,17 @@ fn estimated_cost_is_the_planned_cost() {
     }
 }
 
-/// Rotations and key switches of CoeffToSlot and SlotToCoeff for N = 2^16, n = 2^9..2^15 at
-/// 2, 3 and 4 levels (run with `--nocapture` to read the table).
+/// The cost table of CoeffToSlot and SlotToCoeff for N = 2^16, n = 2^9..2^15 at 2, 3 and 4
+/// levels (`--nocapture` prints it), checked against what the shape alone implies: the subring
+/// trace takes log2(N / 2n) rotations; each transform consumes its levels; more levels never
+/// need more diagonals; no transform rotates more often than it has diagonals; and the distinct
+/// rotation keys are at most the rotations made.
 #[test]
-fn print_boot_costs() {
+fn boot_cost_table_follows_from_the_shape() {
     let big_n = 1usize << 16;
     println!("slots levels | trace | CtS diag rot modup | StC diag rot modup | key switches | rotation keys");
-    for log_slots in 9..=15 {
+    for log_slots in 9..=15u32 {
+        let mut previous: Option<BootCost> = None;
         for levels in [2, 3, 4] {
             let c = BootCost::estimate(big_n, 1 << log_slots, levels, levels).unwrap();
             println!(
@@ -175,7 +179,20 @@ fn print_boot_costs() {
                 c.key_switches(),
                 c.rotation_keys
             );
-            assert_eq!(c.coeff_to_slot.levels, levels);
+            assert_eq!(c.trace_rotations, (15 - log_slots) as usize, "2^{log_slots}");
+            for t in [&c.coeff_to_slot, &c.slot_to_coeff] {
+                assert_eq!(t.levels, levels);
+                assert!(t.rotations <= t.diagonals, "2^{log_slots} {levels}: {t:?}");
+                assert!(t.mod_ups <= t.rotations, "2^{log_slots} {levels}: {t:?}");
+            }
+            let made = c.trace_rotations + c.coeff_to_slot.rotations + c.slot_to_coeff.rotations;
+            assert!(c.rotation_keys <= made, "2^{log_slots} {levels}: {} keys, {made} rotations", c.rotation_keys);
+            assert_eq!(c.key_switches(), made + 1);
+            if let Some(p) = previous {
+                assert!(c.coeff_to_slot.diagonals <= p.coeff_to_slot.diagonals, "2^{log_slots} {levels}");
+                assert!(c.slot_to_coeff.diagonals <= p.slot_to_coeff.diagonals, "2^{log_slots} {levels}");
+            }
+            previous = Some(c);
         }
     }
 }
