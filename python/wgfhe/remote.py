@@ -155,7 +155,7 @@ class RemoteServer:
     def healthy(self) -> bool:
         """Whether ``GET /healthz`` answers ``ok``."""
         try:
-            return self._request("GET", "/healthz") == b"ok"
+            return self._request("GET", "/healthz").strip() == b"ok"
         except RemoteError:
             return False
 
