@@ -537,6 +537,69 @@ fn cli_remote_client_checks_every_score() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+#[allow(dead_code)]
+#[path = "../../mnist/tests/common/cnn_fixtures.rs"]
+mod cnn_fixtures;
+
+/// `wgfhe infer --remote --model cnn`: the small CNN on the insecure CNN test ring, served and
+/// asked for by the command-line client, every score checked against the published model; the
+/// digit path, whose depth exhausts this ring's noise budget, is planned at start and not
+/// served; on a ring with more levels it is served and checked the same way.
+#[test]
+fn cli_remote_cnn_checks_every_score() {
+    let dir = workdir("cnn");
+    std::fs::remove_file(dir.join("lr.json")).unwrap();
+    let ring = TestRing { log_n: 10, q_primes: 24, p_primes: 6, dnum: 4 };
+    std::fs::write(dir.join("params.bin"), insecure_test_bgv(ring, 65537).unwrap().to_bytes()).unwrap();
+    std::fs::write(dir.join("cnn.json"), cnn_fixtures::small_model().to_json().unwrap()).unwrap();
+    let srv = Server::start(&dir, &[]);
+    let info: serde_json::Value =
+        serde_json::from_slice(&call(&srv.addr, "GET", "/v1/info", None, &[], b"").body).unwrap();
+    let names: Vec<&str> = info["models"].as_array().unwrap().iter().map(|m| m["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["cnn"]);
+    let remote = |model: &str| {
+        Command::new(env!("CARGO_BIN_EXE_wgfhe"))
+            .args(["infer", "--remote", &format!("http://{}", srv.addr), "--model", model, "--images", "6", "--check"])
+            .arg("--insecure-test-params")
+            .arg("--token-file")
+            .arg(dir.join("tokens"))
+            .output()
+            .unwrap()
+    };
+    let out = remote("cnn");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("6 images, 2 batches"), "{stdout}");
+    assert!(stdout.contains("checked 60 scores against the plaintext model: 0 differ"), "{stdout}");
+    let out = remote("cnn-digits");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not serve this model"));
+    srv.kill();
+
+    std::fs::write(dir.join("params.bin"), cnn_fixtures::digit_params().to_bytes()).unwrap();
+    let srv = Server::start(&dir, &[]);
+    let out = Command::new(env!("CARGO_BIN_EXE_wgfhe"))
+        .args([
+            "infer",
+            "--remote",
+            &format!("http://{}", srv.addr),
+            "--model",
+            "cnn-digits",
+            "--images",
+            "3",
+            "--check",
+        ])
+        .arg("--insecure-test-params")
+        .arg("--token-file")
+        .arg(dir.join("tokens"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("checked 30 scores against the plaintext model: 0 differ"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A memory budget of one key set: the second upload evicts the first from memory, never
 /// from disk; the first is read back (checksum checked) and served.
 #[test]

@@ -1,5 +1,5 @@
-"""``wgfhe.RemoteServer`` against a real ``wgfhe serve`` process: the encrypted LR round trip
-(every score checked against the plaintext model), the server's refusals as typed errors, and
+"""``wgfhe.RemoteServer`` against a real ``wgfhe serve`` process: the encrypted LR and CNN round
+trips (every score checked against the plaintext model and the in-process ``Server``), the server's refusals as typed errors, and
 the frame codec on bad bytes.
 
 The server binary is ``$WGFHE_BIN`` or ``target/release/wgfhe`` (scripts/test.sh builds it
@@ -34,14 +34,9 @@ def model():
     return wgfhe.LrModel(rng.integers(-7, 8, size=784).tolist(), -40)
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory, bgv_params, model):
-    """A running server (CPU backend, the insecure test set, two tokens): its URL."""
-    root = tmp_path_factory.mktemp("serve")
-    (root / "params.bin").write_bytes(bgv_params.to_bytes())
-    (root / "lr.json").write_text(model.to_json())
+def _start(root: pathlib.Path) -> subprocess.Popen:
     (root / "tokens").write_text("\n".join(TOKENS) + "\n")
-    proc = subprocess.Popen(
+    return subprocess.Popen(
         [
             str(_binary()),
             "serve",
@@ -61,16 +56,40 @@ def served(tmp_path_factory, bgv_params, model):
         stderr=subprocess.DEVNULL,
         text=True,
     )
+
+
+def _serve(root: pathlib.Path):
+    """Runs a server (CPU backend, insecure test set, two tokens) on the models in ``root``:
+    yields its URL; stopped with SIGTERM, which must exit 0."""
+    proc = _start(root)
     line = []
     reader = threading.Thread(target=lambda: line.append(proc.stdout.readline()), daemon=True)
     reader.start()
-    reader.join(timeout=60)
+    reader.join(timeout=120)
     if not line or not line[0].startswith("listening on http://"):
         proc.kill()
         pytest.fail(f"the server printed no address (got {line!r})")
     yield line[0].strip().removeprefix("listening on ")
     proc.terminate()
     assert proc.wait(timeout=60) == 0
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory, bgv_params, model):
+    """A server of the LR: its URL."""
+    root = tmp_path_factory.mktemp("serve")
+    (root / "params.bin").write_bytes(bgv_params.to_bytes())
+    (root / "lr.json").write_text(model.to_json())
+    yield from _serve(root)
+
+
+@pytest.fixture(scope="module")
+def served_cnn(tmp_path_factory, ray_mnist):
+    """A server of the Ray example's small CNN on its insecure demo ring: its URL."""
+    root = tmp_path_factory.mktemp("serve-cnn")
+    (root / "params.bin").write_bytes(ray_mnist.insecure_demo_params().to_bytes())
+    (root / "cnn.json").write_text(ray_mnist.small_model())
+    yield from _serve(root)
 
 
 def test_lr_round_trip_every_score_checked(served, bgv_params, model):
@@ -177,3 +196,51 @@ def test_frame_codec():
         assert e.value.kind == "bad_answer"
     with pytest.raises(RemoteError, match="at most 2"):
         decode_frame(frame, 2)
+
+
+def test_cnn_round_trip_matches_the_local_server(served_cnn, ray_mnist):
+    remote = wgfhe.RemoteServer(served_cnn, token=TOKENS[1], insecure=True)
+    params = remote.params()
+    assert params == ray_mnist.insecure_demo_params()
+    model = remote.cnn_model()
+    assert model.to_json() == wgfhe.CnnModel.from_json(ray_mnist.small_model()).to_json()
+    listed = {m["name"]: m for m in remote.info()["models"]}
+    # The digit path's depth exhausts this small ring's noise budget (the in-process server
+    # refuses it the same way), so the server plans it at start and does not list it.
+    assert set(listed) == {"cnn"}
+    per = params.cnn_batch_size
+    assert listed["cnn"]["images_per_batch"] == per and listed["cnn"]["inputs"] == 25
+    assert listed["cnn"]["rotations"] == model.rotation_steps(params, "lut")
+
+    client = wgfhe.Client(params, backend="cpu")
+    keys = client.evaluation_keys(rotations=model.rotation_steps(params))
+    key_set = remote.upload_keys(keys)
+    local = wgfhe.Server(params, keys, backend="cpu")
+    images = ray_mnist.synthetic_images(per + 2)
+    batches = [client.encrypt_cnn(images[i : i + per]) for i in range(0, len(images), per)]
+    counts = [len(images[i : i + per]) for i in range(0, len(images), per)]
+    out = remote.cnn_batches(key_set, batches)
+    got = np.concatenate([client.decrypt_cnn(ct, n) for ct, n in zip(out, counts)])
+    np.testing.assert_array_equal(got, model.scores(images))
+    assert out == local.cnn(model, batches), "the remote server's bytes differ from the local server's"
+    with pytest.raises(wgfhe.WgfheError, match="noise budget"):
+        local.cnn(model, batches[:1], relu="digits")
+    with pytest.raises(RemoteError) as e:
+        remote.cnn(key_set, batches[0], relu="digits")
+    assert (e.value.status, e.value.kind) == (404, "unknown_model")
+
+    # A key set without the rotation keys: 422 missing_keys, and nothing lost.
+    bare = remote.upload_keys(client.evaluation_keys())
+    with pytest.raises(RemoteError) as e:
+        remote.cnn(bare, batches[0])
+    assert (e.value.status, e.value.kind) == (422, "missing_keys")
+    with pytest.raises(ValueError, match="relu"):
+        remote.cnn(key_set, batches[0], relu="sigmoid")
+    with pytest.raises(ValueError, match="24 ciphertexts"):
+        remote.cnn(key_set, batches[0][:-1])
+    with pytest.raises(RemoteError) as e:
+        remote.lr(key_set, batches[0])
+    assert e.value.kind == "no_model"
+    assert len(remote.cnn(key_set, batches[0])) > 0
+    remote.delete_keys(key_set)
+    remote.delete_keys(bare)

@@ -18,7 +18,7 @@ import urllib.parse
 import urllib.request
 from typing import Any, Dict, List, Optional, Sequence
 
-from ._wgfhe import LrModel, Params, WgfheError, params_from_bytes
+from ._wgfhe import CnnModel, LrModel, Params, WgfheError, params_from_bytes
 
 FRAME_MAGIC = b"WGFB"
 """The first four bytes of a frame."""
@@ -26,8 +26,14 @@ FRAME_VERSION = 1
 """The frame version this client writes and reads."""
 KEY_SET_HEADER = "x-wgfhe-key-set"
 """The request header naming the key set of an inference."""
+CNN_INPUTS = 25
+"""Input ciphertexts of one CNN batch."""
+CNN_MODELS = {"lut": "cnn", "digits": "cnn-digits"}
+"""The server's model name of each CNN ReLU path (``relu`` as in ``Server.cnn``)."""
 
 __all__ = [
+    "CNN_INPUTS",
+    "CNN_MODELS",
     "FRAME_MAGIC",
     "FRAME_VERSION",
     "KEY_SET_HEADER",
@@ -44,7 +50,7 @@ class RemoteError(WgfheError):
     ``status`` is the HTTP status (``None`` when no answer came: connection refused, timeout,
     an unreadable answer), ``kind`` the server's error kind (``"unauthenticated"``, ``"forbidden"``,
     ``"malformed"``, ``"wrong_shape"``, ``"wrong_parameters"``, ``"unknown_key_set"``,
-    ``"too_large"``, ``"busy"``, ``"timeout"``, ... or ``"transport"``, ``"bad_answer"`` and
+    ``"too_large"``, ``"missing_keys"``, ``"busy"``, ``"timeout"``, ... or ``"transport"``, ``"bad_answer"`` and
     ``"no_model"`` for failures on this side) and ``retry_after`` the seconds a 429 asks
     the client to wait.
     """
@@ -202,6 +208,36 @@ class RemoteServer:
     def lr_batches(self, key_set: str, batches: Sequence[Sequence[bytes]]) -> List[bytes]:
         """:meth:`lr` on each batch, in order (the shape of ``Server.lr``'s answer)."""
         return [self.lr(key_set, batch) for batch in batches]
+
+    def cnn_model(self) -> CnnModel:
+        """The CNN the server evaluates (its plaintext model, to check scores and to make the
+        rotation keys: ``model.rotation_steps(params, relu)``)."""
+        return CnnModel.from_json(self._request("GET", "/v1/models/cnn").decode("utf-8", "replace"))
+
+    def cnn(self, key_set: str, batch: Sequence[bytes], relu: str = "lut") -> bytes:
+        """The CNN on one batch of its 25 input ciphertexts (``Client.encrypt_cnn``, BXT
+        variant ``cso``) with the key set's rotation keys: the scores ciphertext, for
+        ``Client.decrypt_cnn``. ``relu``: ``"lut"`` (tables) or ``"digits"`` (every digit
+        kept; both exact)."""
+        if relu not in CNN_MODELS:
+            raise ValueError(f"relu must be one of {sorted(CNN_MODELS)}, got {relu!r}")
+        if len(batch) != CNN_INPUTS:
+            raise ValueError(f"{len(batch)} ciphertexts in a batch; the CNN takes {CNN_INPUTS}")
+        data = self._request(
+            "POST",
+            f"/v1/infer/{CNN_MODELS[relu]}",
+            body=encode_frame(batch),
+            headers={KEY_SET_HEADER: key_set},
+            auth=True,
+        )
+        objects = decode_frame(data, 1)
+        if not objects:
+            raise RemoteError(200, "bad_answer", "the answer holds no ciphertext")
+        return objects[0]
+
+    def cnn_batches(self, key_set: str, batches: Sequence[Sequence[bytes]], relu: str = "lut") -> List[bytes]:
+        """:meth:`cnn` on each batch, in order (the shape of ``Server.cnn``'s answer)."""
+        return [self.cnn(key_set, batch, relu) for batch in batches]
 
     def _lr_input_count(self) -> int:
         for model in self.info().get("models", []):

@@ -2,12 +2,51 @@
 //! checks evaluation keys and evaluates the models on wire-format ciphertexts. Nothing in it
 //! can decrypt: it never holds a secret key.
 
+use std::sync::Mutex;
+
 use wgfhe::backend::{Backend, BackendTask};
-use wgfhe::bgv::Bgv;
+use wgfhe::bgv::{Bgv, PlaintextCache};
 use wgfhe::compress::{Bxt, Variant};
 use wgfhe::rlwe::{EvaluationKeys, KeyForm};
+use wgfhe_mnist::cnn::QuantCnn;
+use wgfhe_mnist::cnn_infer::{CnnCircuit, CnnStats, ReluPath, PREPARED_BUDGET};
 use wgfhe_mnist::lr::QuantLr;
+use wgfhe_mnist::mnist::PIXELS;
 use wgfhe_mnist::split::lr_server_score;
+
+/// The CNN's ReLU path a request asks for (its model name on the wire).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CnnRelu {
+    /// `cnn`: exact ReLU tables.
+    Table,
+    /// `cnn-digits`: digit extraction and a sign test on every digit (exact).
+    Digits,
+}
+
+impl CnnRelu {
+    /// Both paths, in the order `/v1/info` lists them.
+    pub(crate) const ALL: [Self; 2] = [Self::Table, Self::Digits];
+
+    /// The model name of the path.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Table => "cnn",
+            Self::Digits => "cnn-digits",
+        }
+    }
+
+    /// The path a model name asks for.
+    pub(crate) fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|r| r.name() == name)
+    }
+
+    fn path(self) -> wgfhe::Result<ReluPath> {
+        match self {
+            Self::Table => Ok(ReluPath::Table),
+            Self::Digits => ReluPath::digits(1.0),
+        }
+    }
+}
 
 /// What the HTTP layer asks of the compute. `Send + Sync`: shared by the blocking workers.
 pub(crate) trait Engine: Send + Sync {
@@ -19,10 +58,37 @@ pub(crate) trait Engine: Send + Sync {
     /// The logistic regression on one batch of pixel ciphertexts (one per weight): the score
     /// ciphertext's bytes.
     fn lr(&self, model: &QuantLr, inputs: &[&[u8]]) -> wgfhe::Result<Vec<u8>>;
+    /// Slots of a ciphertext at the server's parameters (0 without batching).
+    fn slots(&self) -> usize;
+    /// The rotation steps the CNN's `relu` path needs keys for (`None`: no CNN is served).
+    fn cnn_rotations(&self, relu: CnnRelu) -> Option<&[i64]>;
+    /// The CNN (`relu` path) on one batch of its input ciphertexts with the client's
+    /// evaluation keys: the scores ciphertext's bytes. Errors: no CNN served
+    /// ([`wgfhe::Error::InvalidField`]), and the library's on bad keys or ciphertexts.
+    fn cnn(&self, relu: CnnRelu, keys: &[u8], inputs: &[&[u8]]) -> wgfhe::Result<Vec<u8>>;
+}
+
+/// One ReLU path's circuit, built at start, and its prepared plaintexts, kept between requests.
+struct CnnPath<B: Backend> {
+    circuit: CnnCircuit,
+    cache: Mutex<PlaintextCache<B>>,
 }
 
 struct BgvEngine<B: Backend> {
     bgv: Bgv<B>,
+    /// The table path; `None`: no CNN is served.
+    table: Option<CnnPath<B>>,
+    /// The digit path; `None`: not served.
+    digits: Option<CnnPath<B>>,
+}
+
+impl<B: Backend> BgvEngine<B> {
+    fn cnn_path(&self, relu: CnnRelu) -> Option<&CnnPath<B>> {
+        match relu {
+            CnnRelu::Table => self.table.as_ref(),
+            CnnRelu::Digits => self.digits.as_ref(),
+        }
+    }
 }
 
 impl<B: Backend> Engine for BgvEngine<B> {
@@ -39,15 +105,64 @@ impl<B: Backend> Engine for BgvEngine<B> {
         let cts = inputs.iter().map(|b| bxt.from_bytes(b)).collect::<wgfhe::Result<Vec<_>>>()?;
         bxt.to_bytes(&lr_server_score(&bxt, model, &cts)?)
     }
+
+    fn slots(&self) -> usize {
+        self.bgv.encoder().slots()
+    }
+
+    fn cnn_rotations(&self, relu: CnnRelu) -> Option<&[i64]> {
+        self.cnn_path(relu).map(|p| p.circuit.rotation_steps())
+    }
+
+    fn cnn(&self, relu: CnnRelu, keys: &[u8], inputs: &[&[u8]]) -> wgfhe::Result<Vec<u8>> {
+        let path = self
+            .cnn_path(relu)
+            .ok_or(wgfhe::Error::InvalidField { field: "model", reason: "this CNN path is not served" })?;
+        let keys = EvaluationKeys::from_bytes_as(self.bgv.backend(), keys, KeyForm::Expanded)?;
+        let bxt = Bxt::new(&self.bgv, Variant::Cso);
+        let cts = inputs.iter().map(|b| bxt.from_bytes(b)).collect::<wgfhe::Result<Vec<_>>>()?;
+        let mut stats = CnnStats::default();
+        // The shared prepared plaintexts when no other request holds them; else a cache of
+        // this request's own (same results, prepared again).
+        let scores = match path.cache.try_lock() {
+            Ok(mut cache) => path.circuit.evaluate_with(&bxt, &keys, &cts, &mut cache, &mut stats)?,
+            Err(_) => {
+                let mut own = PlaintextCache::new(PREPARED_BUDGET);
+                path.circuit.evaluate_with(&bxt, &keys, &cts, &mut own, &mut stats)?
+            }
+        };
+        self.bgv.ciphertext_to_bytes(&scores)
+    }
 }
 
-/// Opens the engine on the backend it is run on (BGV parameters only: the models are BGV).
-pub(crate) struct OpenEngine;
+/// Opens the engine on the backend it is run on (BGV parameters only: the models are BGV),
+/// with the CNN's circuits built when a CNN is given. Each path is planned once on a full batch
+/// of all-255 images (the largest input norms, so the largest noise estimates any client's
+/// batch can reach): the table path must build and plan (its error is the start's); the digit
+/// path is served when it does, and otherwise left out (named on stderr), e.g. when its digits
+/// do not hold the model's bounds or its depth exhausts the noise budget at these parameters.
+pub(crate) struct OpenEngine<'a>(pub Option<&'a QuantCnn>);
 
-impl BackendTask for OpenEngine {
+impl BackendTask for OpenEngine<'_> {
     type Output = Box<dyn Engine>;
 
     fn run<B: Backend>(self, backend: B) -> wgfhe::Result<Self::Output> {
-        Ok(Box::new(BgvEngine { bgv: Bgv::new(backend)? }))
+        let bgv = Bgv::new(backend)?;
+        let (mut table, mut digits) = (None, None);
+        if let Some(model) = self.0 {
+            let build = |relu: CnnRelu| -> wgfhe::Result<CnnPath<B>> {
+                let circuit = CnnCircuit::with_relu(&bgv, model, relu.path()?)?;
+                let worst = [255u8; PIXELS];
+                let batch = vec![&worst; circuit.images_per_batch()];
+                circuit.key_plan(bgv.params(), Variant::Cso, &batch)?;
+                Ok(CnnPath { circuit, cache: Mutex::new(PlaintextCache::new(PREPARED_BUDGET)) })
+            };
+            table = Some(build(CnnRelu::Table)?);
+            match build(CnnRelu::Digits) {
+                Ok(p) => digits = Some(p),
+                Err(e) => eprintln!("wgfhe serve: cnn-digits not served: {e}"),
+            }
+        }
+        Ok(Box::new(BgvEngine { bgv, table, digits }))
     }
 }

@@ -16,9 +16,10 @@ use axum::{Json, Router};
 use sha2::{Digest, Sha256};
 use tokio::sync::Semaphore;
 use wgfhe::params::Parameters;
+use wgfhe_mnist::cnn::QuantCnn;
 use wgfhe_mnist::lr::QuantLr;
 
-use super::engine::Engine;
+use super::engine::{CnnRelu, Engine};
 use super::metrics::Metrics;
 use super::store::{KeySet, Owner, Store, StoreError};
 use super::wire::{self, ApiError};
@@ -34,6 +35,8 @@ pub(crate) struct AppState {
     pub params: Parameters,
     /// The logistic regression, if the models directory has one.
     pub lr: Option<Arc<QuantLr>>,
+    /// The CNN, if the models directory has one (its circuits live in the engine).
+    pub cnn: Option<Arc<QuantCnn>>,
     /// Key sets.
     pub store: Arc<Store>,
     /// SHA-256 of each accepted token; `None`: no authentication.
@@ -97,11 +100,22 @@ async fn metrics(State(st): St) -> impl IntoResponse {
 
 async fn info(State(st): St) -> impl IntoResponse {
     let p = &st.params;
-    let models: Vec<_> = st
+    let mut models: Vec<_> = st
         .lr
         .iter()
         .map(|m| serde_json::json!({"name": "lr", "inputs": m.weights().len(), "pixel_bits": m.pixel_bits(), "variant": "cso"}))
         .collect();
+    if st.cnn.is_some() {
+        for relu in CnnRelu::ALL {
+            if let Some(steps) = st.engine.cnn_rotations(relu) {
+                models.push(serde_json::json!({
+                    "name": relu.name(), "inputs": CNN_INPUTS, "images_per_batch": st.engine.slots() / CNN_BLOCK,
+                    "relu": if relu == CnnRelu::Table { "lut" } else { "digits" }, "variant": "cso",
+                    "rotations": steps, "model": "/v1/models/cnn",
+                }));
+            }
+        }
+    }
     Json(serde_json::json!({
         "params": {"name": p.name(), "id": format!("{:#018x}", p.id()), "log_n": p.log_n(), "n": p.n(),
                    "insecure": p.is_insecure()},
@@ -116,14 +130,19 @@ async fn params(State(st): St) -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "application/octet-stream")], st.params.to_bytes())
 }
 
+/// The CNN's input ciphertexts a batch (25 5x5 patch positions).
+const CNN_INPUTS: usize = 25;
+/// Slots an image takes in a CNN batch.
+const CNN_BLOCK: usize = wgfhe_mnist::split::BLOCK;
+
 async fn model(State(st): St, Path(name): Path<String>) -> Result<Response, ApiError> {
-    match (name.as_str(), &st.lr) {
-        ("lr", Some(m)) => {
-            let json = m.to_json().map_err(|e| ApiError::from_lib(&e))?;
-            Ok(([(header::CONTENT_TYPE, "application/json")], json).into_response())
-        }
-        _ => Err(unknown_model(&name)),
+    let json = match (name.as_str(), &st.lr, &st.cnn) {
+        ("lr", Some(m), _) => m.to_json(),
+        ("cnn", _, Some(m)) => m.to_json(),
+        _ => return Err(unknown_model(&name)),
     }
+    .map_err(|e| ApiError::from_lib(&e))?;
+    Ok(([(header::CONTENT_TYPE, "application/json")], json).into_response())
 }
 
 fn unknown_model(name: &str) -> ApiError {
@@ -256,8 +275,11 @@ async fn infer(
 ) -> Result<Response, ApiError> {
     let owner = caller(&st, &headers)?;
     let model = match (name.as_str(), &st.lr) {
-        ("lr", Some(m)) => Arc::clone(m),
-        _ => return Err(unknown_model(&name)),
+        ("lr", Some(m)) => Served::Lr(Arc::clone(m)),
+        _ => match CnnRelu::from_name(&name) {
+            Some(relu) if st.engine.cnn_rotations(relu).is_some() => Served::Cnn(relu),
+            _ => return Err(unknown_model(&name)),
+        },
     };
     let Some(id) = headers.get(KEY_SET_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned) else {
         return Err(ApiError::malformed(format!("missing the {KEY_SET_HEADER} header")));
@@ -265,13 +287,28 @@ async fn infer(
     let bytes = body(b)?;
     let state = Arc::clone(&st);
     let out = compute(&st, move || {
-        // The key set must exist and be the caller's even though the LR needs no key: the
-        // binding is what stops one client spending another's slot.
-        owned(&state, &id, &owner)?;
-        let inputs = wire::decode(&bytes, model.weights().len())?;
-        let score = state.engine.lr(&model, &inputs).map_err(|e| ApiError::from_lib(&e))?;
+        // The key set must exist and be the caller's even where the model needs no key (the
+        // LR): the binding is what stops one client spending another's slot.
+        let set = owned(&state, &id, &owner)?;
+        let lib = |e: wgfhe::Error| ApiError::from_lib(&e);
+        let score = match &model {
+            Served::Lr(m) => {
+                let inputs = wire::decode(&bytes, m.weights().len())?;
+                state.engine.lr(m, &inputs).map_err(lib)?
+            }
+            Served::Cnn(relu) => {
+                let inputs = wire::decode(&bytes, CNN_INPUTS)?;
+                state.engine.cnn(*relu, &set.keys, &inputs).map_err(lib)?
+            }
+        };
         Ok(wire::encode(&[score]))
     })
     .await?;
     Ok(([(header::CONTENT_TYPE, "application/octet-stream")], out).into_response())
+}
+
+/// What an inference asks for.
+enum Served {
+    Lr(Arc<QuantLr>),
+    Cnn(CnnRelu),
 }

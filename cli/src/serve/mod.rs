@@ -22,6 +22,7 @@ use wgfhe::backend::BackendKind;
 use wgfhe::params::Parameters;
 use wgfhe::ring::RingContext;
 use wgfhe::Error;
+use wgfhe_mnist::cnn::QuantCnn;
 use wgfhe_mnist::lr::QuantLr;
 
 use self::http::AppState;
@@ -36,8 +37,9 @@ pub(crate) struct ServeArgs {
     /// Address to listen on (port 0: any free port; the bound address is printed on stdout).
     #[arg(long, default_value = "127.0.0.1:8480")]
     listen: SocketAddr,
-    /// Models directory: `params.bin` (the parameter set's wire object) and `lr.json` (the
-    /// quantised logistic regression, as `wgfhe mnist` writes it).
+    /// Models directory: `params.bin` (the parameter set's wire object) and at least one of
+    /// `lr.json` (the quantised logistic regression) and `cnn.json` (the integer CNN), as
+    /// `wgfhe mnist` writes them.
     #[arg(long)]
     models: PathBuf,
     /// Backend: auto, gpu or cpu (default: WGFHE_BACKEND, else auto).
@@ -77,6 +79,15 @@ fn read(path: &Path) -> wgfhe::Result<Vec<u8>> {
     std::fs::read(path).map_err(|e| io_err("read", Some(path), &e))
 }
 
+/// The text of `dir/name` if it exists.
+fn model_json(dir: &Path, name: &'static str) -> wgfhe::Result<Option<String>> {
+    let path = dir.join(name);
+    if !path.exists() {
+        return Ok(None);
+    }
+    String::from_utf8(read(&path)?).map(Some).map_err(|_| Error::InvalidField { field: name, reason: "not UTF-8" })
+}
+
 fn tokens(path: &Path) -> wgfhe::Result<HashSet<[u8; 32]>> {
     let text =
         String::from_utf8(read(path)?).map_err(|_| Error::InvalidField { field: "token file", reason: "not UTF-8" })?;
@@ -97,17 +108,14 @@ pub(crate) fn run(args: &ServeArgs) -> wgfhe::Result<()> {
     } else {
         Parameters::from_bytes(&raw)
     }?;
-    let lr_path = args.models.join("lr.json");
-    let lr = if lr_path.exists() {
-        let text = String::from_utf8(read(&lr_path)?)
-            .map_err(|_| Error::InvalidField { field: "lr.json", reason: "not UTF-8" })?;
-        Some(Arc::new(QuantLr::from_json(&text)?))
-    } else {
-        None
-    };
+    let lr = model_json(&args.models, "lr.json")?.map(|t| QuantLr::from_json(&t)).transpose()?.map(Arc::new);
+    let cnn = model_json(&args.models, "cnn.json")?.map(|t| QuantCnn::from_json(&t)).transpose()?.map(Arc::new);
+    if lr.is_none() && cnn.is_none() {
+        return Err(Error::InvalidField { field: "--models", reason: "holds neither lr.json nor cnn.json" });
+    }
     let backend = crate::env::open_backend(args.backend)?;
     let engine: Arc<dyn engine::Engine> =
-        Arc::from(backend.with_backend(RingContext::new(&params)?, engine::OpenEngine)?);
+        Arc::from(backend.with_backend(RingContext::new(&params)?, engine::OpenEngine(cnn.as_deref()))?);
     let store_dir = args.store.clone().unwrap_or_else(|| args.models.join("keys"));
     let store = Store::open(&store_dir, args.device_budget_bytes)
         .map_err(|e| Error::InvalidField { field: "store", reason: leak_reason(&e) })?;
@@ -116,6 +124,7 @@ pub(crate) fn run(args: &ServeArgs) -> wgfhe::Result<()> {
         engine,
         params,
         lr,
+        cnn,
         store: Arc::new(store),
         tokens,
         slots: Arc::new(tokio::sync::Semaphore::new(args.max_concurrency.max(1))),

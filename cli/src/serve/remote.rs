@@ -2,8 +2,9 @@
 //! uploads only the evaluation keys, encrypts images, asks the server for the scores, decrypts
 //! them, and with `--check` compares every score with the plaintext model.
 //!
-//! The images are synthetic (seeded uniform pixels below `2^pixel_bits`): the point is the
-//! round trip, and the check is exact either way.
+//! The images are synthetic (LR: seeded uniform pixels below `2^pixel_bits`; CNN: seeded
+//! 28x28 images, a third of the pixels inked): the point is the round trip, and the check is
+//! exact either way.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -12,12 +13,17 @@ use std::time::Duration;
 
 use clap::Args;
 use rand::{Rng, SeedableRng};
+use wgfhe::backend::CpuBackend;
 use wgfhe::bgv::Bgv;
 use wgfhe::compress::{Bxt, Variant};
 use wgfhe::params::Parameters;
+use wgfhe::rlwe::SecretKey;
 use wgfhe::Error;
+use wgfhe_mnist::cnn::QuantCnn;
+use wgfhe_mnist::cnn_infer::ReluPath;
 use wgfhe_mnist::lr::QuantLr;
-use wgfhe_mnist::split::lr_client_columns;
+use wgfhe_mnist::mnist::Image;
+use wgfhe_mnist::split::{cnn_client_columns, cnn_scores, lr_client_columns};
 
 use super::wire;
 
@@ -27,7 +33,8 @@ pub(crate) struct InferArgs {
     /// The server, `http://HOST:PORT` (plain HTTP; put TLS in a local proxy).
     #[arg(long)]
     remote: String,
-    /// Model to ask for (`lr`).
+    /// Model to ask for: `lr`, `cnn` (ReLU tables) or `cnn-digits` (digit ReLU), as the
+    /// server's `/v1/info` lists them.
     #[arg(long, default_value = "lr")]
     model: String,
     /// File holding the bearer token (first line).
@@ -100,8 +107,8 @@ fn ok(what: &str, (status, body): (u16, Vec<u8>), want: u16) -> wgfhe::Result<Ve
 pub(crate) fn run(args: &InferArgs) -> wgfhe::Result<()> {
     let host =
         args.remote.strip_prefix("http://").ok_or(fail("--remote must start with http://"))?.trim_end_matches('/');
-    if args.model != "lr" {
-        return Err(fail("only --model lr is served"));
+    if !["lr", "cnn", "cnn-digits"].contains(&args.model.as_str()) {
+        return Err(fail("--model must be lr, cnn or cnn-digits"));
     }
     let token = match &args.token_file {
         Some(p) => {
@@ -117,14 +124,14 @@ pub(crate) fn run(args: &InferArgs) -> wgfhe::Result<()> {
     } else {
         Parameters::from_bytes(&raw)
     }?;
+    if args.model != "lr" {
+        return run_cnn(args, host, token, &params);
+    }
     let text = ok("GET /v1/models/lr", http(host, "GET", "/v1/models/lr", None, &[], b"")?, 200)?;
     let model = QuantLr::from_json(&String::from_utf8_lossy(&text))?;
     let bgv = Bgv::cpu(&params)?;
     let sk = bgv.gen_secret_key()?;
-    let keys = bgv.gen_evaluation_keys(&sk, &[], false)?.to_bytes(bgv.backend())?;
-    let reply = ok("POST /v1/keys", http(host, "POST", "/v1/keys", token, &[], &keys)?, 201)?;
-    let v: serde_json::Value = serde_json::from_slice(&reply).map_err(|_| fail("key upload answer is not JSON"))?;
-    let id = v.get("id").and_then(|i| i.as_str()).ok_or(fail("key upload answer has no id"))?.to_owned();
+    let id = upload(host, token, &bgv, &sk, &[])?;
 
     let dim = model.weights().len();
     let top = 1u16 << model.pixel_bits().min(8);
@@ -159,18 +166,99 @@ pub(crate) fn run(args: &InferArgs) -> wgfhe::Result<()> {
             }
         }
     }
+    finish(host, token, &id, images.len(), images.len().div_ceil(slots), start, args.check.then_some((checked, wrong)))
+}
+
+/// Deletes the key set and prints the summary (and the check's verdict: an error if any differ).
+fn finish(
+    host: &str,
+    token: Option<&str>,
+    id: &str,
+    images: usize,
+    batches: usize,
+    start: std::time::Instant,
+    check: Option<(usize, usize)>,
+) -> wgfhe::Result<()> {
     let _ = http(host, "DELETE", &format!("/v1/keys/{id}"), token, &[], b"");
-    println!(
-        "{} images, {} batches in {:.2} s",
-        images.len(),
-        images.len().div_ceil(slots),
-        start.elapsed().as_secs_f64()
-    );
-    if args.check {
+    println!("{images} images, {batches} batches in {:.2} s", start.elapsed().as_secs_f64());
+    if let Some((checked, wrong)) = check {
         println!("checked {checked} scores against the plaintext model: {wrong} differ");
         if wrong > 0 {
             return Err(fail("decrypted scores differ from the plaintext model"));
         }
     }
     Ok(())
+}
+
+/// Uploads the keys (`rotations` besides relinearisation): the key set's id.
+fn upload(
+    host: &str,
+    token: Option<&str>,
+    bgv: &Bgv<CpuBackend>,
+    sk: &SecretKey<CpuBackend>,
+    rotations: &[i64],
+) -> wgfhe::Result<String> {
+    let keys = bgv.gen_evaluation_keys(sk, rotations, false)?.to_bytes(bgv.backend())?;
+    let reply = ok("POST /v1/keys", http(host, "POST", "/v1/keys", token, &[], &keys)?, 201)?;
+    let v: serde_json::Value = serde_json::from_slice(&reply).map_err(|_| fail("key upload answer is not JSON"))?;
+    Ok(v.get("id").and_then(|i| i.as_str()).ok_or(fail("key upload answer has no id"))?.to_owned())
+}
+
+/// The CNN round trip: the rotations and batch size from `/v1/info`, the model from
+/// `/v1/models/cnn`, synthetic seeded images.
+fn run_cnn(args: &InferArgs, host: &str, token: Option<&str>, params: &Parameters) -> wgfhe::Result<()> {
+    let info = ok("GET /v1/info", http(host, "GET", "/v1/info", None, &[], b"")?, 200)?;
+    let info: serde_json::Value = serde_json::from_slice(&info).map_err(|_| fail("/v1/info is not JSON"))?;
+    let entry = info
+        .get("models")
+        .and_then(|m| m.as_array())
+        .and_then(|m| m.iter().find(|e| e.get("name").and_then(|n| n.as_str()) == Some(args.model.as_str())))
+        .ok_or(fail("the server does not serve this model (see /v1/info)"))?;
+    let rotations: Vec<i64> = entry
+        .get("rotations")
+        .and_then(|r| r.as_array())
+        .ok_or(fail("/v1/info lists no rotations for the model"))?
+        .iter()
+        .map(|r| r.as_i64().ok_or(fail("a rotation in /v1/info is not an integer")))
+        .collect::<wgfhe::Result<_>>()?;
+    let text = ok("GET /v1/models/cnn", http(host, "GET", "/v1/models/cnn", None, &[], b"")?, 200)?;
+    let model = QuantCnn::from_json(&String::from_utf8_lossy(&text))?;
+    let relu = if args.model == "cnn" { ReluPath::Table } else { ReluPath::digits(1.0)? };
+    let bgv = Bgv::cpu(params)?;
+    let sk = bgv.gen_secret_key()?;
+    let id = upload(host, token, &bgv, &sk, &rotations)?;
+    let slots = bgv.encoder().slots();
+    let per = (slots / wgfhe_mnist::split::BLOCK).max(1);
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(35);
+    let images: Vec<Image> = (0..args.images)
+        .map(|_| std::array::from_fn(|_| if rng.random_range(0..3) == 0 { rng.random_range(0..=255) } else { 0 }))
+        .collect();
+    let bxt = Bxt::new(&bgv, Variant::Cso);
+    let (mut checked, mut wrong) = (0usize, 0usize);
+    let start = std::time::Instant::now();
+    for batch in images.chunks(per) {
+        let refs: Vec<&Image> = batch.iter().collect();
+        let cts = cnn_client_columns(&refs, slots)?
+            .iter()
+            .map(|c| bxt.to_bytes(&bxt.encrypt(&sk, &bgv.encoder().encode(c)?)?))
+            .collect::<wgfhe::Result<Vec<_>>>()?;
+        let path = format!("/v1/infer/{}", args.model);
+        let out = ok(
+            &format!("POST {path}"),
+            http(host, "POST", &path, token, &[("x-wgfhe-key-set", &id)], &wire::encode(&cts))?,
+            200,
+        )?;
+        let objects = wire::decode(&out, 1).map_err(|_| fail("the answer is not a frame"))?;
+        let score = objects.first().ok_or(fail("the answer holds no ciphertext"))?;
+        let slots_out = bgv.encoder().decode_signed(&bgv.decrypt(&sk, &bgv.ciphertext_from_bytes(score)?)?)?;
+        let got = cnn_scores(&slots_out, batch.len())?;
+        if args.check {
+            for (img, g) in batch.iter().zip(&got) {
+                let want = model.scores_with(img, relu.faults());
+                checked += want.len();
+                wrong += want.iter().zip(g).filter(|(w, g)| w != g).count() + want.len().abs_diff(g.len());
+            }
+        }
+    }
+    finish(host, token, &id, images.len(), images.len().div_ceil(per), start, args.check.then_some((checked, wrong)))
 }

@@ -39,7 +39,8 @@ impl ApiError {
     }
 
     /// A library error met while reading or evaluating the client's objects: 422 when the
-    /// object is well-formed but for other parameters or of the wrong shape, 400 otherwise.
+    /// object is well-formed but for other parameters, of the wrong shape, the key set lacks a key
+    /// the model needs or the noise estimate runs past the budget, 400 otherwise.
     pub(crate) fn from_lib(e: &wgfhe::Error) -> Self {
         use wgfhe::Error as E;
         match e {
@@ -48,6 +49,12 @@ impl ApiError {
             }
             E::DimensionMismatch { .. } | E::BoundTooLarge { .. } | E::CorrectionMismatch { .. } => {
                 Self::new(StatusCode::UNPROCESSABLE_ENTITY, "wrong_shape", e.to_string())
+            }
+            E::MissingRelinKey | E::MissingGaloisKey { .. } => {
+                Self::new(StatusCode::UNPROCESSABLE_ENTITY, "missing_keys", e.to_string())
+            }
+            E::NoiseBudgetExhausted { .. } => {
+                Self::new(StatusCode::UNPROCESSABLE_ENTITY, "noise_budget", e.to_string())
             }
             E::Io { .. } => Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()),
             _ => Self::malformed(e.to_string()),
