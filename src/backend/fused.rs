@@ -15,7 +15,7 @@
 //! * [`Expr::Load`] of a [`Operand::Buffer`]: residue `j` of the operand's limb with the same
 //!   prime (the operand's basis may be a superset of the output basis); of a
 //!   [`Operand::Uniform`]: residue `j` of the stream's limb for `q`
-//!   ([`crate::math::sampling::uniform_residue`]); of a [`Operand::Scalar`]: its value for limb `l`;
+//!   ([`crate::math::sampling::legacy::uniform_residue`]); of a [`Operand::Scalar`]: its value for limb `l`;
 //! * `Add`, `Sub`, `Neg`, `Mul`, `Sum`: the modular operations (Barrett products);
 //! * [`Expr::Galois`]`{ g, expr }`: `expr` evaluated at index `perm_g[j]`, the Eval-domain
 //!   automorphism `X -> X^g` ([`RingContext::galois_permutation`]).
@@ -563,7 +563,7 @@ fn load_limb<'p>(
         }
         Operand::Uniform { seed, purpose, index } => {
             let mut v = vec![0u32; n];
-            crate::math::sampling::uniform_limb(seed, *purpose, *index, m, &mut v)?;
+            crate::math::sampling::legacy::uniform_limb(seed, *purpose, *index, m, &mut v)?;
             Ok(v.into())
         }
         Operand::Scalar(s) => {

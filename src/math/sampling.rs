@@ -1,17 +1,26 @@
 //! Seeded pseudo-random sampling: uniform residues, ternary secrets, discrete Gaussian errors.
 //!
-//! # Generator
+//! # Generators
 //!
-//! Everything is drawn from ChaCha20 in D. J. Bernstein's original layout (20 rounds, 64-bit
-//! block counter, 64-bit nonce), as [`rand_chacha::ChaCha20Rng`] implements it, keyed by a
-//! 256-bit [`Seed`]. The 64-bit nonce is a *stream id* derived from what the stream is for
-//! ([`Purpose`]), which object it belongs to (an index) and, for uniform residues, the limb
-//! modulus ([`stream_id`]). Any word of any stream can therefore be produced on its own, which
-//! is what lets a GPU kernel regenerate one residue of one limb without the others.
+//! Everything is drawn from ChaCha in D. J. Bernstein's original layout (64-bit block counter,
+//! 64-bit nonce), as [`rand_chacha`] implements it, keyed by a 256-bit [`Seed`]. The 64-bit
+//! nonce is a *stream id* derived from what the stream is for ([`Purpose`]), which object it
+//! belongs to (an index) and, for uniform residues, the limb modulus ([`stream_id`]). Any word
+//! of any stream can therefore be produced on its own, which is what lets a GPU kernel
+//! regenerate one residue of one limb without the others.
+//!
+//! Uniform residues (the `a` halves of ciphertexts and keys, which seeded objects store as a
+//! seed) come from [`Generator::ChaCha20Reduce`] (wire generator id 1; ChaCha20, four words per
+//! residue reduced mod `q`, see [`legacy`]), which every object and kernel uses today.
+//! [`Generator::ChaCha12Reject`] (id 2: ChaCha12 words, one per residue, by masked rejection;
+//! exactly uniform) is its replacement: implemented and tested here on the CPU, not yet used by
+//! any object or kernel until its WGSL twin and the wire version that names it exist (issue
+//! 34). Host-side secrets and errors ([`Sampler`]) are drawn from ChaCha20; they are never
+//! regenerated from a stored seed by a kernel.
 //!
 //! ## Exact mapping (the WGSL twin must reproduce it bit for bit)
 //!
-//! The ChaCha20 input block is sixteen `u32` words:
+//! The ChaCha input block is sixteen `u32` words:
 //!
 //! ```text
 //! word  0..4  : 0x61707865 0x3320646e 0x79622d32 0x6b206574   ("expand 32-byte k")
@@ -22,35 +31,60 @@
 //! word 15     : stream id, high 32 bits
 //! ```
 //!
-//! The block function applies ten double rounds (a column round on `(0,4,8,12)`,
+//! The block function applies `R / 2` double rounds (a column round on `(0,4,8,12)`,
 //! `(1,5,9,13)`, `(2,6,10,14)`, `(3,7,11,15)`, then a diagonal round on `(0,5,10,15)`,
 //! `(1,6,11,12)`, `(2,7,8,13)`, `(3,4,9,14)`; quarter round rotations 16, 12, 8, 7) and adds
-//! the input block word by word (wrapping). Output word `i` of block `b` is stream word
-//! `16 b + i`; [`rand_chacha::ChaCha20Rng::next_u32`] returns the stream words in that order
+//! the input block word by word (wrapping): `R = 12` for ChaCha12 ([`chacha12_block`]),
+//! `R = 20` for ChaCha20 ([`chacha20_block`]). Output word `i` of block `b` is stream word
+//! `16 b + i`; [`rand_chacha::ChaCha12Rng::next_u32`] returns the stream words in that order
 //! starting at word position 0, `set_stream` sets words 14 and 15 and `set_word_pos(p)` seeks
-//! to stream word `p`. [`chacha20_block`] is the CPU twin of the shader function, written from
-//! this description; the tests check it against `rand_chacha` and the published all-zero
-//! test vector.
+//! to stream word `p`. The block functions here are the CPU twins of the shader's, written
+//! from this description; the tests check them against `rand_chacha` and the published
+//! all-zero ChaCha20 test vector.
 //!
-//! ## Uniform residues
+//! ## Uniform residues (generator 2)
 //!
-//! Residue `j` of a limb with modulus `q` is
-//! `(w[4j] + w[4j+1] * 2^32 + w[4j+2] * 2^64 + w[4j+3] * 2^96) mod q`, where `w` is the stream
-//! [`stream_id`]`(purpose, index, q)`. So block `j / 4` holds residues `4(j/4) .. 4(j/4)+3`,
-//! residue `j` taking words `4 (j mod 4) .. 4 (j mod 4) + 3` of it. Reducing a 128-bit value
-//! puts every residue within statistical distance `(2^128 mod q) / 2^128 < q / 2^128 < 2^-98`
-//! of uniform, so a whole key (fewer than `2^34` residues) stays below `2^-64`. The residues
-//! are used directly as `Eval`-domain values.
+//! Let `k = ceil(log2 q)` and `mask = 2^k - 1` ([`candidate_mask`]). Residue `j` of a limb with modulus `q` takes *candidates*
+//! `c_0, c_1, ...` and is the first one below `q`, where candidate `t` is
 //!
-//! On the host, [`uniform_limb`] computes whole limbs with a wide generator (sixteen blocks
-//! per batch, one per vector lane, at AVX-512) and a reduction by the constants
-//! `2^(32 i) mod q` ([`uniform_limb_at`]); [`uniform_limb_reference`] keeps the plain path
-//! (`rand_chacha` and [`uniform_from_words_u32`], the shader's reduction), and the tests check
-//! that both write the same residues at every SIMD level.
+//! ```text
+//! c_t = word (j mod 16) of block  t * 2^32 + floor(j / 16)  of stream stream_id(purpose, index, q),  masked by `mask`
+//! ```
+//!
+//! So candidate 0 is stream word `j` (the main region: block `j / 16`, 16 residues a block),
+//! and a rejected residue draws its next candidates from its own word of the fallback blocks
+//! `2^32 t + j / 16`, which no other residue touches (a limb has fewer than `2^36` residues,
+//! [`MAX_LIMB_RESIDUES`], so main-region blocks stay below `2^32`). Every residue is
+//! therefore regenerated on its own, and, the words being uniform, every accepted value is
+//! *exactly* uniform on `[0, q)`: no statistical distance at all. A candidate is rejected
+//! with probability `p = 1 - q / 2^k` ([`rejection_probability`], below `1/2`); a residue
+//! takes `1 / (1 - p) = 2^k / q` words on average. Over the 223 distinct primes of the shipped
+//! and application parameter sets `p` runs from `4.6e-5` (primes just below a power of two)
+//! to `0.4995` (28-bit primes just above `2^27`), median `0.11`: the primes just above a power
+//! of two need up to two words per residue on average, and a kernel draws a fallback block for
+//! a rejected residue. (After `2^32 - 1` rejected candidates,
+//! an event of probability below `2^-(2^32)`, the last candidate is reduced mod `q`, so the
+//! map is total.)
+//!
+//! The residues are used directly as `Eval`-domain values. On the host, [`uniform_limb`]
+//! computes whole limbs with a wide generator (sixteen blocks per batch, one per vector lane,
+//! at AVX-512; eight with explicit AVX2 intrinsics); [`uniform_limb_reference`] keeps the plain
+//! path (`rand_chacha`'s ChaCha12 stream, seeks for the fallback candidates), and the tests
+//! check that both write the same residues at every SIMD level.
+//!
+//! ### Why ChaCha12
+//!
+//! The halves are public (a seeded object ships its seed), so what matters is that the
+//! expansion of a known seed is indistinguishable from uniform, the same heuristic as
+//! Kyber's expansion of its public matrix seed. ChaCha12 is `rand`'s `StdRng` and the
+//! generator FIDESlib's 32-bit fork uses for its key halves; the best published attacks on
+//! ChaCha reach 7 rounds (Aumasson, "Too Much Crypto", ePrint 2019/1492, which argues even 8
+//! rounds keep a margin). 12 rounds cost 60 % of ChaCha20's block; with one 32-bit word per
+//! residue instead of four, a residue costs about 15 % of what it did.
 //!
 //! ## Host-side samplers
 //!
-//! [`Sampler`] draws secrets and errors on the host from the stream
+//! [`Sampler`] draws secrets and errors on the host from the ChaCha20 stream
 //! `(0x80 | purpose) << 56 | index` of its seed: the set high bit keeps these streams apart
 //! from every [`stream_id`] (whose top byte is a [`Purpose`] tag below `0x80`), and the index
 //! may use all 32 bits.
@@ -60,18 +94,17 @@ use std::fmt;
 use rand::rngs::OsRng;
 use rand::TryRngCore;
 use rand_chacha::rand_core::{RngCore, SeedableRng};
-use rand_chacha::ChaCha20Rng;
+use rand_chacha::{ChaCha12Rng, ChaCha20Rng};
 
 use crate::error::{Error, Result};
 use crate::math::simd::SimdLevel;
 use crate::math::zq::Modulus;
 
+pub mod legacy;
 mod wide;
 #[cfg(target_arch = "x86_64")]
 use wide::avx2;
-#[cfg(test)]
-use wide::wide_residues;
-use wide::{key_words, FastReducer, StreamOp, WideJob, WideOp};
+use wide::{fallback_residue, key_words, Rejector, WideJob, WideOp, WordMap};
 
 /// Length of a seed in bytes (a ChaCha20 key).
 pub const SEED_BYTES: usize = 32;
@@ -145,10 +178,51 @@ fn sampler_stream_id(purpose: Purpose, index: u32) -> u64 {
     u64::from(0x80 | purpose.tag()) << 56 | u64::from(index)
 }
 
-/// The ChaCha20 constants `"expand 32-byte k"` as little-endian words.
+/// The generator of the uniform halves of seeded objects, as the wire format names it (the
+/// generator id byte before every stored seed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Generator {
+    /// ChaCha20, four words per residue reduced mod `q` ([`legacy`]): what every seeded object
+    /// and kernel uses today. Id 1.
+    ChaCha20Reduce = 1,
+    /// ChaCha12, one word per residue by masked rejection (the [module docs](self)): the
+    /// replacement, not yet used by objects or kernels. Id 2.
+    ChaCha12Reject = 2,
+}
+
+impl Generator {
+    /// The generator new objects use.
+    pub const CURRENT: Self = Self::ChaCha20Reduce;
+
+    /// The wire id of this generator.
+    #[inline]
+    #[must_use]
+    pub const fn id(self) -> u8 {
+        self as u8
+    }
+
+    /// The generator of wire id `id`; [`Error::UnknownGenerator`] for any other id.
+    pub fn from_id(id: u8) -> Result<Self> {
+        match id {
+            1 => Ok(Self::ChaCha20Reduce),
+            2 => Ok(Self::ChaCha12Reject),
+            _ => Err(Error::UnknownGenerator { id }),
+        }
+    }
+}
+
+/// Double rounds of the uniform generator (ChaCha12: 12 rounds).
+pub const UNIFORM_DOUBLE_ROUNDS: usize = 6;
+
+/// Residues a uniform limb may have (`2^36`): main-region blocks stay below `2^32`, apart from
+/// the fallback blocks (see the [module docs](self)).
+pub const MAX_LIMB_RESIDUES: u64 = 1 << 36;
+
+/// The ChaCha constants `"expand 32-byte k"` as little-endian words.
 const CHACHA_CONSTANTS: [u32; 4] = [0x6170_7865, 0x3320_646e, 0x7962_2d32, 0x6b20_6574];
 
-/// One ChaCha20 quarter round on words `a, b, c, d` of `x`.
+/// One ChaCha quarter round on words `a, b, c, d` of `x`.
 #[inline(always)]
 #[expect(clippy::indexing_slicing, reason = "called only with constant indices below 16 on a 16-word array")]
 fn quarter_round(x: &mut [u32; 16], a: usize, b: usize, c: usize, d: usize) {
@@ -162,18 +236,12 @@ fn quarter_round(x: &mut [u32; 16], a: usize, b: usize, c: usize, d: usize) {
     x[b] = (x[b] ^ x[c]).rotate_left(7);
 }
 
-/// The ChaCha20 block `block` of stream `stream` under key `seed`: stream words
-/// `16 * block .. 16 * block + 16`, laid out as described in the [module docs](self).
-///
-/// This is the CPU twin of the shader block function (plain `u32` operations only); the
-/// host paths use `rand_chacha` or the wide generator of [`uniform_limb_at`], and the tests
-/// check all of them agree.
-#[must_use]
-pub fn chacha20_block(seed: &Seed, stream: u64, block: u64) -> [u32; 16] {
-    let mut input = [0u32; 16];
+/// The ChaCha block `block` of stream `stream` under the key words `key`, with
+/// `double_rounds` double rounds (plain `u32` operations only).
+fn chacha_block(key: &[u32; 8], stream: u64, block: u64, double_rounds: usize) -> [u32; 16] {
     let [c0, c1, c2, c3] = CHACHA_CONSTANTS;
-    let [k0, k1, k2, k3, k4, k5, k6, k7] = key_words(seed);
-    let words = [
+    let [k0, k1, k2, k3, k4, k5, k6, k7] = *key;
+    let input = [
         c0,
         c1,
         c2,
@@ -191,9 +259,8 @@ pub fn chacha20_block(seed: &Seed, stream: u64, block: u64) -> [u32; 16] {
         stream as u32,
         (stream >> 32) as u32,
     ];
-    input.copy_from_slice(&words);
     let mut x = input;
-    for _ in 0..10 {
+    for _ in 0..double_rounds {
         quarter_round(&mut x, 0, 4, 8, 12);
         quarter_round(&mut x, 1, 5, 9, 13);
         quarter_round(&mut x, 2, 6, 10, 14);
@@ -209,92 +276,99 @@ pub fn chacha20_block(seed: &Seed, stream: u64, block: u64) -> [u32; 16] {
     x
 }
 
-/// Reduces the 128-bit value `w[0] + w[1] * 2^32 + w[2] * 2^64 + w[3] * 2^96` mod `q`
-/// (host form, native `u128` arithmetic); output in `[0, q)`.
+/// The ChaCha20 block `block` of stream `stream` under key `seed`: stream words
+/// `16 * block .. 16 * block + 16`, laid out as described in the [module docs](self). The CPU
+/// twin of the (legacy) 20-round block function.
+#[must_use]
+pub fn chacha20_block(seed: &Seed, stream: u64, block: u64) -> [u32; 16] {
+    chacha_block(&key_words(seed), stream, block, 10)
+}
+
+/// The ChaCha12 block `block` of stream `stream` under key `seed` (the uniform generator's
+/// block function; CPU twin of `chacha12_block` in `shaders/shared/chacha.wgsl`).
+#[must_use]
+pub fn chacha12_block(seed: &Seed, stream: u64, block: u64) -> [u32; 16] {
+    chacha_block(&key_words(seed), stream, block, UNIFORM_DOUBLE_ROUNDS)
+}
+
+/// The candidate mask of modulus `q`: `2^k - 1` with `k = ceil(log2 q)`, the smallest power of
+/// two `2^k >= q` less one (all ones for `q > 2^31`; `0` for `q < 2`, which no [`Modulus`]
+/// has).
 #[inline]
 #[must_use]
-pub fn uniform_from_words(w: [u32; 4], m: &Modulus) -> u32 {
-    let [w0, w1, w2, w3] = w.map(u128::from);
-    m.reduce_u128(w0 | w1 << 32 | w2 << 64 | w3 << 96)
-}
-
-/// Per-modulus constants of the `u32`-only reduction of four words.
-#[derive(Debug, Clone, Copy)]
-struct WordReducer {
-    m: Modulus,
-    /// `2^32 mod q`.
-    radix: u32,
-    /// Shoup constant of `radix`.
-    radix_shoup: u32,
-}
-
-impl WordReducer {
-    fn new(m: &Modulus) -> Self {
-        // 2^32 mod q = ((2^32 - 1) mod q + 1) mod q; 1 < q since q >= 2.
-        let radix = m.add(m.reduce_u32(u32::MAX), 1);
-        Self { m: *m, radix, radix_shoup: m.shoup(radix) }
-    }
-
-    /// Horner evaluation from the top word: `r = (r * 2^32 + w_i) mod q`, with `r * 2^32`
-    /// as a Shoup product by `2^32 mod q` and `w_i mod q` by Barrett. Output in `[0, q)`.
-    #[inline]
-    fn reduce(&self, w: [u32; 4]) -> u32 {
-        let m = &self.m;
-        let [w0, w1, w2, w3] = w;
-        let mut r = m.reduce_u32(w3);
-        for wi in [w2, w1, w0] {
-            r = m.add(m.mul_shoup(r, self.radix, self.radix_shoup), m.reduce_u32(wi));
-        }
-        r
+pub const fn candidate_mask(q: u32) -> u32 {
+    if q < 2 {
+        0
+    } else {
+        u32::MAX >> (q - 1).leading_zeros()
     }
 }
 
-/// The same reduction as [`uniform_from_words`], computed with `u32` operations only, as the
-/// shader does it: Horner's rule from the top word, `r <- (r * 2^32 + w_i) mod q`, where
-/// `r * 2^32 mod q` is a Shoup product by the constant `2^32 mod q` and `w_i mod q` a Barrett
-/// reduction (both from [`crate::math::zq`]). The kernel receives `2^32 mod q` and its Shoup
-/// constant as uploaded per-limb constants. Output in `[0, q)`.
-#[inline]
+/// The probability `1 - q / 2^ceil(log2 q)` that a candidate of modulus `q` is rejected
+/// (below `1/2` for every `q >= 2`, zero for a power of two); a residue takes `1 / (1 - p)`
+/// words on average.
 #[must_use]
-pub fn uniform_from_words_u32(w: [u32; 4], m: &Modulus) -> u32 {
-    WordReducer::new(m).reduce(w)
+pub fn rejection_probability(q: u32) -> f64 {
+    let range = f64::from(candidate_mask(q)) + 1.0;
+    1.0 - f64::from(q) / range
 }
 
-/// A ChaCha20 generator on the uniform stream of one limb, at word position 0.
-fn limb_rng(seed: &Seed, purpose: Purpose, index: u32, m: &Modulus) -> Result<ChaCha20Rng> {
-    let id = stream_id(purpose, index, m.value())?;
-    let mut rng = ChaCha20Rng::from_seed(*seed);
-    rng.set_stream(id);
-    Ok(rng)
+/// [`Error::CountTooLarge`] unless a limb of `len` residues fits [`MAX_LIMB_RESIDUES`].
+fn check_limb_len(len: usize) -> Result<()> {
+    if len as u64 > MAX_LIMB_RESIDUES {
+        return Err(Error::CountTooLarge {
+            what: "uniform limb residues",
+            found: len as u64,
+            limit: MAX_LIMB_RESIDUES,
+        });
+    }
+    Ok(())
 }
 
-/// Fills `out` with residues `0 .. out.len()` of the uniform limb
-/// `(seed, purpose, index, q)`, each in `[0, q)` (see the [module docs](self) for the exact
-/// stream layout). `out` normally has length `N`; any length is accepted.
+/// Fills `out` with residues `0 .. out.len()` of the uniform limb `(seed, purpose, index, q)`,
+/// each exactly uniform in `[0, q)` (generator 2; see the [module docs](self) for the exact
+/// stream layout). `out` normally has length `N`; any length up to [`MAX_LIMB_RESIDUES`] is
+/// accepted.
 ///
 /// Runs the wide generator of [`uniform_limb_at`] at [`SimdLevel::active`]; every level
 /// writes exactly what [`uniform_limb_reference`] writes.
 ///
-/// Errors with [`Error::CountTooLarge`] if `index >= 2^24`.
+/// Errors with [`Error::CountTooLarge`] if `index >= 2^24` or `out` is too long.
 pub fn uniform_limb(seed: &Seed, purpose: Purpose, index: u32, m: &Modulus, out: &mut [u32]) -> Result<()> {
     uniform_limb_at(SimdLevel::active(), seed, purpose, index, m, out)
+}
+
+/// The uniform limb of `generator`: [`uniform_limb`] for [`Generator::ChaCha12Reject`],
+/// [`legacy::uniform_limb`] for [`Generator::ChaCha20Reduce`] (loading old objects).
+///
+/// Errors as those do.
+pub fn uniform_limb_with(
+    generator: Generator,
+    seed: &Seed,
+    purpose: Purpose,
+    index: u32,
+    m: &Modulus,
+    out: &mut [u32],
+) -> Result<()> {
+    match generator {
+        Generator::ChaCha12Reject => uniform_limb(seed, purpose, index, m, out),
+        Generator::ChaCha20Reduce => legacy::uniform_limb(seed, purpose, index, m, out),
+    }
 }
 
 /// [`uniform_limb`] at a given SIMD level (clamped to what the CPU has, see
 /// [`SimdLevel::clamp`]); every level writes the same residues. For tests and benchmarks.
 ///
-/// At AVX-512 the generator computes 16 ChaCha20 blocks at once, one block per 32-bit lane:
+/// At AVX-512 the generator computes 16 ChaCha12 blocks at once, one block per 32-bit lane:
 /// the sixteen state words are sixteen arrays of 16 lanes, lane `l` holding block `b + l`, so
 /// the rounds are plain lane-wise `u32` operations that the compiler vectorises (one `zmm`
-/// register per state word, rotations as `vprold`) under `pulp`'s run-time dispatch. Residue
-/// `4 (b + l) + k` takes words `4k .. 4k + 3` of lane `l` (the [module docs](self)' layout),
-/// reduced lane-wise by `FastReducer` (four lazy Shoup products and branch-free conditional
-/// subtractions, exact: see its docs); no transposition is needed. At AVX2 the same scheme
-/// runs on 8 lanes with explicit intrinsics (the compiler leaves the portable rounds scalar
-/// there); without AVX2 the words come from `rand_chacha`, 1 KiB at a time, and only the
-/// reduction is the fast one.
+/// register per state word, rotations as `vprold`) under `pulp`'s run-time dispatch; residue
+/// `16 (b + l) + w` is word `w` of lane `l`, masked, and a batch with a rejected candidate has
+/// those residues replaced from their fallback regions. At AVX2 the same scheme runs on 8
+/// lanes with explicit intrinsics (the compiler leaves the portable rounds scalar there);
+/// without AVX2 it runs on the portable lanes.
 ///
-/// Errors with [`Error::CountTooLarge`] if `index >= 2^24`.
+/// Errors with [`Error::CountTooLarge`] if `index >= 2^24` or `out` is too long.
 pub fn uniform_limb_at(
     level: SimdLevel,
     seed: &Seed,
@@ -304,65 +378,76 @@ pub fn uniform_limb_at(
     out: &mut [u32],
 ) -> Result<()> {
     let stream = stream_id(purpose, index, m.value())?;
-    let red = FastReducer::new(m);
+    check_limb_len(out.len())?;
+    let key = key_words(seed);
+    let map = WordMap::Reject(Rejector::new(m, key, stream));
     #[cfg(target_arch = "x86_64")]
     {
         let level = level.clamp();
         if level >= SimdLevel::Avx512 {
             if let Some(s) = pulp::x86::V4::try_new() {
-                s.vectorize(WideOp::<16>(WideJob { key: key_words(seed), stream, red, out }));
+                s.vectorize(WideOp::<16>(WideJob { key, stream, map, out }));
                 return Ok(());
             }
         }
         if level >= SimdLevel::Avx2 {
             if let Some(s) = pulp::x86::V3::try_new() {
-                s.vectorize(avx2::Op { s, job: WideJob { key: key_words(seed), stream, red, out } });
+                s.vectorize(avx2::Op { s, job: WideJob { key, stream, map, out } });
                 return Ok(());
             }
         }
     }
     let _ = level;
-    pulp::NullaryFnOnce::call(StreamOp { seed, stream, red, out });
+    pulp::NullaryFnOnce::call(WideOp::<4>(WideJob { key, stream, map, out }));
     Ok(())
 }
 
-/// The residues [`uniform_limb`] writes, computed the reference way: `rand_chacha`'s stream,
-/// 64 bytes at a time, each residue reduced by [`uniform_from_words_u32`]'s `u32`-only Horner
-/// steps (the shader's reduction). Kept as the documented reference that the tests compare
-/// the wide generator with, and as the baseline of the sampling benchmark.
+/// The residues [`uniform_limb`] writes, computed the reference way: `rand_chacha`'s ChaCha12
+/// stream read word by word, each word masked, and each rejected residue's fallback candidates
+/// read by seeking the same generator to stream word `16 (2^32 t + j / 16) + j mod 16`. Kept
+/// as the documented reference that the tests compare the wide generator with, and as the
+/// baseline of the sampling benchmark.
 ///
-/// Errors with [`Error::CountTooLarge`] if `index >= 2^24`.
+/// Errors with [`Error::CountTooLarge`] if `index >= 2^24` or `out` is too long.
 pub fn uniform_limb_reference(seed: &Seed, purpose: Purpose, index: u32, m: &Modulus, out: &mut [u32]) -> Result<()> {
-    let mut rng = limb_rng(seed, purpose, index, m)?;
-    let red = WordReducer::new(m);
-    // One block at a time: 64 bytes = 16 words = 4 residues. Words past the end of `out`
-    // are drawn and dropped; the generator is private to this call.
-    let mut bytes = [0u8; 64];
-    for chunk in out.chunks_mut(4) {
-        rng.fill_bytes(&mut bytes);
-        for (o, b) in chunk.iter_mut().zip(bytes.chunks_exact(16)) {
-            let mut w = [0u32; 4];
-            for (wi, bi) in w.iter_mut().zip(b.chunks_exact(4)) {
-                let mut le = [0u8; 4];
-                le.copy_from_slice(bi);
-                *wi = u32::from_le_bytes(le);
-            }
-            *o = red.reduce(w);
+    let stream = stream_id(purpose, index, m.value())?;
+    check_limb_len(out.len())?;
+    let (q, mask) = (m.value(), candidate_mask(m.value()));
+    let mut rng = ChaCha12Rng::from_seed(*seed);
+    rng.set_stream(stream);
+    for o in out.iter_mut() {
+        *o = rng.next_u32() & mask;
+    }
+    let mut seek = ChaCha12Rng::from_seed(*seed);
+    seek.set_stream(stream);
+    for (j, o) in out.iter_mut().enumerate() {
+        let (low, word) = ((j / 16) as u128, (j % 16) as u128);
+        let mut t = 1u128;
+        while *o >= q && t <= u128::from(u32::MAX) {
+            seek.set_word_pos(16 * (t << 32 | low) + word);
+            *o = seek.next_u32() & mask;
+            t += 1;
+        }
+        if *o >= q {
+            *o %= q;
         }
     }
     Ok(())
 }
 
 /// Residue `j` of the uniform limb `(seed, purpose, index, q)`, in `[0, q)`, computed without
-/// generating the others (the generator seeks to stream word `4 j`). Equal to element `j` of
-/// what [`uniform_limb`] writes for any output length above `j`.
+/// generating the others (one ChaCha12 block, more only if its candidate is rejected). Equal
+/// to element `j` of what [`uniform_limb`] writes for any output length above `j`.
 ///
-/// Errors with [`Error::CountTooLarge`] if `index >= 2^24`.
+/// Errors with [`Error::CountTooLarge`] if `index >= 2^24` or `j >= 2^36`.
+#[expect(clippy::indexing_slicing, reason = "j % 16 indexes a 16-word block")]
 pub fn uniform_residue(seed: &Seed, purpose: Purpose, index: u32, m: &Modulus, j: usize) -> Result<u32> {
-    let mut rng = limb_rng(seed, purpose, index, m)?;
-    rng.set_word_pos(4 * j as u128);
-    let w = [rng.next_u32(), rng.next_u32(), rng.next_u32(), rng.next_u32()];
-    Ok(uniform_from_words_u32(w, m))
+    let stream = stream_id(purpose, index, m.value())?;
+    check_limb_len(j.saturating_add(1))?;
+    let key = key_words(seed);
+    let (q, mask) = (m.value(), candidate_mask(m.value()));
+    let v = chacha_block(&key, stream, (j / 16) as u64, UNIFORM_DOUBLE_ROUNDS)[j % 16] & mask;
+    Ok(if v < q { v } else { fallback_residue(&key, stream, q, mask, j) })
 }
 
 /// A fresh seed from the operating system's random generator.

@@ -1,10 +1,8 @@
 use super::*;
-use num_bigint::BigUint;
-use proptest::prelude::*;
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 
 /// SplitMix64, an independent generator for test inputs.
-fn splitmix(state: &mut u64) -> u64 {
+pub(super) fn splitmix(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
     let mut z = *state;
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -12,7 +10,7 @@ fn splitmix(state: &mut u64) -> u64 {
     z ^ (z >> 31)
 }
 
-fn test_seed(tag: u64) -> Seed {
+pub(super) fn test_seed(tag: u64) -> Seed {
     let mut st = tag;
     let mut s = [0u8; 32];
     for c in s.chunks_exact_mut(8) {
@@ -21,23 +19,17 @@ fn test_seed(tag: u64) -> Seed {
     s
 }
 
-/// Stream word `pos` of `(seed, stream)` from the twin block function.
+/// Stream word `pos` of the ChaCha20 stream `(seed, stream)` from the twin block function.
 fn twin_word(seed: &Seed, stream: u64, pos: u128) -> u32 {
     chacha20_block(seed, stream, (pos / 16) as u64)[(pos % 16) as usize]
 }
 
-/// Residue `j` of a limb, from the twin block function and big-integer reduction.
-fn reference_residue(seed: &Seed, stream: u64, q: u32, j: usize) -> u32 {
-    let block = chacha20_block(seed, stream, (j / 4) as u64);
-    let words = &block[4 * (j % 4)..4 * (j % 4) + 4];
-    let mut v = BigUint::from(0u32);
-    for &w in words.iter().rev() {
-        v = (v << 32u32) + BigUint::from(w);
-    }
-    u32::try_from(v % BigUint::from(q)).unwrap()
+/// Stream word `pos` of the ChaCha12 stream `(seed, stream)` from the twin block function.
+fn twin12_word(seed: &Seed, stream: u64, pos: u128) -> u32 {
+    chacha12_block(seed, stream, (pos / 16) as u64)[(pos % 16) as usize]
 }
 
-const MODULI: [u32; 5] = [2, 12_289, 786_433, (1 << 29) + 11, (1 << 30) - 35];
+pub(super) const MODULI: [u32; 5] = [2, 12_289, 786_433, (1 << 29) + 11, (1 << 30) - 35];
 
 // ---- ChaCha20 ---------------------------------------------------------------------
 
@@ -175,59 +167,6 @@ fn sampler_streams_never_meet_limb_streams() {
 // ---- uniform residues -------------------------------------------------------------
 
 #[test]
-fn uniform_limb_matches_reference() {
-    let cases = [
-        (Purpose::CiphertextA, 0u32, MODULI[4], 64usize),
-        (Purpose::PublicKeyA, 3, MODULI[3], 37),
-        (Purpose::KeySwitchA, MAX_STREAM_INDEX - 1, MODULI[2], 16),
-        (Purpose::CiphertextA, 9, MODULI[1], 5),
-        (Purpose::Ephemeral, 1, MODULI[0], 9),
-    ];
-    for (ci, &(purpose, index, q, n)) in cases.iter().enumerate() {
-        let seed = test_seed(1000 + ci as u64);
-        let m = Modulus::new(u64::from(q)).unwrap();
-        let mut out = vec![u32::MAX; n];
-        uniform_limb(&seed, purpose, index, &m, &mut out).unwrap();
-        let stream = u64::from(purpose.tag()) << 56 | u64::from(index) << 32 | u64::from(q);
-        for (j, &r) in out.iter().enumerate() {
-            assert_eq!(r, reference_residue(&seed, stream, q, j), "case {ci} j {j}");
-        }
-    }
-}
-
-#[test]
-fn uniform_residue_matches_limb() {
-    let seed = test_seed(7);
-    for (mi, &q) in MODULI.iter().enumerate() {
-        let m = Modulus::new(u64::from(q)).unwrap();
-        let n = 4096;
-        let mut out = vec![0u32; n];
-        uniform_limb(&seed, Purpose::CiphertextA, mi as u32, &m, &mut out).unwrap();
-        assert!(out.iter().all(|&r| r < q));
-        let mut js: Vec<usize> = (0..40).chain(n - 40..n).collect();
-        let mut st = 5u64;
-        js.extend((0..200).map(|_| (splitmix(&mut st) % n as u64) as usize));
-        for j in js {
-            let r = uniform_residue(&seed, Purpose::CiphertextA, mi as u32, &m, j).unwrap();
-            assert_eq!(r, out[j], "q {q} j {j}");
-        }
-        // A shorter (odd) length yields a prefix of the same limb.
-        let mut short = vec![0u32; 1001];
-        uniform_limb(&seed, Purpose::CiphertextA, mi as u32, &m, &mut short).unwrap();
-        assert_eq!(short[..], out[..1001]);
-    }
-    // Far positions agree with the reference too.
-    let m = Modulus::new(u64::from(MODULI[4])).unwrap();
-    let stream = stream_id(Purpose::PublicKeyA, 5, MODULI[4]).unwrap();
-    for j in [1usize << 20, (1 << 34) + 3, usize::MAX / 8] {
-        assert_eq!(
-            uniform_residue(&seed, Purpose::PublicKeyA, 5, &m, j).unwrap(),
-            reference_residue(&seed, stream, MODULI[4], j)
-        );
-    }
-}
-
-#[test]
 fn uniform_streams_are_distinct_and_deterministic() {
     let seed = test_seed(11);
     let q = MODULI[4];
@@ -255,7 +194,7 @@ fn uniform_streams_are_distinct_and_deterministic() {
     let m2 = Modulus::new(u64::from(q2)).unwrap();
     let other_q = limb(&seed, Purpose::CiphertextA, 0, &m2);
     let stream_q = stream_id(Purpose::CiphertextA, 0, q).unwrap();
-    let same_words: Vec<u32> = (0..64).map(|j| reference_residue(&seed, stream_q, q2, j)).collect();
+    let same_words: Vec<u32> = (0..64).map(|j| twin12_word(&seed, stream_q, j as u128) & candidate_mask(q2)).collect();
     let same = other_q.iter().zip(&same_words).filter(|(a, b)| a == b).count();
     assert!(same <= 1);
 }
@@ -308,196 +247,6 @@ fn uniform_residues_pass_chi_square() {
     uniform_limb(&seed, Purpose::CiphertextA, 2, &m, &mut out).unwrap();
     let ones = out.iter().filter(|&&r| r == 1).count() as i64;
     assert!((ones - (1 << 15)).abs() < 640, "{ones}");
-}
-
-proptest! {
-    #[test]
-    fn words_u32_form_matches_u128(q in 2u32..(1 << 30), w: [u32; 4]) {
-        let m = Modulus::new(u64::from(q)).unwrap();
-        let v = u128::from(w[0])
-            | u128::from(w[1]) << 32
-            | u128::from(w[2]) << 64
-            | u128::from(w[3]) << 96;
-        let want = (v % u128::from(q)) as u32;
-        prop_assert_eq!(uniform_from_words_u32(w, &m), want);
-        let big = BigUint::from(w[0])
-            + (BigUint::from(w[1]) << 32u32)
-            + (BigUint::from(w[2]) << 64u32)
-            + (BigUint::from(w[3]) << 96u32);
-        let big_want = u32::try_from(big % BigUint::from(q)).unwrap();
-        prop_assert_eq!(uniform_from_words(w, &m), big_want);
-        prop_assert_eq!(want, big_want);
-    }
-}
-
-#[test]
-fn words_u32_form_edge_values() {
-    let edges = [0u32, 1, 2, 0x7fff_ffff, 0x8000_0000, u32::MAX - 1, u32::MAX];
-    for &q in &MODULI {
-        let m = Modulus::new(u64::from(q)).unwrap();
-        for &a in &edges {
-            for &b in &edges {
-                for w in [[a, b, a, b], [b, a, b, a], [a, a, b, b], [u32::MAX; 4]] {
-                    let v = u128::from(w[0]) | u128::from(w[1]) << 32 | u128::from(w[2]) << 64 | u128::from(w[3]) << 96;
-                    let want = (v % u128::from(q)) as u32;
-                    assert_eq!(uniform_from_words_u32(w, &m), want, "q {q} w {w:?}");
-                }
-            }
-        }
-    }
-}
-
-// ---- the wide generator against the reference ---------------------------------------
-
-/// Moduli of every class the fast reduction must handle: tiny, 16-bit, Fermat prime,
-/// NTT-friendly primes of 14 to 30 bits, the largest 30-bit prime, and powers of two.
-const FAST_MODULI: [u32; 12] = [
-    2,
-    3,
-    5,
-    1 << 16,
-    65_537,
-    12_289,
-    786_433,
-    (1 << 29) + 11,
-    1_073_479_681, // 30-bit, = 1 mod 2^15
-    1_071_513_601, // 30-bit, = 1 mod 2^15
-    (1 << 30) - 35,
-    (1 << 30) - 1,
-];
-
-fn fast_reduce(w: [u32; 4], m: &Modulus) -> u32 {
-    FastReducer::new(m).reduce(w[0], w[1], w[2], w[3])
-}
-
-proptest! {
-    #[test]
-    fn fast_reduction_matches_reference(q in 2u32..(1 << 30), w: [u32; 4]) {
-        let m = Modulus::new(u64::from(q)).unwrap();
-        prop_assert_eq!(fast_reduce(w, &m), uniform_from_words_u32(w, &m));
-        prop_assert_eq!(fast_reduce(w, &m), uniform_from_words(w, &m));
-    }
-}
-
-#[test]
-fn fast_reduction_edge_values() {
-    let edges = [0u32, 1, 2, 0x7fff_ffff, 0x8000_0000, u32::MAX - 1, u32::MAX];
-    let mut st = 17u64;
-    for &q in &FAST_MODULI {
-        let m = Modulus::new(u64::from(q)).unwrap();
-        let mut words: Vec<[u32; 4]> = Vec::new();
-        for &a in &edges {
-            for &b in &edges {
-                words.extend([[a, b, a, b], [b, a, b, a], [a, a, b, b], [a, b, b, a]]);
-            }
-        }
-        words.extend([[0; 4], [u32::MAX; 4], [q - 1, 0, 0, 0], [q, 0, 0, 0], [0, 0, 0, q - 1]]);
-        // Values congruent to q - 1 (and to 0) with the largest possible low word: the
-        // top three words random or extreme, w0 the largest word with the wanted residue.
-        for hi in [[u32::MAX; 3], [0; 3], [1, 0, 0]].into_iter().chain((0..50).map(|_| {
-            let r = splitmix(&mut st);
-            [r as u32, (r >> 32) as u32, splitmix(&mut st) as u32]
-        })) {
-            let v_hi = (u128::from(hi[0]) << 32 | u128::from(hi[1]) << 64 | u128::from(hi[2]) << 96) % u128::from(q);
-            for want in [q - 1, 0] {
-                // w0 = want - v_hi (mod q), raised by multiples of q as far as u32 allows.
-                let base = (u128::from(want) + u128::from(q) - v_hi) % u128::from(q);
-                let w0 = base + (u128::from(u32::MAX) - base) / u128::from(q) * u128::from(q);
-                let w = [w0 as u32, hi[0], hi[1], hi[2]];
-                assert_eq!(uniform_from_words(w, &m), want);
-                words.push(w);
-            }
-        }
-        for w in words {
-            let v = u128::from(w[0]) | u128::from(w[1]) << 32 | u128::from(w[2]) << 64 | u128::from(w[3]) << 96;
-            let want = (v % u128::from(q)) as u32;
-            assert_eq!(fast_reduce(w, &m), want, "q {q} w {w:?}");
-            assert_eq!(uniform_from_words_u32(w, &m), want, "q {q} w {w:?}");
-        }
-    }
-}
-
-#[test]
-fn wide_generator_matches_reference_at_every_level() {
-    let lengths = [0usize, 1, 3, 4, 5, 15, 16, 17, 31, 33, 63, 64, 65, 127, 1001, 1 << 10, (1 << 10) + 7];
-    let purposes = [Purpose::KeySwitchA, Purpose::CiphertextA, Purpose::PublicKeyA];
-    for (mi, &q) in FAST_MODULI.iter().enumerate() {
-        let m = Modulus::new(u64::from(q)).unwrap();
-        let seed = test_seed(500 + mi as u64);
-        let purpose = purposes[mi % purposes.len()];
-        let index = [0u32, 7, MAX_STREAM_INDEX - 1][mi % 3];
-        let mut want = vec![0u32; (1 << 10) + 7];
-        uniform_limb_reference(&seed, purpose, index, &m, &mut want).unwrap();
-        // The reference itself against the twin block function and big integers.
-        let stream = stream_id(purpose, index, q).unwrap();
-        for j in (0..want.len()).step_by(37) {
-            assert_eq!(want[j], reference_residue(&seed, stream, q, j), "q {q} j {j}");
-        }
-        for level in SimdLevel::ALL {
-            for &n in &lengths {
-                let mut got = vec![u32::MAX; n];
-                uniform_limb_at(level, &seed, purpose, index, &m, &mut got).unwrap();
-                assert_eq!(got[..], want[..n], "q {q} level {level:?} n {n}");
-            }
-        }
-        let mut got = vec![u32::MAX; 1 << 10];
-        uniform_limb(&seed, purpose, index, &m, &mut got).unwrap();
-        assert_eq!(got[..], want[..1 << 10], "q {q}");
-    }
-}
-
-#[test]
-fn wide_blocks_match_twin_across_counter_words() {
-    // Batches whose blocks cross the low counter word (block 2^32) and the end of the
-    // 64-bit counter, against the twin block function and big-integer reduction.
-    let seed = test_seed(77);
-    let q = FAST_MODULI[8];
-    let m = Modulus::new(u64::from(q)).unwrap();
-    let red = FastReducer::new(&m);
-    let stream = stream_id(Purpose::KeySwitchA, 3, q).unwrap();
-    let key = key_words(&seed);
-    for first in [0u64, 5, (1 << 32) - 9, (1 << 32) - 1, u64::MAX - 10] {
-        let r16 = wide_residues::<16>(&key, stream, first, red);
-        let r8 = wide_residues::<8>(&key, stream, first, red);
-        let r4 = wide_residues::<4>(&key, stream, first, red);
-        #[cfg(target_arch = "x86_64")]
-        let r8_avx2 = pulp::x86::V3::try_new().map(|s| avx2::residues8(s, &key, stream, first, red));
-        for l in 0..16 {
-            let block = chacha20_block(&seed, stream, first.wrapping_add(l as u64));
-            for k in 0..4 {
-                let w: [u32; 4] = block[4 * k..4 * k + 4].try_into().unwrap();
-                let want = uniform_from_words(w, &m);
-                assert_eq!(r16[k][l], want, "first {first} l {l} k {k}");
-                if l < 8 {
-                    assert_eq!(r8[k][l], want);
-                    #[cfg(target_arch = "x86_64")]
-                    if let Some(r) = &r8_avx2 {
-                        assert_eq!(r[k][l], want);
-                    }
-                }
-                if l < 4 {
-                    assert_eq!(r4[k][l], want);
-                }
-            }
-        }
-    }
-}
-
-#[test]
-fn uniform_limb_errors_at_every_level() {
-    let m = Modulus::new(17).unwrap();
-    let seed = test_seed(1);
-    let mut out = [0u32; 8];
-    for level in SimdLevel::ALL {
-        assert!(matches!(
-            uniform_limb_at(level, &seed, Purpose::CiphertextA, MAX_STREAM_INDEX, &m, &mut out),
-            Err(Error::CountTooLarge { .. })
-        ));
-    }
-    assert!(matches!(
-        uniform_limb_reference(&seed, Purpose::CiphertextA, MAX_STREAM_INDEX, &m, &mut out),
-        Err(Error::CountTooLarge { .. })
-    ));
 }
 
 // ---- host sampler -----------------------------------------------------------------
@@ -639,4 +388,238 @@ fn fresh_seeds_differ() {
     let t = s.ternary(64);
     assert!(t.iter().all(|x| (-1..=1).contains(x)));
     assert_eq!(format!("{s:?}"), "Sampler { .. }");
+}
+
+// ---- generator 2: ChaCha12, masked rejection ----------------------------------------
+
+/// Moduli for the rejection sampler: tiny (rejection 1/2 and 1/4), just above a power of two
+/// (rejection close to 1/2, so fallbacks are frequent), NTT primes just below one, the largest.
+const REJECT_MODULI: [u32; 10] = [2, 3, 5, 17, 65_537, 12_289, 786_433, (1 << 29) + 11, 1_073_479_681, (1 << 30) - 35];
+
+/// Residue `j` straight from the definition in the module docs: the first candidate below `q`,
+/// candidate `t` being word `j mod 16` of block `2^32 t + j / 16`, masked.
+fn definition_residue(seed: &Seed, stream: u64, q: u32, j: usize) -> u32 {
+    // 2^ceil(log2 q) - 1, computed independently of candidate_mask.
+    let mut range = 1u64;
+    while range < u64::from(q) {
+        range <<= 1;
+    }
+    let mask = (range - 1) as u32;
+    for t in 0u64.. {
+        let v = chacha12_block(seed, stream, t << 32 | (j / 16) as u64)[j % 16] & mask;
+        if v < q {
+            return v;
+        }
+    }
+    unreachable!()
+}
+
+#[test]
+fn candidate_mask_is_the_bit_length_mask() {
+    for (q, mask) in
+        [(2u32, 1u32), (3, 3), (4, 3), (5, 7), (17, 31), (65_537, 0x1_ffff), ((1 << 30) - 35, (1 << 30) - 1)]
+    {
+        assert_eq!(candidate_mask(q), mask, "q {q}");
+        assert_eq!(rejection_probability(q), 1.0 - f64::from(q) / (f64::from(mask) + 1.0));
+    }
+    assert_eq!(candidate_mask(u32::MAX), u32::MAX);
+    assert_eq!(candidate_mask(1 << 31), u32::MAX >> 1);
+    assert_eq!(candidate_mask((1 << 31) + 1), u32::MAX);
+    assert_eq!(rejection_probability(1 << 20), 0.0);
+    for q in 2u32..2000 {
+        assert!(rejection_probability(q) < 0.5, "q {q}");
+    }
+}
+
+#[test]
+fn chacha12_twin_matches_rand_chacha() {
+    let streams = [0u64, 1, 0xffff_ffff, 1 << 32, 2 << 56, u64::MAX, 0x0503_0201_1234_5678];
+    let blocks = [0u64, 1, 15, 16, 1000, 0xffff_ffff, 1 << 32, (1 << 32) + 7, 5 << 32, u64::MAX];
+    for (si, &stream) in streams.iter().enumerate() {
+        let seed = test_seed(si as u64 + 40);
+        for &b in &blocks {
+            for offset in [0u128, 9] {
+                let pos = u128::from(b) * 16 + offset;
+                let mut rng = rand_chacha::ChaCha12Rng::from_seed(seed);
+                rng.set_stream(stream);
+                rng.set_word_pos(pos);
+                for k in 0..40u128 {
+                    let p = (pos + k) % (1u128 << 68);
+                    assert_eq!(rng.next_u32(), twin12_word(&seed, stream, p), "stream {stream:#x} word {p}");
+                }
+            }
+        }
+    }
+    // ChaCha12 is not ChaCha20 with another name.
+    assert_ne!(chacha12_block(&[0; 32], 0, 0), chacha20_block(&[0; 32], 0, 0));
+}
+
+#[test]
+fn uniform_limb_matches_definition_at_every_level() {
+    let lengths = [0usize, 1, 3, 15, 16, 17, 63, 64, 65, 127, 128, 129, 255, 256, 257, 1001, 4096 + 5];
+    let purposes = [Purpose::KeySwitchA, Purpose::CiphertextA, Purpose::PublicKeyA];
+    let mut fallbacks = 0usize;
+    for (mi, &q) in REJECT_MODULI.iter().enumerate() {
+        let m = Modulus::new(u64::from(q)).unwrap();
+        let seed = test_seed(600 + mi as u64);
+        let purpose = purposes[mi % purposes.len()];
+        let index = [0u32, 7, MAX_STREAM_INDEX - 1][mi % 3];
+        let stream = stream_id(purpose, index, q).unwrap();
+        let n = 4096 + 5;
+        let mut want = vec![u32::MAX; n];
+        uniform_limb_reference(&seed, purpose, index, &m, &mut want).unwrap();
+        for (j, &w) in want.iter().enumerate() {
+            assert_eq!(w, definition_residue(&seed, stream, q, j), "q {q} j {j}");
+            fallbacks += usize::from(twin12_word(&seed, stream, j as u128) & candidate_mask(q) >= q);
+        }
+        for level in SimdLevel::ALL {
+            for &len in &lengths {
+                let mut got = vec![u32::MAX; len];
+                uniform_limb_at(level, &seed, purpose, index, &m, &mut got).unwrap();
+                assert_eq!(got[..], want[..len], "q {q} level {level:?} n {len}");
+            }
+        }
+        let mut got = vec![u32::MAX; n];
+        uniform_limb(&seed, purpose, index, &m, &mut got).unwrap();
+        assert_eq!(got, want, "q {q}");
+        let mut got = vec![u32::MAX; n];
+        uniform_limb_with(Generator::ChaCha12Reject, &seed, purpose, index, &m, &mut got).unwrap();
+        assert_eq!(got, want, "q {q}");
+    }
+    // The moduli above a power of two reject about half their candidates: the fallback path
+    // was exercised thousands of times.
+    assert!(fallbacks > 4000, "{fallbacks}");
+}
+
+#[test]
+fn wide_states_match_twin_across_counter_words() {
+    let seed = test_seed(78);
+    let stream = stream_id(Purpose::KeySwitchA, 3, 65_537).unwrap();
+    let key = key_words(&seed);
+    for first in [0u64, 5, (1 << 32) - 9, (1 << 32) - 1, u64::MAX - 10] {
+        let x16 = wide::wide_states::<16>(&key, stream, first, UNIFORM_DOUBLE_ROUNDS);
+        let x4 = wide::wide_states::<4>(&key, stream, first, UNIFORM_DOUBLE_ROUNDS);
+        #[cfg(target_arch = "x86_64")]
+        let x8 = pulp::x86::V3::try_new().map(|s| avx2::states8(s, &key, stream, first, UNIFORM_DOUBLE_ROUNDS));
+        for l in 0..16 {
+            let block = chacha12_block(&seed, stream, first.wrapping_add(l as u64));
+            for w in 0..16 {
+                assert_eq!(x16[w][l], block[w], "first {first} l {l} w {w}");
+                if l < 4 {
+                    assert_eq!(x4[w][l], block[w]);
+                }
+                #[cfg(target_arch = "x86_64")]
+                if let (Some(x), true) = (&x8, l < 8) {
+                    assert_eq!(x[w][l], block[w]);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn uniform_residue_matches_limb_and_definition() {
+    for (mi, &q) in REJECT_MODULI.iter().enumerate() {
+        let seed = test_seed(700 + mi as u64);
+        let m = Modulus::new(u64::from(q)).unwrap();
+        let n = 4096;
+        let mut out = vec![0u32; n];
+        uniform_limb(&seed, Purpose::CiphertextA, mi as u32, &m, &mut out).unwrap();
+        let mut js: Vec<usize> = (0..40).chain(n - 40..n).collect();
+        let mut st = 5u64;
+        js.extend((0..200).map(|_| (splitmix(&mut st) % n as u64) as usize));
+        for j in js {
+            assert_eq!(uniform_residue(&seed, Purpose::CiphertextA, mi as u32, &m, j).unwrap(), out[j], "q {q} j {j}");
+        }
+        // Far positions, up to the last residue a limb may have.
+        let stream = stream_id(Purpose::PublicKeyA, 5, q).unwrap();
+        for j in [1usize << 20, (1 << 32) + 3, (1 << 36) - 1] {
+            assert_eq!(
+                uniform_residue(&seed, Purpose::PublicKeyA, 5, &m, j).unwrap(),
+                definition_residue(&seed, stream, q, j),
+                "q {q} j {j}"
+            );
+        }
+        assert!(matches!(
+            uniform_residue(&seed, Purpose::PublicKeyA, 5, &m, 1 << 36),
+            Err(Error::CountTooLarge { what: "uniform limb residues", .. })
+        ));
+    }
+}
+
+/// Every distinct prime of every shipped and application parameter set.
+fn shipped_primes() -> Vec<u32> {
+    let mut primes: Vec<u32> = crate::params::shipped()
+        .into_iter()
+        .chain(crate::params::application_literals())
+        .flat_map(|l| l.q.into_iter().chain(l.p))
+        .map(|q| u32::try_from(q).unwrap())
+        .collect();
+    primes.sort_unstable();
+    primes.dedup();
+    primes
+}
+
+#[test]
+fn rejection_rate_matches_its_formula_for_every_shipped_prime() {
+    // For each prime, 2^20 candidates of a stream counted against the binomial of
+    // rejection_probability (6 sd + 1), and the probability against the exact fraction.
+    let primes = shipped_primes();
+    assert!(primes.len() >= 20, "{}", primes.len());
+    let words = 1usize << 20;
+    let (mut lowest, mut highest) = (1.0f64, 0.0f64);
+    for (i, &q) in primes.iter().enumerate() {
+        let p = rejection_probability(q);
+        let range = u64::from(candidate_mask(q)) + 1;
+        assert_eq!(p, (range - u64::from(q)) as f64 / range as f64, "q {q}");
+        let mut rng = rand_chacha::ChaCha12Rng::from_seed(test_seed(900 + i as u64));
+        rng.set_stream(stream_id(Purpose::KeySwitchA, 0, q).unwrap());
+        let mask = candidate_mask(q);
+        let rejected = (0..words).filter(|_| rng.next_u32() & mask >= q).count() as f64;
+        let mean = p * words as f64;
+        let sd = (mean * (1.0 - p)).sqrt();
+        assert!((rejected - mean).abs() <= 6.0 * sd + 1.0, "q {q}: {rejected} rejected, expected {mean:.1}");
+        lowest = lowest.min(p);
+        highest = highest.max(p);
+    }
+    // The range the module docs state: from about 2^-14 (primes just below a power of two) to
+    // just under 1/2 (28-bit primes just above 2^27).
+    assert!(lowest >= 2f64.powi(-15) && highest < 0.5, "p in [{lowest:e}, {highest:e}]");
+}
+
+#[test]
+fn small_moduli_pass_chi_square_and_unmasked_words_would_not() {
+    // One bucket per value. Bounds: the chi-square quantile at 1 - 1e-6 for q - 1 degrees of
+    // freedom (27.6, 33.4, 51.2 for 2, 4, 16), rounded up.
+    for (q, bound) in [(3u32, 28.0), (5, 34.0), (17, 52.0)] {
+        let m = Modulus::new(u64::from(q)).unwrap();
+        let mut out = vec![0u32; 1 << 16];
+        uniform_limb(&test_seed(31), Purpose::CiphertextA, 2, &m, &mut out).unwrap();
+        let stat = chi_square(&out, q, u64::from(q));
+        assert!(stat < bound, "q {q}: chi-square {stat}");
+        // Negative control: the masked words reduced mod q instead of rejected are biased.
+        let stream = stream_id(Purpose::CiphertextA, 2, q).unwrap();
+        let folded: Vec<u32> =
+            (0..1u128 << 16).map(|j| (twin12_word(&test_seed(31), stream, j) & candidate_mask(q)) % q).collect();
+        assert!(chi_square(&folded, q, u64::from(q)) > bound, "q {q}");
+    }
+}
+
+#[test]
+fn generator_ids_round_trip() {
+    for g in [Generator::ChaCha20Reduce, Generator::ChaCha12Reject] {
+        assert_eq!(Generator::from_id(g.id()).unwrap(), g);
+    }
+    assert_eq!(Generator::CURRENT.id(), 1);
+    for id in [0u8, 3, 255] {
+        assert!(matches!(Generator::from_id(id), Err(Error::UnknownGenerator { id: i }) if i == id));
+    }
+    // uniform_limb_with selects the old generator for id 1.
+    let m = Modulus::new(12_289).unwrap();
+    let (mut a, mut b) = (vec![0u32; 64], vec![0u32; 64]);
+    uniform_limb_with(Generator::ChaCha20Reduce, &test_seed(3), Purpose::CiphertextA, 0, &m, &mut a).unwrap();
+    legacy::uniform_limb(&test_seed(3), Purpose::CiphertextA, 0, &m, &mut b).unwrap();
+    assert_eq!(a, b);
+    uniform_limb(&test_seed(3), Purpose::CiphertextA, 0, &m, &mut b).unwrap();
+    assert_ne!(a, b);
 }

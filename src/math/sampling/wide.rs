@@ -1,17 +1,27 @@
-//! The wide uniform-residue generator behind [`uniform_limb_at`](super::uniform_limb_at):
-//! ChaCha20 blocks computed lane-wise (16 lanes at AVX-512, 8 at AVX2 with explicit
-//! intrinsics, a portable lane count for the tests), each block's words reduced by
-//! `FastReducer`; without AVX2, `rand_chacha`'s stream with the same reduction. Every path
-//! writes what [`uniform_limb_reference`](super::uniform_limb_reference) writes.
+//! The wide uniform-residue generators behind [`uniform_limb_at`](super::uniform_limb_at) and
+//! [`legacy::uniform_limb_at`](super::legacy::uniform_limb_at): ChaCha blocks computed
+//! lane-wise (16 lanes at AVX-512, 8 at AVX2 with explicit intrinsics, a portable lane count for
+//! the tests), at the generator's number of double rounds, then mapped to residues:
+//!
+//! - generator 2 ([`super::Generator::ChaCha12Reject`]): every output word is one residue
+//!   candidate, masked to the bit length of `q` and accepted below `q`; the rare rejected
+//!   residue is replaced from its fallback region ([`Rejector::fallback`]);
+//! - generator 1 ([`super::Generator::ChaCha20Reduce`], read-only): four words per residue
+//!   reduced mod `q` by [`FastReducer`].
+//!
+//! Every path writes what the matching reference writes.
 
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
-use super::{Seed, CHACHA_CONSTANTS};
+use super::{chacha_block, Seed, CHACHA_CONSTANTS, UNIFORM_DOUBLE_ROUNDS};
 use crate::math::zq::Modulus;
 
-/// The path without AVX2: `rand_chacha`'s stream, 1 KiB (64 residues) per call, each
-/// residue reduced by `FastReducer`.
+/// Double rounds of generator 1 (ChaCha20).
+pub(super) const LEGACY_DOUBLE_ROUNDS: usize = 10;
+
+/// The path of generator 1 without AVX2: `rand_chacha`'s stream, 1 KiB (64 residues) per
+/// call, each residue reduced by `FastReducer`.
 pub(super) struct StreamOp<'a> {
     pub(super) seed: &'a Seed,
     pub(super) stream: u64,
@@ -56,6 +66,56 @@ pub(super) fn key_words(seed: &Seed) -> [u32; 8] {
     key
 }
 
+/// Per-modulus constants of generator 2's word map: residue candidates are words masked to
+/// the bit length of `q`, accepted below `q`; a rejected residue draws its next candidates
+/// from its own fallback region of the same stream.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Rejector {
+    q: u32,
+    /// `2^bits(q) - 1`: all ones up to the top bit of `q`.
+    mask: u32,
+    key: [u32; 8],
+    stream: u64,
+}
+
+impl Rejector {
+    pub(super) fn new(m: &Modulus, key: [u32; 8], stream: u64) -> Self {
+        let q = m.value();
+        Self { q, mask: super::candidate_mask(q), key, stream }
+    }
+
+    /// The masked candidate of word `w` (accepted if below `q`).
+    #[inline(always)]
+    fn candidate(self, w: u32) -> u32 {
+        w & self.mask
+    }
+
+    /// Residue `j` after its main-region candidate was rejected: candidate `t = 1, 2, ...` is
+    /// word `j mod 16` of block `t * 2^32 + j / 16` (the fallback region), the first accepted
+    /// one is the residue. Terminates with probability 1 (each candidate is rejected with
+    /// probability below 1/2); after `2^32 - 1` rejected candidates (probability below
+    /// `2^-(2^32)`) the last one is reduced mod `q` so the function is total.
+    pub(super) fn fallback(self, j: usize) -> u32 {
+        fallback_residue(&self.key, self.stream, self.q, self.mask, j)
+    }
+}
+
+/// [`Rejector::fallback`] as a free function of the stream and modulus constants (shared with
+/// the scalar [`super::uniform_residue`]).
+#[expect(clippy::indexing_slicing, reason = "j % 16 indexes a 16-word block")]
+pub(super) fn fallback_residue(key: &[u32; 8], stream: u64, q: u32, mask: u32, j: usize) -> u32 {
+    let low = (j / 16) as u64 & 0xffff_ffff;
+    let mut v = 0;
+    for t in 1..=u32::MAX {
+        let block = chacha_block(key, stream, u64::from(t) << 32 | low, UNIFORM_DOUBLE_ROUNDS);
+        v = block[j % 16] & mask;
+        if v < q {
+            return v;
+        }
+    }
+    v % q
+}
+
 /// Per-modulus constants of the lane-wise reduction of four words (the fast path).
 ///
 /// With `c_i = 2^(32 i) mod q` (`c_0 = 1 mod q`), the value
@@ -69,7 +129,7 @@ pub(super) fn key_words(seed: &Seed) -> [u32; 8] {
 /// wraps): `r_0 + r_1` and `r_2 + r_3` lie in `[0, 4q)` and one conditional subtraction of
 /// `2q` brings each into `[0, 2q)`; their sum lies in `[0, 4q)`, and conditional subtractions
 /// of `2q` then `q` leave the canonical residue `v mod q` in `[0, q)` -- the value
-/// [`uniform_from_words_u32`] computes, since both are the unique residue in `[0, q)`.
+/// [`legacy::uniform_from_words_u32`](super::legacy::uniform_from_words_u32) computes, since both are the unique residue in `[0, q)`.
 /// The conditional subtractions are branch-free: for `x < 4q`, `x.min(x - 2q)` (wrapping) is
 /// `x - 2q` when `x >= 2q` and `x` otherwise, because then `x - 2q` wraps to at least
 /// `2^32 - 2q > 2q > x`.
@@ -117,11 +177,20 @@ impl FastReducer {
     }
 }
 
+/// How a wide batch of ChaCha blocks becomes residues.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum WordMap {
+    /// Generator 2: one masked word per residue, rejection with fallback.
+    Reject(Rejector),
+    /// Generator 1: four words per residue, reduced mod `q`.
+    Reduce(FastReducer),
+}
+
 /// What one call of the wide generator needs.
 pub(super) struct WideJob<'a> {
     pub(super) key: [u32; 8],
     pub(super) stream: u64,
-    pub(super) red: FastReducer,
+    pub(super) map: WordMap,
     pub(super) out: &'a mut [u32],
 }
 
@@ -134,60 +203,95 @@ impl<const L: usize> pulp::NullaryFnOnce for WideOp<'_, L> {
 
     #[inline(always)]
     fn call(self) {
-        let WideJob { key, stream, red, out } = self.0;
-        fill_batches::<L, _>(out, &Portable { key, stream, red });
+        let WideJob { key, stream, map, out } = self.0;
+        match map {
+            WordMap::Reject(rej) => {
+                fill_words::<L, _>(out, &Portable::<UNIFORM_DOUBLE_ROUNDS> { key, stream }, rej);
+            }
+            WordMap::Reduce(red) => fill_reduced::<L, _>(out, &Portable::<LEGACY_DOUBLE_ROUNDS> { key, stream }, red),
+        }
     }
 }
 
-/// Where [`fill_batches`] gets its batches from: `batch(b)` returns the residues of blocks
-/// `b .. b + L` as `r[k][l]` = residue `4 (b + l) + k`. (A trait with always-inlined methods
-/// rather than a closure, so that the batch code is compiled inside the caller's
+/// Where the fill functions get their batches from: `states(b)` returns the output words of
+/// blocks `b .. b + L` as `x[w][l]` = word `w` of block `b + l`. (A trait with always-inlined
+/// methods rather than a closure, so that the batch code is compiled inside the caller's
 /// `target_feature` context.)
-trait Batches<const L: usize> {
-    fn batch(&self, block: u64) -> [[u32; L]; 4];
+trait States<const L: usize> {
+    fn states(&self, first: u64) -> [[u32; L]; 16];
 }
 
-/// [`wide_residues`] as a [`Batches`] source.
-struct Portable {
+/// [`wide_states`] with `DR` double rounds as a [`States`] source.
+struct Portable<const DR: usize> {
     key: [u32; 8],
     stream: u64,
-    red: FastReducer,
 }
 
-impl<const L: usize> Batches<L> for Portable {
+impl<const L: usize, const DR: usize> States<L> for Portable<DR> {
     #[inline(always)]
-    fn batch(&self, block: u64) -> [[u32; L]; 4] {
-        wide_residues::<L>(&self.key, self.stream, block, self.red)
+    fn states(&self, first: u64) -> [[u32; L]; 16] {
+        wide_states::<L>(&self.key, self.stream, first, DR)
     }
 }
 
-/// Fills `out` batch by batch from `src`.
+/// Generator 2: fills `out` batch by batch from `src`, residue `16 (b + l) + w` being word `w`
+/// of lane `l` masked, and replaces every rejected residue from its fallback region.
 #[inline(always)]
-fn fill_batches<const L: usize, B: Batches<L>>(out: &mut [u32], src: &B) {
+#[expect(clippy::indexing_slicing, reason = "w < 16 and l < L index the [[u32; L]; 16] batch")]
+fn fill_words<const L: usize, S: States<L>>(out: &mut [u32], src: &S, rej: Rejector) {
     let mut block = 0u64;
-    let mut chunks = out.chunks_exact_mut(4 * L);
-    for chunk in &mut chunks {
-        let [r0, r1, r2, r3] = src.batch(block);
-        // Residue 4 l + k of the batch is r_k[l].
-        for ((((o, &a), &b), &c), &d) in chunk.chunks_exact_mut(4).zip(&r0).zip(&r1).zip(&r2).zip(&r3) {
-            o.copy_from_slice(&[a, b, c, d]);
+    for (c, chunk) in out.chunks_mut(16 * L).enumerate() {
+        let x = src.states(block);
+        let mut rejected = false;
+        for (l, o16) in chunk.chunks_mut(16).enumerate() {
+            for (w, o) in o16.iter_mut().enumerate() {
+                let v = rej.candidate(x[w][l]);
+                rejected |= v >= rej.q;
+                *o = v;
+            }
+        }
+        if rejected {
+            for (i, o) in chunk.iter_mut().enumerate() {
+                if *o >= rej.q {
+                    *o = rej.fallback(c * 16 * L + i);
+                }
+            }
         }
         block = block.wrapping_add(L as u64);
     }
-    let tail = chunks.into_remainder();
-    if !tail.is_empty() {
-        // A partial batch: the words past the end are computed and dropped.
-        let [r0, r1, r2, r3] = src.batch(block);
-        for ((((o, &a), &b), &c), &d) in tail.chunks_mut(4).zip(&r0).zip(&r1).zip(&r2).zip(&r3) {
+}
+
+/// Generator 1: fills `out` batch by batch from `src`, residue `4 (b + l) + k` being words
+/// `4k .. 4k + 3` of lane `l` reduced by `red`.
+#[inline(always)]
+fn fill_reduced<const L: usize, S: States<L>>(out: &mut [u32], src: &S, red: FastReducer) {
+    let mut block = 0u64;
+    for chunk in out.chunks_mut(4 * L) {
+        let [r0, r1, r2, r3] = reduce_batch(red, &src.states(block));
+        // Residue 4 l + k of the batch is r_k[l]; a partial batch drops the words past the end.
+        for ((((o, &a), &b), &c), &d) in chunk.chunks_mut(4).zip(&r0).zip(&r1).zip(&r2).zip(&r3) {
             for (oi, v) in o.iter_mut().zip([a, b, c, d]) {
                 *oi = v;
             }
         }
+        block = block.wrapping_add(L as u64);
     }
 }
 
+/// Generator 1's residues of a batch: `r[k][l]` = words `4k .. 4k + 3` of lane `l` reduced.
+#[inline(always)]
+pub(super) fn reduce_batch<const L: usize>(red: FastReducer, x: &[[u32; L]; 16]) -> [[u32; L]; 4] {
+    let [x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14, x15] = x;
+    [
+        lanes_reduce(red, x0, x1, x2, x3),
+        lanes_reduce(red, x4, x5, x6, x7),
+        lanes_reduce(red, x8, x9, x10, x11),
+        lanes_reduce(red, x12, x13, x14, x15),
+    ]
+}
+
 /// The wide generator at AVX2 with explicit intrinsics (8 blocks per batch, one per lane of
-/// a `ymm` register): the compiler leaves [`wide_residues`] scalar at this level.
+/// a `ymm` register): the compiler leaves [`wide_states`] scalar at this level.
 #[cfg(target_arch = "x86_64")]
 pub(super) mod avx2 {
     use core::arch::x86_64::__m256i;
@@ -195,7 +299,7 @@ pub(super) mod avx2 {
     use pulp::cast;
     use pulp::x86::V3;
 
-    use super::{lanes_reduce, FastReducer, CHACHA_CONSTANTS};
+    use super::{WordMap, CHACHA_CONSTANTS, LEGACY_DOUBLE_ROUNDS, UNIFORM_DOUBLE_ROUNDS};
 
     /// The AVX2 form of the wide generator, as a `pulp` operation.
     pub(in crate::math::sampling) struct Op<'a> {
@@ -208,23 +312,29 @@ pub(super) mod avx2 {
 
         #[inline(always)]
         fn call(self) {
-            let Op { s, job: super::WideJob { key, stream, red, out } } = self;
-            super::fill_batches::<8, _>(out, &Source { s, key, stream, red });
+            let Op { s, job: super::WideJob { key, stream, map, out } } = self;
+            match map {
+                WordMap::Reject(rej) => {
+                    super::fill_words::<8, _>(out, &Source::<UNIFORM_DOUBLE_ROUNDS> { s, key, stream }, rej);
+                }
+                WordMap::Reduce(red) => {
+                    super::fill_reduced::<8, _>(out, &Source::<LEGACY_DOUBLE_ROUNDS> { s, key, stream }, red);
+                }
+            }
         }
     }
 
-    /// [`residues8`] as a [`super::Batches`] source.
-    struct Source {
+    /// [`states8`] with `DR` double rounds as a [`super::States`] source.
+    struct Source<const DR: usize> {
         s: V3,
         key: [u32; 8],
         stream: u64,
-        red: FastReducer,
     }
 
-    impl super::Batches<8> for Source {
+    impl<const DR: usize> super::States<8> for Source<DR> {
         #[inline(always)]
-        fn batch(&self, block: u64) -> [[u32; 8]; 4] {
-            residues8(self.s, &self.key, self.stream, block, self.red)
+        fn states(&self, first: u64) -> [[u32; 8]; 16] {
+            states8(self.s, &self.key, self.stream, first, DR)
         }
     }
 
@@ -257,15 +367,15 @@ pub(super) mod avx2 {
         *b = v._mm256_or_si256(v._mm256_slli_epi32::<7>(t), v._mm256_srli_epi32::<25>(t));
     }
 
-    /// [`super::wide_residues`] with `L = 8`, written with AVX2 intrinsics.
+    /// [`super::wide_states`] with `L = 8`, written with AVX2 intrinsics.
     #[inline(always)]
-    pub(in crate::math::sampling) fn residues8(
+    pub(in crate::math::sampling) fn states8(
         s: V3,
         key: &[u32; 8],
         stream: u64,
         first: u64,
-        red: FastReducer,
-    ) -> [[u32; 8]; 4] {
+        double_rounds: usize,
+    ) -> [[u32; 8]; 16] {
         let (r16, r8) = (rotation(2), rotation(1));
         let mut ctr_lo = [0u32; 8];
         let mut ctr_hi = [0u32; 8];
@@ -296,7 +406,7 @@ pub(super) mod avx2 {
         ];
         let [mut x0, mut x1, mut x2, mut x3, mut x4, mut x5, mut x6, mut x7, mut x8, mut x9, mut x10, mut x11, mut x12, mut x13, mut x14, mut x15] =
             input;
-        for _ in 0..10 {
+        for _ in 0..double_rounds {
             quarter_round(s, [&mut x0, &mut x4, &mut x8, &mut x12], r16, r8);
             quarter_round(s, [&mut x1, &mut x5, &mut x9, &mut x13], r16, r8);
             quarter_round(s, [&mut x2, &mut x6, &mut x10, &mut x14], r16, r8);
@@ -311,13 +421,7 @@ pub(super) mod avx2 {
         for ((wi, &xi), &ii) in w.iter_mut().zip(&x).zip(&input) {
             *wi = cast(s.avx2._mm256_add_epi32(xi, ii));
         }
-        let [w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11, w12, w13, w14, w15] = w;
-        [
-            lanes_reduce(red, &w0, &w1, &w2, &w3),
-            lanes_reduce(red, &w4, &w5, &w6, &w7),
-            lanes_reduce(red, &w8, &w9, &w10, &w11),
-            lanes_reduce(red, &w12, &w13, &w14, &w15),
-        ]
+        w
     }
 }
 
@@ -353,7 +457,7 @@ fn lanes_reduce<const L: usize>(
     r
 }
 
-/// One ChaCha20 quarter round on four state words, each an array of `L` lanes.
+/// One ChaCha quarter round on four state words, each an array of `L` lanes.
 #[inline(always)]
 fn lanes_quarter_round<const L: usize>(a: &mut [u32; L], b: &mut [u32; L], c: &mut [u32; L], d: &mut [u32; L]) {
     for (((a, b), c), d) in a.iter_mut().zip(b.iter_mut()).zip(c.iter_mut()).zip(d.iter_mut()) {
@@ -368,17 +472,16 @@ fn lanes_quarter_round<const L: usize>(a: &mut [u32; L], b: &mut [u32; L], c: &m
     }
 }
 
-/// Residues `4 first .. 4 (first + L)` of a limb (relative to the stream start): ChaCha20
-/// blocks `first .. first + L` of `(key, stream)`, lane `l` holding block `first + l`
-/// (the same block function as [`chacha20_block`]), then `r[k][l]` = words `4k .. 4k + 3` of
-/// lane `l` reduced by `red`.
+/// The output words of ChaCha blocks `first .. first + L` of `(key, stream)` with
+/// `double_rounds` double rounds, lane `l` holding block `first + l` (the same block function
+/// as [`chacha_block`]): `x[w][l]` = word `w` of block `first + l`.
 #[inline(always)]
-pub(super) fn wide_residues<const L: usize>(
+pub(super) fn wide_states<const L: usize>(
     key: &[u32; 8],
     stream: u64,
     first: u64,
-    red: FastReducer,
-) -> [[u32; L]; 4] {
+    double_rounds: usize,
+) -> [[u32; L]; 16] {
     let [c0, c1, c2, c3] = CHACHA_CONSTANTS;
     let [k0, k1, k2, k3, k4, k5, k6, k7] = *key;
     let mut ctr_lo = [0u32; L];
@@ -393,7 +496,7 @@ pub(super) fn wide_residues<const L: usize>(
     let (mut x4, mut x5, mut x6, mut x7) = ([k0; L], [k1; L], [k2; L], [k3; L]);
     let (mut x8, mut x9, mut x10, mut x11) = ([k4; L], [k5; L], [k6; L], [k7; L]);
     let (mut x12, mut x13, mut x14, mut x15) = (ctr_lo, ctr_hi, [s_lo; L], [s_hi; L]);
-    for _ in 0..10 {
+    for _ in 0..double_rounds {
         lanes_quarter_round(&mut x0, &mut x4, &mut x8, &mut x12);
         lanes_quarter_round(&mut x1, &mut x5, &mut x9, &mut x13);
         lanes_quarter_round(&mut x2, &mut x6, &mut x10, &mut x14);
@@ -417,10 +520,5 @@ pub(super) fn wide_residues<const L: usize>(
     lanes_add(&mut x13, &ctr_hi);
     lanes_add_splat(&mut x14, s_lo);
     lanes_add_splat(&mut x15, s_hi);
-    [
-        lanes_reduce(red, &x0, &x1, &x2, &x3),
-        lanes_reduce(red, &x4, &x5, &x6, &x7),
-        lanes_reduce(red, &x8, &x9, &x10, &x11),
-        lanes_reduce(red, &x12, &x13, &x14, &x15),
-    ]
+    [x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14, x15]
 }
