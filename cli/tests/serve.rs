@@ -518,19 +518,25 @@ fn load_32_clients() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `wgfhe infer --remote` against `addr` with the test ring and the work dir's tokens, `args`
+/// after the address.
+fn remote_infer(addr: &str, dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_wgfhe"))
+        .args(["infer", "--remote", &format!("http://{addr}")])
+        .args(args)
+        .args(["--check", "--insecure-test-params", "--token-file"])
+        .arg(dir.join("tokens"))
+        .output()
+        .unwrap()
+}
+
 /// `wgfhe infer --remote`: the command-line client against a served model, every score
 /// checked by the client against the model the server publishes.
 #[test]
 fn cli_remote_client_checks_every_score() {
     let dir = workdir("remote");
     let srv = Server::start(&dir, &[]);
-    let out = Command::new(env!("CARGO_BIN_EXE_wgfhe"))
-        .args(["infer", "--remote", &format!("http://{}", srv.addr), "--images", "20", "--check"])
-        .arg("--insecure-test-params")
-        .arg("--token-file")
-        .arg(dir.join("tokens"))
-        .output()
-        .unwrap();
+    let out = remote_infer(&srv.addr, &dir, &["--images", "20"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("checked 20 scores against the plaintext model: 0 differ"), "{stdout}");
@@ -557,15 +563,7 @@ fn cli_remote_cnn_checks_every_score() {
         serde_json::from_slice(&call(&srv.addr, "GET", "/v1/info", None, &[], b"").body).unwrap();
     let names: Vec<&str> = info["models"].as_array().unwrap().iter().map(|m| m["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["cnn"]);
-    let remote = |model: &str| {
-        Command::new(env!("CARGO_BIN_EXE_wgfhe"))
-            .args(["infer", "--remote", &format!("http://{}", srv.addr), "--model", model, "--images", "6", "--check"])
-            .arg("--insecure-test-params")
-            .arg("--token-file")
-            .arg(dir.join("tokens"))
-            .output()
-            .unwrap()
-    };
+    let remote = |model: &str| remote_infer(&srv.addr, &dir, &["--model", model, "--images", "6"]);
     let out = remote("cnn");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
@@ -578,22 +576,7 @@ fn cli_remote_cnn_checks_every_score() {
 
     std::fs::write(dir.join("params.bin"), cnn_fixtures::digit_params().to_bytes()).unwrap();
     let srv = Server::start(&dir, &[]);
-    let out = Command::new(env!("CARGO_BIN_EXE_wgfhe"))
-        .args([
-            "infer",
-            "--remote",
-            &format!("http://{}", srv.addr),
-            "--model",
-            "cnn-digits",
-            "--images",
-            "3",
-            "--check",
-        ])
-        .arg("--insecure-test-params")
-        .arg("--token-file")
-        .arg(dir.join("tokens"))
-        .output()
-        .unwrap();
+    let out = remote_infer(&srv.addr, &dir, &["--model", "cnn-digits", "--images", "3"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("checked 30 scores against the plaintext model: 0 differ"), "{stdout}");

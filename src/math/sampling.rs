@@ -102,9 +102,7 @@ use crate::math::zq::Modulus;
 
 pub mod legacy;
 mod wide;
-#[cfg(target_arch = "x86_64")]
-use wide::avx2;
-use wide::{fallback_residue, key_words, Rejector, WideJob, WideOp, WordMap};
+use wide::{fallback_residue, key_words, Rejector, WideJob, WordMap};
 
 /// Length of a seed in bytes (a ChaCha20 key).
 pub const SEED_BYTES: usize = 32;
@@ -380,25 +378,7 @@ pub fn uniform_limb_at(
     let stream = stream_id(purpose, index, m.value())?;
     check_limb_len(out.len())?;
     let key = key_words(seed);
-    let map = WordMap::Reject(Rejector::new(m, key, stream));
-    #[cfg(target_arch = "x86_64")]
-    {
-        let level = level.clamp();
-        if level >= SimdLevel::Avx512 {
-            if let Some(s) = pulp::x86::V4::try_new() {
-                s.vectorize(WideOp::<16>(WideJob { key, stream, map, out }));
-                return Ok(());
-            }
-        }
-        if level >= SimdLevel::Avx2 {
-            if let Some(s) = pulp::x86::V3::try_new() {
-                s.vectorize(avx2::Op { s, job: WideJob { key, stream, map, out } });
-                return Ok(());
-            }
-        }
-    }
-    let _ = level;
-    pulp::NullaryFnOnce::call(WideOp::<4>(WideJob { key, stream, map, out }));
+    wide::run(level, WideJob { key, stream, map: WordMap::Reject(Rejector::new(m, key, stream)), out });
     Ok(())
 }
 

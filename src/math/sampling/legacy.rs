@@ -12,9 +12,7 @@
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
-#[cfg(target_arch = "x86_64")]
-use super::wide::avx2;
-use super::wide::{key_words, FastReducer, StreamOp, WideJob, WideOp, WordMap};
+use super::wide::{key_words, FastReducer, WideJob, WordMap};
 use super::{stream_id, Purpose, Seed};
 use crate::error::Result;
 use crate::math::simd::SimdLevel;
@@ -101,8 +99,7 @@ pub fn uniform_limb(seed: &Seed, purpose: Purpose, index: u32, m: &Modulus, out:
 /// reduced lane-wise by `FastReducer` (four lazy Shoup products and branch-free conditional
 /// subtractions, exact: see its docs); no transposition is needed. At AVX2 the same scheme
 /// runs on 8 lanes with explicit intrinsics (the compiler leaves the portable rounds scalar
-/// there); without AVX2 the words come from `rand_chacha`, 1 KiB at a time, and only the
-/// reduction is the fast one.
+/// there); without AVX2 it runs on 4 portable lanes.
 ///
 /// Errors with [`Error::CountTooLarge`](crate::error::Error::CountTooLarge) if `index >= 2^24`.
 pub fn uniform_limb_at(
@@ -114,28 +111,7 @@ pub fn uniform_limb_at(
     out: &mut [u32],
 ) -> Result<()> {
     let stream = stream_id(purpose, index, m.value())?;
-    let red = FastReducer::new(m);
-    #[cfg(target_arch = "x86_64")]
-    {
-        let level = level.clamp();
-        if level >= SimdLevel::Avx512 {
-            if let Some(s) = pulp::x86::V4::try_new() {
-                s.vectorize(WideOp::<16>(WideJob { key: key_words(seed), stream, map: WordMap::Reduce(red), out }));
-                return Ok(());
-            }
-        }
-        if level >= SimdLevel::Avx2 {
-            if let Some(s) = pulp::x86::V3::try_new() {
-                s.vectorize(avx2::Op {
-                    s,
-                    job: WideJob { key: key_words(seed), stream, map: WordMap::Reduce(red), out },
-                });
-                return Ok(());
-            }
-        }
-    }
-    let _ = level;
-    pulp::NullaryFnOnce::call(StreamOp { seed, stream, red, out });
+    super::wide::run(level, WideJob { key: key_words(seed), stream, map: WordMap::Reduce(FastReducer::new(m)), out });
     Ok(())
 }
 

@@ -500,7 +500,7 @@ fn wide_states_match_twin_across_counter_words() {
         let x16 = wide::wide_states::<16>(&key, stream, first, UNIFORM_DOUBLE_ROUNDS);
         let x4 = wide::wide_states::<4>(&key, stream, first, UNIFORM_DOUBLE_ROUNDS);
         #[cfg(target_arch = "x86_64")]
-        let x8 = pulp::x86::V3::try_new().map(|s| avx2::states8(s, &key, stream, first, UNIFORM_DOUBLE_ROUNDS));
+        let x8 = pulp::x86::V3::try_new().map(|s| wide::avx2::states8(s, &key, stream, first, UNIFORM_DOUBLE_ROUNDS));
         for l in 0..16 {
             let block = chacha12_block(&seed, stream, first.wrapping_add(l as u64));
             for w in 0..16 {

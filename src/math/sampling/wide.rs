@@ -11,49 +11,12 @@
 //!
 //! Every path writes what the matching reference writes.
 
-use rand_chacha::rand_core::{RngCore, SeedableRng};
-use rand_chacha::ChaCha20Rng;
-
 use super::{chacha_block, Seed, CHACHA_CONSTANTS, UNIFORM_DOUBLE_ROUNDS};
+use crate::math::simd::SimdLevel;
 use crate::math::zq::Modulus;
 
 /// Double rounds of generator 1 (ChaCha20).
 pub(super) const LEGACY_DOUBLE_ROUNDS: usize = 10;
-
-/// The path of generator 1 without AVX2: `rand_chacha`'s stream, 1 KiB (64 residues) per
-/// call, each residue reduced by `FastReducer`.
-pub(super) struct StreamOp<'a> {
-    pub(super) seed: &'a Seed,
-    pub(super) stream: u64,
-    pub(super) red: FastReducer,
-    pub(super) out: &'a mut [u32],
-}
-
-impl pulp::NullaryFnOnce for StreamOp<'_> {
-    type Output = ();
-
-    #[inline(always)]
-    fn call(self) {
-        let mut rng = ChaCha20Rng::from_seed(*self.seed);
-        rng.set_stream(self.stream);
-        let mut bytes = [0u8; 1024];
-        for chunk in self.out.chunks_mut(64) {
-            // The last call may draw words past the end of `out`; they are dropped (the
-            // generator is private to this call).
-            rng.fill_bytes(&mut bytes);
-            for (o, b) in chunk.iter_mut().zip(bytes.chunks_exact(16)) {
-                let mut w = [0u32; 4];
-                for (wi, bi) in w.iter_mut().zip(b.chunks_exact(4)) {
-                    let mut le = [0u8; 4];
-                    le.copy_from_slice(bi);
-                    *wi = u32::from_le_bytes(le);
-                }
-                let [w0, w1, w2, w3] = w;
-                *o = self.red.reduce(w0, w1, w2, w3);
-            }
-        }
-    }
-}
 
 /// The eight key words of a seed: `u32::from_le_bytes(seed[4i..4i+4])`.
 pub(super) fn key_words(seed: &Seed) -> [u32; 8] {
@@ -192,6 +155,29 @@ pub(super) struct WideJob<'a> {
     pub(super) stream: u64,
     pub(super) map: WordMap,
     pub(super) out: &'a mut [u32],
+}
+
+/// Runs `job` on the widest form `level` (clamped to what the CPU has) allows: 16 lanes at
+/// AVX-512, 8 with AVX2 intrinsics, else 4 portable lanes. Every form writes the same residues.
+pub(super) fn run(level: SimdLevel, job: WideJob<'_>) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let level = level.clamp();
+        if level >= SimdLevel::Avx512 {
+            if let Some(s) = pulp::x86::V4::try_new() {
+                s.vectorize(WideOp::<16>(job));
+                return;
+            }
+        }
+        if level >= SimdLevel::Avx2 {
+            if let Some(s) = pulp::x86::V3::try_new() {
+                s.vectorize(avx2::Op { s, job });
+                return;
+            }
+        }
+    }
+    let _ = level;
+    pulp::NullaryFnOnce::call(WideOp::<4>(job));
 }
 
 /// The wide generator with `L` blocks per batch, as a `pulp` operation (dispatched with
