@@ -930,3 +930,48 @@ fn insecure_ckks_boot_ring_has_the_same_structure() {
         assert!(matches!(insecure_by_name(bad), Err(Error::UnknownParameterSet { .. })), "{bad}");
     }
 }
+
+/// Every distinct prime of every shipped and application parameter set.
+fn shipped_primes() -> Vec<u32> {
+    let mut primes: Vec<u32> = shipped()
+        .into_iter()
+        .chain(application_literals())
+        .flat_map(|l| l.q.into_iter().chain(l.p))
+        .map(|q| u32::try_from(q).unwrap())
+        .collect();
+    primes.sort_unstable();
+    primes.dedup();
+    primes
+}
+
+#[test]
+fn uniform_rejection_rate_matches_its_formula_for_every_shipped_prime() {
+    // Generator 2 (math::sampling): for each prime, 2^20 ChaCha12 words of its stream, masked,
+    // counted against the binomial of rejection_probability (6 sd + 1), and the probability
+    // against the exact fraction. Here rather than in math because it reads the catalogues.
+    use crate::math::sampling::{candidate_mask, rejection_probability, stream_id, Purpose};
+    use rand_chacha::rand_core::{RngCore, SeedableRng};
+    let primes = shipped_primes();
+    assert!(primes.len() >= 20, "{}", primes.len());
+    let words = 1usize << 20;
+    let (mut lowest, mut highest) = (1.0f64, 0.0f64);
+    for (i, &q) in primes.iter().enumerate() {
+        let p = rejection_probability(q);
+        let range = u64::from(candidate_mask(q)) + 1;
+        assert_eq!(p, (range - u64::from(q)) as f64 / range as f64, "q {q}");
+        let mut seed = [0u8; 32];
+        seed[..8].copy_from_slice(&(900 + i as u64).to_le_bytes());
+        let mut rng = rand_chacha::ChaCha12Rng::from_seed(seed);
+        rng.set_stream(stream_id(Purpose::KeySwitchA, 0, q).unwrap());
+        let mask = candidate_mask(q);
+        let rejected = (0..words).filter(|_| rng.next_u32() & mask >= q).count() as f64;
+        let mean = p * words as f64;
+        let sd = (mean * (1.0 - p)).sqrt();
+        assert!((rejected - mean).abs() <= 6.0 * sd + 1.0, "q {q}: {rejected} rejected, expected {mean:.1}");
+        lowest = lowest.min(p);
+        highest = highest.max(p);
+    }
+    // The range the sampling docs state: from about 2^-14 (primes just below a power of two)
+    // to just under 1/2 (28-bit primes just above 2^27).
+    assert!(lowest >= 2f64.powi(-15) && highest < 0.5, "p in [{lowest:e}, {highest:e}]");
+}

@@ -547,46 +547,6 @@ fn uniform_residue_matches_limb_and_definition() {
     }
 }
 
-/// Every distinct prime of every shipped and application parameter set.
-fn shipped_primes() -> Vec<u32> {
-    let mut primes: Vec<u32> = crate::params::shipped()
-        .into_iter()
-        .chain(crate::params::application_literals())
-        .flat_map(|l| l.q.into_iter().chain(l.p))
-        .map(|q| u32::try_from(q).unwrap())
-        .collect();
-    primes.sort_unstable();
-    primes.dedup();
-    primes
-}
-
-#[test]
-fn rejection_rate_matches_its_formula_for_every_shipped_prime() {
-    // For each prime, 2^20 candidates of a stream counted against the binomial of
-    // rejection_probability (6 sd + 1), and the probability against the exact fraction.
-    let primes = shipped_primes();
-    assert!(primes.len() >= 20, "{}", primes.len());
-    let words = 1usize << 20;
-    let (mut lowest, mut highest) = (1.0f64, 0.0f64);
-    for (i, &q) in primes.iter().enumerate() {
-        let p = rejection_probability(q);
-        let range = u64::from(candidate_mask(q)) + 1;
-        assert_eq!(p, (range - u64::from(q)) as f64 / range as f64, "q {q}");
-        let mut rng = rand_chacha::ChaCha12Rng::from_seed(test_seed(900 + i as u64));
-        rng.set_stream(stream_id(Purpose::KeySwitchA, 0, q).unwrap());
-        let mask = candidate_mask(q);
-        let rejected = (0..words).filter(|_| rng.next_u32() & mask >= q).count() as f64;
-        let mean = p * words as f64;
-        let sd = (mean * (1.0 - p)).sqrt();
-        assert!((rejected - mean).abs() <= 6.0 * sd + 1.0, "q {q}: {rejected} rejected, expected {mean:.1}");
-        lowest = lowest.min(p);
-        highest = highest.max(p);
-    }
-    // The range the module docs state: from about 2^-14 (primes just below a power of two) to
-    // just under 1/2 (28-bit primes just above 2^27).
-    assert!(lowest >= 2f64.powi(-15) && highest < 0.5, "p in [{lowest:e}, {highest:e}]");
-}
-
 #[test]
 fn small_moduli_pass_chi_square_and_unmasked_words_would_not() {
     // One bucket per value. Bounds: the chi-square quantile at 1 - 1e-6 for q - 1 degrees of
