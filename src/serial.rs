@@ -5,7 +5,7 @@
 //! | offset | size | field |
 //! |---|---|---|
 //! | 0 | 4 | magic `b"WGFH"` |
-//! | 4 | 2 | format version (`u16`, currently 2, [`FORMAT_VERSION`]) |
+//! | 4 | 2 | format version (`u16`, currently 3, [`FORMAT_VERSION`]) |
 //! | 6 | 1 | object type ([`ObjectType`] tag) |
 //! | 7 | 1 | scheme ([`Scheme::tag`]) |
 //! | 8 | 8 | parameter id (`u64`, see [`crate::params::Parameters::id`]) |
@@ -44,7 +44,7 @@
 //! the checksum field ([`HEADER_LEN_V1`]). They still load, **without any integrity check**:
 //! every other validation applies, and the [`Header::checksum`] that [`read_object`] returns is
 //! `None` for them (the library has no warning channel; callers who want to refuse unchecked
-//! objects test that field, or [`Header::version`]). Writers always emit version 2.
+//! objects test that field, or [`Header::version`]). Writers always emit version 3, whose header is version 2's; version 3 differs only in that its seeds name generator 2 (see `math::sampling::Generator`).
 //!
 //! Payloads are written with [`Writer`] and read with [`Reader`], whose every read is bounds
 //! checked ([`Error::Truncated`]). Blocks of RNS residues (limb-major `[limb][N]` `u32`) are
@@ -145,8 +145,12 @@ impl Scheme {
 
 /// Magic bytes opening every object.
 pub const MAGIC: [u8; 4] = *b"WGFH";
-/// Current format version (2: the header carries a CRC-32C of the object).
-pub const FORMAT_VERSION: u16 = 2;
+/// Current format version (3: seeds name generator 2, `math::sampling::Generator`; the header
+/// is version 2's, with its CRC-32C).
+pub const FORMAT_VERSION: u16 = 3;
+/// Format version 2: the header of version 3, seeds of the old generator (id 1) only; still
+/// read (their uniform halves are regenerated with the old generator at load).
+pub const FORMAT_VERSION_V2: u16 = 2;
 /// The previous format version (no checksum), still read.
 pub const FORMAT_VERSION_V1: u16 = 1;
 /// Length of the object header in bytes (current version).
@@ -448,7 +452,7 @@ pub fn write_object(object: ObjectType, scheme: Scheme, param_id: u64, payload: 
 /// ([`Error::BadMagic`]), the version ([`Error::UnsupportedVersion`] for anything but 2 or 1),
 /// that the declared payload length equals the number of bytes after the header
 /// ([`Error::LengthMismatch`]; a truncated payload reports this too), the checksum over the
-/// header and payload ([`Error::Checksum`]; version 2 only, version-1 objects have none), the
+/// header and payload ([`Error::Checksum`]; versions 2 and 3, version-1 objects have none), the
 /// object tag ([`Error::UnknownObjectType`]), the scheme tag ([`Error::InvalidField`]), and
 /// that the object is `expected` ([`Error::ObjectTypeMismatch`]). The parameter id is the
 /// caller's to check: it knows the parameters.
@@ -458,14 +462,14 @@ pub fn read_object(bytes: &[u8], expected: ObjectType) -> Result<(Header, &[u8])
         return Err(Error::BadMagic);
     }
     let version = r.get_u16()?;
-    if version != FORMAT_VERSION && version != FORMAT_VERSION_V1 {
+    if ![FORMAT_VERSION, FORMAT_VERSION_V2, FORMAT_VERSION_V1].contains(&version) {
         return Err(Error::UnsupportedVersion { version });
     }
     let object_tag = r.get_u8()?;
     let scheme_tag = r.get_u8()?;
     let param_id = r.get_u64()?;
     let payload_len = r.get_u64()?;
-    let stored = if version == FORMAT_VERSION { Some(r.get_u32()?) } else { None };
+    let stored = if version == FORMAT_VERSION_V1 { None } else { Some(r.get_u32()?) };
     let actual = r.remaining() as u64;
     if payload_len != actual {
         return Err(Error::LengthMismatch { declared: payload_len, actual });

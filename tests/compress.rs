@@ -342,11 +342,12 @@ fn malformed_compressed_input_is_a_typed_error() {
     let good = bxt.to_bytes(&ct).unwrap();
     // Truncated.
     assert!(matches!(bxt.from_bytes(&good[..good.len() - 3]), Err(Error::LengthMismatch { .. })));
-    // A packed residue set to all ones (>= q for every prime below 2^bits - 1): damage fails the
-    // checksum; the same change with the checksum recomputed fails the residue check.
+    // 64 bits of ones, which cover at least one whole packed residue of at most 32 bits, set
+    // to all ones (>= q for every prime below 2^bits - 1): damage fails the checksum; the same
+    // change with the checksum recomputed fails the residue check.
     let mut bad = good.clone();
     let end = bad.len();
-    for b in &mut bad[end - 8..end - 4] {
+    for b in &mut bad[end - 12..end - 4] {
         *b = 0xff;
     }
     assert!(matches!(bxt.from_bytes(&bad), Err(Error::Checksum { .. })));

@@ -332,8 +332,9 @@ fn seeded_key_switching_reads_half_the_key_bytes() {
         let (stored_ip, seeded_ip) = (inner(&stored), inner(&seeded));
         assert_eq!((stored_ip.len(), seeded_ip.len()), (1, 1), "one inner-product dispatch per key switch");
         assert_eq!(stored_ip[0].prng_words, 0);
-        // One regenerated residue per (digit, limb, coefficient), 4 ChaCha20 words each.
-        assert_eq!(seeded_ip[0].prng_words, 4 * digits * limbs * n);
+        // One regenerated residue per (digit, limb, coefficient), one ChaCha12 first-candidate
+        // word each (generator 2).
+        assert_eq!(seeded_ip[0].prng_words, digits * limbs * n);
         // Everything else is the same dispatch for dispatch.
         let others = |rs: &[Record]| -> Vec<Record> {
             rs.iter().filter(|r| r.kernel != "key_switch_inner_product").cloned().collect()

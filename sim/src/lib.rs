@@ -5,7 +5,7 @@
 //!
 //! The model follows the GPU engine as it is: NTTs in at most two passes over memory up to
 //! `N = 2^17` (16 KiB of workgroup memory: 4,096-value tiles) with compact twiddle tables,
-//! ChaCha20 blocks used whole (one block per 4 residues, `prng_words / 16` blocks), and native
+//! ChaCha blocks used whole (`prng_words / 16` blocks; [`model::Costs::chacha_block`]), and native
 //! 64-bit products on GPUs whose description has `shader_int64` (the data-centre NVIDIA parts
 //! and the A6000), emulated ones elsewhere or with `--mul emulated`. Traces that carry the
 //! engine's counts (`gpu_dispatches`, `limb_ntts`, `ntt_passes`, see [`trace::Dispatch`]) are

@@ -30,7 +30,7 @@ struct Args {
     /// GPU: a6000, a100-80gb, h100, h200, apple-m2, `all`, or a .toml/.json description.
     #[arg(long, default_value = "a6000")]
     gpu: String,
-    /// PRNG: `sw` (software ChaCha20 in the kernel, as ours) or `unit` (hardware PRNG unit).
+    /// PRNG: `sw` (software ChaCha12 in the kernel, as ours) or `unit` (hardware PRNG unit).
     #[arg(long, default_value = "sw")]
     prng: String,
     /// Unpack: `sw` (shifts and masks in the kernel, as ours) or `converter` (hardware).

@@ -29,9 +29,9 @@
 //!   the NTT, `mul_scalar` and the conversions, Barrett elsewhere) with native 64-bit products
 //!   (`shared/mul_native.wgsl`, on GPUs with `SHADER_INT64`: [`Gpu::shader_int64`]) or with the
 //!   emulated ones (`shared/mul_emulated.wgsl`, four 16-bit products), see [`Mul`]; each output
-//!   residue [`Costs::per_residue`] per pass; software ChaCha20 [`Costs::chacha_block`] per
-//!   block, `prng_words / 16` blocks (every kernel uses all 16 words of a block: 4 residues of
-//!   4 words each); software unpack/pack [`Costs::unpack`] / [`Costs::pack`] per residue.
+//!   residue [`Costs::per_residue`] per pass; software ChaCha12 [`Costs::chacha_block`] per
+//!   block, `prng_words / 16` blocks (every kernel uses all 16 words of a block: 16 residues of
+//!   one word each); software unpack/pack [`Costs::unpack`] / [`Costs::pack`] per residue.
 //! * **PRNG unit** (BXT hardware option): words at `prng_unit_words_per_clk_per_sm` per SM per
 //!   clock, in parallel with the rest, plus its 40-cycle latency once.
 //! * **Time** = `launches * launch_us + max(DRAM, L2, integer, PRNG unit) / occupancy`,
@@ -105,11 +105,13 @@ pub struct Costs {
     pub modmul_native: ModmulCosts,
     /// Indexing, loads/stores and a modular add per output residue and pass.
     pub per_residue: f64,
-    /// One ChaCha20 block in software (10 double rounds of 8 quarter rounds of 4 adds, 4 xors
-    /// and 4 rotates, a rotate being 3 operations in WGSL, plus the final adds).
+    /// One ChaCha12 block of generator 2 in software (6 double rounds of 8 quarter rounds of 4
+    /// adds, 4 xors and 4 rotates, a rotate being 3 operations in WGSL, plus 16 final adds:
+    /// 976; a compiler that maps the rotate to a funnel shift makes it 592).
     pub chacha_block: f64,
-    /// Words of each ChaCha20 block used: all 16 (`uniform.wgsl` and the fused kernels take 4
-    /// residues of 4 words each from a block), so a record costs `prng_words / 16` blocks.
+    /// Words of each ChaCha12 block used: all 16 (`uniform.wgsl`, the inner product and the
+    /// fused kernels take 16 residues of one word each from a block), so a record costs
+    /// `prng_words / 16` blocks (fallback blocks of rejected residues are not counted).
     pub words_per_block: f64,
     /// Unpacking one residue in software (bit offset, two loads, shifts, or, mask).
     pub unpack: f64,
@@ -128,7 +130,7 @@ impl Default for Costs {
             modmul_emulated: ModmulCosts::EMULATED,
             modmul_native: ModmulCosts::NATIVE,
             per_residue: 6.0,
-            chacha_block: 1632.0,
+            chacha_block: 976.0,
             words_per_block: 16.0,
             unpack: 8.0,
             pack: 10.0,
@@ -167,7 +169,7 @@ impl Mul {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Prng {
-    /// Software ChaCha20 in the kernel (what our kernels do).
+    /// Software ChaCha12 in the kernel (what our kernels do).
     Software,
     /// A hardware PRNG unit per SM (the BXT paper's addition).
     Unit,

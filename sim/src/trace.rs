@@ -36,7 +36,7 @@ pub struct Dispatch {
     pub table_bytes: u64,
     /// Part of `bytes_read` that is plaintext.
     pub plaintext_bytes: u64,
-    /// 32-bit words of ChaCha20 output (16 a block; our kernels use all 16, 4 per residue).
+    /// 32-bit ChaCha12 words of first candidates (16 a block; our kernels use all 16, one per residue).
     pub prng_words: u64,
     /// Modular multiplications.
     pub modmuls: u64,

@@ -118,46 +118,45 @@ fn prng_unit_replaces_software_chacha() {
     let gpu = test_gpu(0.0);
     let n = 1u64 << 16;
     let limbs = 8;
-    // The ledger's uniform record: 4 words and 4 modmuls a residue.
-    let words = 4 * n * limbs;
+    // The ledger's uniform record (generator 2): one word a residue, no modmul.
+    let words = n * limbs;
     let d = Dispatch {
         kernel: "uniform".into(),
         n,
         limbs,
         bytes_written: 4 * n * limbs,
         prng_words: words,
-        modmuls: words,
         ..Dispatch::default()
     };
     let sw = &predict(&gpu, std::slice::from_ref(&d), &Options::software())[0];
-    // One ChaCha20 block (1,632 operations) per 4 residues: n * limbs / 4 = 131,072 blocks, not
-    // one per residue; the reduction 57 operations a modmul emulated; 6 per residue.
-    let blocks = (n * limbs / 4) as f64;
-    assert!(close(blocks, 131_072.0));
-    let expect_ops = blocks * 1632.0 + words as f64 * 57.0 + (n * limbs) as f64 * 6.0;
+    // One ChaCha12 block (976 operations) per 16 residues: n * limbs / 16 = 32,768 blocks, not
+    // one per residue; 6 per residue.
+    let blocks = (n * limbs / 16) as f64;
+    assert!(close(blocks, 32_768.0));
+    let expect_ops = blocks * 976.0 + (n * limbs) as f64 * 6.0;
     assert!(close(sw.int_ops, expect_ops), "{} vs {expect_ops}", sw.int_ops);
     let unit = Options { prng: Prng::Unit, ..Options::software() };
     let hw = &predict(&gpu, &[d], &unit)[0];
     assert!(close(hw.prng_unit_s, words as f64 / (10.0 * 16.0 * 1e9) + 40.0 / 1e9));
-    assert!(close(hw.int_ops, words as f64 * 57.0 + (n * limbs) as f64 * 6.0));
+    assert!(close(hw.int_ops, (n * limbs) as f64 * 6.0));
     assert!(hw.seconds < sw.seconds, "{} vs {}", hw.seconds, sw.seconds);
 }
 
 #[test]
-fn a_small_fused_kernel_costs_a_block_per_four_residues() {
-    // 16 residues with a uniform operand: 64 words, 4 blocks of 1,632 operations; 16 Barrett
+fn a_small_fused_kernel_costs_a_block_per_sixteen_residues() {
+    // 16 residues with a uniform operand: 16 words, one block of 976 operations; 16 Barrett
     // products (60 each, emulated); 6 per residue.
     let d = Dispatch {
         kernel: "fused".into(),
         n: 16,
         limbs: 1,
         bytes_written: 64,
-        prng_words: 64,
+        prng_words: 16,
         modmuls: 16,
         ..Dispatch::default()
     };
     let p = &predict(&test_gpu(0.0), &[d], &Options::software())[0];
-    assert!(close(p.int_ops, 4.0 * 1632.0 + 16.0 * 60.0 + 16.0 * 6.0), "{}", p.int_ops);
+    assert!(close(p.int_ops, 976.0 + 16.0 * 60.0 + 16.0 * 6.0), "{}", p.int_ops);
 }
 
 #[test]

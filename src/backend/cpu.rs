@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::math::elementwise;
 use crate::math::ntt::NttTable;
 use crate::math::rounding::{Rounding, WideReducer, LAZY_TERMS};
-use crate::math::sampling::legacy::uniform_limb;
+use crate::math::sampling::uniform_limb;
 use crate::math::sampling::{Purpose, Seed};
 use crate::math::zq::Modulus;
 use crate::ring::RingContext;

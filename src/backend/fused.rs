@@ -4,7 +4,7 @@
 //! A [`Program`] evaluates one or more expressions over the Eval-domain residues of an output
 //! basis, residue by residue, in a single dispatch with no intermediate stores. Each operand is
 //! either a buffer of stored residues (plain `u32` words or bit-packed, see [`Format`]), a
-//! ChaCha20 uniform stream regenerated in registers from its seed (the seeded `a` half of a
+//! generator-2 uniform stream regenerated in registers from its seed (the seeded `a` half of a
 //! fresh ciphertext), or a per-limb constant. Each output is written plain or packed. So
 //! `sum_i w_i * x_i + b`, a tensor product whose `a` halves are seeds, the lazy `a` half
 //! `sum_i w_i * PRG(seed_i)` and the last pass of a divide-and-round (`x D^{-1} + corr` plus an
@@ -15,7 +15,7 @@
 //! * [`Expr::Load`] of a [`Operand::Buffer`]: residue `j` of the operand's limb with the same
 //!   prime (the operand's basis may be a superset of the output basis); of a
 //!   [`Operand::Uniform`]: residue `j` of the stream's limb for `q`
-//!   ([`crate::math::sampling::legacy::uniform_residue`]); of a [`Operand::Scalar`]: its value for limb `l`;
+//!   ([`crate::math::sampling::uniform_residue`]); of a [`Operand::Scalar`]: its value for limb `l`;
 //! * `Add`, `Sub`, `Neg`, `Mul`, `Sum`: the modular operations (Barrett products);
 //! * [`Expr::Galois`]`{ g, expr }`: `expr` evaluated at index `perm_g[j]`, the Eval-domain
 //!   automorphism `X -> X^g` ([`RingContext::galois_permutation`]).
@@ -69,7 +69,7 @@ pub enum Operand<'a, B: Backend> {
         /// Ledger class.
         traffic: Traffic,
     },
-    /// Uniform residues of the ChaCha20 streams `(seed, purpose, index, q)`, regenerated.
+    /// Uniform residues of the generator-2 streams `(seed, purpose, index, q)`, regenerated.
     Uniform {
         /// The seed.
         seed: Seed,
@@ -323,9 +323,10 @@ pub struct ProgramTraffic {
     pub table_bytes: u64,
     /// Bytes written.
     pub bytes_written: u64,
-    /// 32-bit ChaCha20 output words generated (4 per regenerated residue).
+    /// 32-bit ChaCha12 words of first candidates (one per regenerated residue; the fallback
+    /// blocks of rejected residues, `p / (1 - p)` per residue expected, are not counted).
     pub prng_words: u64,
-    /// Modular multiplications (`Mul` nodes, and 4 per regenerated residue for the reduction).
+    /// Modular multiplications (`Mul` nodes; generator 2 regenerates without any).
     pub modmuls: u64,
     /// Residues unpacked on load (bit-packed operands).
     pub unpacked_residues: u64,
@@ -445,8 +446,7 @@ impl<B: Backend> Program<'_, B> {
                     }
                 }
                 Operand::Uniform { .. } => {
-                    t.prng_words += 4 * limbs * n;
-                    t.modmuls += 4 * limbs * n;
+                    t.prng_words += limbs * n;
                 }
                 Operand::Scalar(_) => {}
             }
@@ -563,7 +563,7 @@ fn load_limb<'p>(
         }
         Operand::Uniform { seed, purpose, index } => {
             let mut v = vec![0u32; n];
-            crate::math::sampling::legacy::uniform_limb(seed, *purpose, *index, m, &mut v)?;
+            crate::math::sampling::uniform_limb(seed, *purpose, *index, m, &mut v)?;
             Ok(v.into())
         }
         Operand::Scalar(s) => {

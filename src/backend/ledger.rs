@@ -7,7 +7,7 @@
 //! method), `n`, `limbs`, `bytes_read`, `bytes_written`, `key_bytes` (the part of `bytes_read`
 //! that is key material), `table_bytes` (constant tables: twiddles, conversion matrices,
 //! permutations), `plaintext_bytes` (plaintext limbs; only fused kernels know their operands'
-//! kinds), `prng_words` (32-bit words of ChaCha20 output), `modmuls`, `unpacked_residues` and
+//! kinds), `prng_words` (32-bit ChaCha12 words of first candidates, one per regenerated residue), `modmuls`, `unpacked_residues` and
 //! `packed_residues` (residues a fused kernel unpacks on load and packs on store; omitted when 0)
 //! and, from a timed ledger only,
 //! `elapsed_ns` (the dispatch's wall-clock time, device synchronised around it). Ciphertext bytes are
@@ -575,10 +575,10 @@ impl<B: Backend> Ledger<B> {
             }
             Kernel::KeySwitchInnerProduct { input } => {
                 // Output limbs L (q then p), digits D, stored a_j S: every digit residue and key
-                // residue read once (packed b_j at their bit widths), the seeded a_j regenerated (one ChaCha20 block of 16 words
-                // per 4 residues), two sums written; a pass binds at most
+                // residue read once (packed b_j at their bit widths), the seeded a_j regenerated (one ChaCha12
+                // word per residue, a block per 16), two sums written; a pass binds at most
                 // INNER_PRODUCT_DIGITS_PER_PASS digits and every later pass reads and rewrites
-                // the sums. Products: two per digit and residue, 4 per regenerated residue, and
+                // the sums. Products: two per digit and residue (regeneration needs none), and
                 // the reductions of the 64-bit sums (2 per output residue per pass).
                 let l = (input.q_basis.len() + input.p_basis.len()) as u64;
                 let d = input.digits.len() as u64;
@@ -599,8 +599,8 @@ impl<B: Backend> Ledger<B> {
                     bytes_written: passes * 2 * words,
                     key_bytes,
                     table_bytes: table,
-                    prng_words: 4 * (d - stored) * l * n,
-                    modmuls: (2 * d + 4 * (d - stored) + 2 * passes) * l * n,
+                    prng_words: (d - stored) * l * n,
+                    modmuls: (2 * d + 2 * passes) * l * n,
                     // One dispatch per pass; without digits the sums are cleared instead.
                     gpu_dispatches: if d > 0 { passes } else { 0 },
                     gpu_copies: if d > 0 || l == 0 { 0 } else { 3 },
@@ -614,8 +614,7 @@ impl<B: Backend> Ledger<B> {
                     n,
                     limbs: l,
                     bytes_written: l * n * WORD,
-                    prng_words: 4 * l * n,
-                    modmuls: 4 * l * n,
+                    prng_words: l * n,
                     gpu_dispatches: u64::from(l > 0),
                     ..Record::default()
                 }

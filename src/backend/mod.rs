@@ -127,7 +127,7 @@ pub trait Backend: Send + Sync + Sized + 'static {
         input: &InnerProductInput<'_, Self::Buffer>,
     ) -> Result<InnerProductSums<Self::Buffer>>;
 
-    /// `uniform`: residues of ChaCha20 streams, one per limb, as Eval-domain values.
+    /// `uniform`: residues of generator-2 streams (ChaCha12, masked rejection), one per limb, as Eval-domain values.
     fn uniform(&self, seed: &Seed, purpose: Purpose, index: u32, basis: &[usize]) -> Result<Self::Buffer>;
 
     /// `fused`: evaluates a [`fused::Program`] in one dispatch (operands stored, bit-packed or

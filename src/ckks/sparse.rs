@@ -38,11 +38,11 @@
 use super::{Ciphertext, Ckks};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
-use crate::math::sampling::{Purpose, Seed};
+use crate::math::sampling::{Generator, Purpose, Seed};
 use crate::math::zq::MAX_MODULUS_BITS;
 use crate::params::Parameters;
 use crate::poly::{Coeff, Eval, RnsPoly};
-use crate::rlwe::wire::{read_seed, write_seed};
+use crate::rlwe::wire::{read_seed, regenerate, write_seed};
 use crate::rlwe::{self, CiphertextCore, KeySwitchKey, NoiseScale, SecretKey};
 use crate::serial::{read_residues, write_residues, write_residues_packed, Reader, Writer};
 
@@ -107,6 +107,8 @@ pub struct DenseToSparseKey<B: Backend> {
     /// Seed of the `a` halves (stream `(seed, Purpose::KeySwitchA, digit number)`): the wire
     /// form stores it in place of the `a` halves.
     seed: Seed,
+    /// The generator of the `a` halves (written back with the key).
+    generator: Generator,
     param_id: u64,
 }
 
@@ -147,7 +149,7 @@ impl<B: Backend> DenseToSparseKey<B> {
         rlwe::check_param_id(backend, self.param_id)?;
         w.put_u32(u32::try_from(self.level).map_err(|_| Error::SizeOverflow { what: "level" })?);
         w.put_u32(u32::try_from(self.digits.len()).map_err(|_| Error::SizeOverflow { what: "digit count" })?);
-        write_seed(w, &self.seed);
+        write_seed(w, self.generator, &self.seed);
         let ctx = backend.context();
         let moduli = ctx.moduli_of(&ctx.q_basis(self.level)?)?;
         for (b, _) in &self.digits {
@@ -179,7 +181,7 @@ impl<B: Backend> DenseToSparseKey<B> {
         if count != want {
             return Err(Error::KeyDimensions { reason: "sparse key digit count differs from its level" });
         }
-        let seed = read_seed(r)?;
+        let (generator, seed) = read_seed(r)?;
         let basis = ctx.q_basis(level)?;
         let moduli = ctx.moduli_of(&basis)?;
         let mut digits = Vec::with_capacity(count);
@@ -187,10 +189,10 @@ impl<B: Backend> DenseToSparseKey<B> {
             let b = read_residues(r, &moduli, ctx.n())?;
             let b = RnsPoly::<B, Eval>::from_host(backend, &b, basis.clone())?;
             let index = u32::try_from(index).map_err(|_| Error::SizeOverflow { what: "digit index" })?;
-            let a = RnsPoly::<B, Eval>::uniform(backend, &seed, Purpose::KeySwitchA, index, basis.clone())?;
+            let a = regenerate(backend, generator, &seed, Purpose::KeySwitchA, index, basis.clone())?;
             digits.push((b, a));
         }
-        Ok(Self { digits, level, seed, param_id: params.id() })
+        Ok(Self { digits, level, seed, generator, param_id: params.id() })
     }
 }
 
@@ -268,7 +270,8 @@ impl<B: Backend> Ckks<B> {
                 digits.push((b, a));
             }
         }
-        let to_sparse = DenseToSparseKey { digits, level, seed, param_id: self.params().id() };
+        let to_sparse =
+            DenseToSparseKey { digits, level, seed, generator: Generator::CURRENT, param_id: self.params().id() };
         let to_dense = rlwe::gen_key_switch_key(be, sparse.eval(), sk, NoiseScale(1))?;
         be.flush()?;
         Ok(SparseSwitchKeys { to_sparse, to_dense })

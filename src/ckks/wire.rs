@@ -171,7 +171,7 @@ fn write_key<B: Backend>(backend: &B, w: &mut Writer, key: &KeySwitchKey<B>, pac
     }
     w.put_u32(u32::try_from(level).map_err(|_| Error::SizeOverflow { what: "level" })?);
     w.put_u32(u32::try_from(key.digits.len()).map_err(|_| Error::SizeOverflow { what: "digit count" })?);
-    write_seed(w, &key.seed);
+    write_seed(w, key.generator, &key.seed);
     let moduli = ctx.moduli_of(&basis)?;
     for d in &key.digits {
         if d.b.basis() != &basis {
@@ -210,9 +210,9 @@ fn read_key<B: Backend>(backend: &B, r: &mut Reader<'_>, form: KeyForm) -> Resul
     if count != indices.len() {
         return Err(Error::KeyDimensions { reason: "digit count differs from the parameters at the key's level" });
     }
-    let seed = read_seed(r)?;
-    let digits = read_key_digits(backend, r, form, &seed, &indices, &ctx.qp_basis(level)?)?;
-    Ok(KeySwitchKey { digits, seed, param_id: ctx.params().id() })
+    let (generator, seed) = read_seed(r)?;
+    let digits = read_key_digits(backend, r, form, (generator, &seed), &indices, &ctx.qp_basis(level)?)?;
+    Ok(KeySwitchKey { digits, seed, generator, param_id: ctx.params().id() })
 }
 
 /// Reads a flag byte (0 or 1).

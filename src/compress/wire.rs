@@ -39,7 +39,7 @@ impl<B: Backend> Bxt<'_, B> {
         w.put_f64(meta.noise_log2);
         w.put_u8(Eval::TAG);
         let object = if let Half::Seeded(seed) = a {
-            write_seed(&mut w, seed);
+            write_seed(&mut w, crate::math::sampling::Generator::CURRENT, seed);
             self.put_packed(&mut w, b, meta.level)?;
             ObjectType::SeededCiphertext
         } else {

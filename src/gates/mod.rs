@@ -260,7 +260,7 @@ impl SecretKey {
                 let bit = self.key_bit(g, k);
                 for r in 0..rows {
                     let idx = ((g * keys + k) * rows + r) as u32;
-                    sampling::legacy::uniform_limb(seed, Purpose::KeySwitchA, idx, m, &mut a)?;
+                    sampling::uniform_limb(seed, Purpose::KeySwitchA, idx, m, &mut a)?;
                     for (o, x) in e.iter_mut().zip(errs.gaussian(n_ring)) {
                         *o = m.reduce_i64(i64::from(x));
                     }
@@ -389,7 +389,7 @@ impl SeededEvaluationKey {
         let mut bk = vec![0u32; polys * 2 * n_ring];
         for (idx, (pair, b)) in bk.chunks_exact_mut(2 * n_ring).zip(self.bk_b.chunks_exact(n_ring)).enumerate() {
             let (a, bb) = pair.split_at_mut(n_ring);
-            sampling::legacy::uniform_limb(&self.seed, Purpose::KeySwitchA, idx as u32, m, a)?;
+            sampling::uniform_limb(&self.seed, Purpose::KeySwitchA, idx as u32, m, a)?;
             bb.copy_from_slice(b);
         }
         let stride = p.n + 1;

@@ -10,12 +10,12 @@
 //! regenerate one residue of one limb without the others.
 //!
 //! Uniform residues (the `a` halves of ciphertexts and keys, which seeded objects store as a
-//! seed) come from [`Generator::ChaCha20Reduce`] (wire generator id 1; ChaCha20, four words per
-//! residue reduced mod `q`, see [`legacy`]), which every object and kernel uses today.
-//! [`Generator::ChaCha12Reject`] (id 2: ChaCha12 words, one per residue, by masked rejection;
-//! exactly uniform) is its replacement: implemented and tested here on the CPU, not yet used by
-//! any object or kernel until its WGSL twin and the wire version that names it exist (issue
-//! 34). Host-side secrets and errors ([`Sampler`]) are drawn from ChaCha20; they are never
+//! seed) come from [`Generator::ChaCha12Reject`] (wire generator id 2, format version 3:
+//! ChaCha12 words, one per residue, by masked rejection; exactly uniform), on the CPU here and
+//! in `shaders/shared/chacha.wgsl` on the GPU, bit-identical. [`Generator::ChaCha20Reduce`]
+//! (id 1; ChaCha20, four words per residue reduced mod `q`, see [`legacy`]) is what objects of
+//! format versions 1 and 2 name; it is kept only to read them, on the CPU, at load
+//! (`rlwe::wire`). Host-side secrets and errors ([`Sampler`]) are drawn from ChaCha20; they are never
 //! regenerated from a stored seed by a kernel.
 //!
 //! ## Exact mapping (the WGSL twin must reproduce it bit for bit)
@@ -181,17 +181,18 @@ fn sampler_stream_id(purpose: Purpose, index: u32) -> u64 {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum Generator {
-    /// ChaCha20, four words per residue reduced mod `q` ([`legacy`]): what every seeded object
-    /// and kernel uses today. Id 1.
+    /// ChaCha20, four words per residue reduced mod `q` ([`legacy`]): the generator of every
+    /// seeded object of wire versions 1 and 2, kept only to read them (on the CPU, at load).
+    /// Id 1.
     ChaCha20Reduce = 1,
-    /// ChaCha12, one word per residue by masked rejection (the [module docs](self)): the
-    /// replacement, not yet used by objects or kernels. Id 2.
+    /// ChaCha12, one word per residue by masked rejection (the [module docs](self)): what every
+    /// object made now and every kernel (CPU and WGSL) uses. Id 2.
     ChaCha12Reject = 2,
 }
 
 impl Generator {
     /// The generator new objects use.
-    pub const CURRENT: Self = Self::ChaCha20Reduce;
+    pub const CURRENT: Self = Self::ChaCha12Reject;
 
     /// The wire id of this generator.
     #[inline]

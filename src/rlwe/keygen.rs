@@ -3,7 +3,7 @@
 use super::{KeyDigit, KeySwitchKey, NoiseScale, PublicKey, SecretKey};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
-use crate::math::sampling::{fresh_seed, Purpose, Sampler, Seed};
+use crate::math::sampling::{fresh_seed, Generator, Purpose, Sampler, Seed};
 use crate::poly::{Coeff, Eval, RnsPoly};
 
 /// Generates a ternary secret key. With `master = None` all of the key owner's randomness comes
@@ -45,7 +45,7 @@ pub fn gen_public_key<B: Backend>(backend: &B, sk: &SecretKey<B>, scale: NoiseSc
     let s = sk.eval.select(backend, &basis)?;
     let e = error_poly(backend, sk, scale, basis)?;
     let b = e.sub(backend, &a.mul(backend, &s)?)?;
-    Ok(PublicKey { b, a, seed, param_id: ctx.params().id() })
+    Ok(PublicKey { b, a, seed, generator: Generator::CURRENT, param_id: ctx.params().id() })
 }
 
 /// Generates the hybrid key-switching key from `s_from` (Eval over the full `Q P`) to `sk`, in
@@ -116,7 +116,7 @@ pub fn gen_key_switch_key_at<B: Backend>(
         let b = e.sub(backend, &a.mul(backend, &s)?)?.add(backend, &s_from.mul_scalar(backend, &gadget)?)?;
         digits.push(KeyDigit { b: b.into(), a: Some(a), index });
     }
-    Ok(KeySwitchKey { digits, seed, param_id: params.id() })
+    Ok(KeySwitchKey { digits, seed, generator: Generator::CURRENT, param_id: params.id() })
 }
 
 /// The stream index (under [`Purpose::SeedDerivation`]) from which a sparse secret's own master

@@ -52,7 +52,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use crate::backend::fused::{pack_limb, packed_layout, unpack_limb};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
-use crate::math::sampling::{Purpose, Sampler, Seed, SEED_BYTES};
+use crate::math::sampling::{Generator, Purpose, Sampler, Seed, SEED_BYTES};
 use crate::poly::{Eval, RnsPoly};
 use crate::ring::Basis;
 
@@ -170,6 +170,9 @@ pub struct PublicKey<B: Backend> {
     pub a: RnsPoly<B, Eval>,
     /// Seed of `a`.
     pub seed: Seed,
+    /// The generator `a` came from ([`Generator::CURRENT`] for every key made now; a key read
+    /// from an old object keeps its generator so that it is written back with it).
+    pub generator: Generator,
     /// Id of the parameters the key belongs to.
     pub param_id: u64,
 }
@@ -337,6 +340,10 @@ pub struct KeySwitchKey<B: Backend> {
     pub digits: Vec<KeyDigit<B>>,
     /// Seed the `a_j` are expanded from (stream index [`KeyDigit::index`]).
     pub seed: Seed,
+    /// The generator of the `a_j` streams. A key of the old generator (read from a version-1 or
+    /// version-2 object) holds every `a_j` in memory: the backends regenerate only
+    /// [`Generator::CURRENT`], so [`KeySwitchKey::seeded`] keeps its halves.
+    pub generator: Generator,
     /// Id of the parameters the key belongs to.
     pub param_id: u64,
 }
@@ -354,9 +361,14 @@ impl<B: Backend> KeySwitchKey<B> {
         self.digits.iter().all(|d| d.b.is_packed())
     }
 
-    /// The seeded form: drops every stored `a_j` (the seed regenerates them).
+    /// The seeded form: drops every stored `a_j` (the seed regenerates them). A key of the old
+    /// generator ([`Generator::ChaCha20Reduce`]) is returned unchanged: no kernel regenerates
+    /// its streams.
     #[must_use]
     pub fn seeded(mut self) -> Self {
+        if self.generator != Generator::CURRENT {
+            return self;
+        }
         for d in &mut self.digits {
             d.a = None;
         }
@@ -373,7 +385,7 @@ impl<B: Backend> KeySwitchKey<B> {
             .into_iter()
             .map(|d| Ok(KeyDigit { b: d.b.packed(backend)?, a: d.a, index: d.index }))
             .collect::<Result<_>>()?;
-        Ok(Self { digits, seed: self.seed, param_id: self.param_id })
+        Ok(Self { digits, seed: self.seed, generator: self.generator, param_id: self.param_id })
     }
 
     /// The basis of the key's polynomials: `q_0..q_l` and `P`, `l` the key's level
@@ -417,7 +429,7 @@ impl<B: Backend> KeySwitchKey<B> {
                 Ok(KeyDigit { b: d.b.select(backend, &basis)?, a, index: d.index })
             })
             .collect::<Result<_>>()?;
-        Ok(Self { digits, seed: self.seed, param_id: self.param_id })
+        Ok(Self { digits, seed: self.seed, generator: self.generator, param_id: self.param_id })
     }
 
     /// The expanded form: a copy with every `b_j` one residue per word and every `a_j` held in a
@@ -435,7 +447,7 @@ impl<B: Backend> KeySwitchKey<B> {
                 Ok(KeyDigit { b: d.b.to_words(backend)?.into(), a: Some(a), index: d.index })
             })
             .collect::<Result<_>>()?;
-        Ok(Self { digits, seed: self.seed, param_id: self.param_id })
+        Ok(Self { digits, seed: self.seed, generator: self.generator, param_id: self.param_id })
     }
 
     /// Bytes the key holds in backend buffers: every `b_j` (packed or not) and every stored

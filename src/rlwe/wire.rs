@@ -17,7 +17,7 @@
 use super::{CiphertextCore, GaloisKey, KeyDigit, KeySwitchKey, PublicKey, RelinKey, SecretKey};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
-use crate::math::sampling::{fresh_seed, Purpose, Seed, SEED_BYTES};
+use crate::math::sampling::{self, fresh_seed, Generator, Purpose, Seed, SEED_BYTES};
 use crate::poly::{Coeff, Eval, Representation, RnsPoly};
 use crate::ring::Basis;
 use crate::serial::{
@@ -45,7 +45,7 @@ pub(crate) fn read_key_digits<B: Backend>(
     backend: &B,
     r: &mut Reader<'_>,
     form: KeyForm,
-    seed: &Seed,
+    (generator, seed): (Generator, &Seed),
     indices: &[usize],
     basis: &Basis,
 ) -> Result<Vec<KeyDigit<B>>> {
@@ -58,28 +58,51 @@ pub(crate) fn read_key_digits<B: Backend>(
         let plain = || -> Result<super::KeyPoly<B>> {
             Ok(RnsPoly::<B, Eval>::from_host(backend, &words, basis.clone())?.into())
         };
+        // A key of the old generator keeps its a_j in every form (no kernel regenerates them).
+        let a = || regenerate(backend, generator, seed, Purpose::KeySwitchA, index, basis.clone());
+        let legacy = generator != Generator::CURRENT;
         let (b, a) = match form {
-            KeyForm::Expanded => {
-                (plain()?, Some(RnsPoly::<B, Eval>::uniform(backend, seed, Purpose::KeySwitchA, index, basis.clone())?))
-            }
-            KeyForm::Seeded => (plain()?, None),
+            KeyForm::Expanded => (plain()?, Some(a()?)),
+            KeyForm::Seeded => (plain()?, if legacy { Some(a()?) } else { None }),
             // Packed from the bytes just read: one upload, no round trip through the backend.
-            KeyForm::SeededPacked => (super::KeyPoly::packed_from_host(backend, &words, basis.clone())?, None),
+            KeyForm::SeededPacked => (
+                super::KeyPoly::packed_from_host(backend, &words, basis.clone())?,
+                if legacy { Some(a()?) } else { None },
+            ),
         };
         digits.push(KeyDigit { b, a, index });
     }
     Ok(digits)
 }
 
-/// Id of the ChaCha20 generator in seeded objects.
-pub const GENERATOR_CHACHA20: u8 = 1;
-
-/// Reads generator id, seed length and seed.
-pub(crate) fn read_seed(r: &mut Reader) -> Result<Seed> {
-    let generator = r.get_u8()?;
-    if generator != GENERATOR_CHACHA20 {
-        return Err(Error::UnknownGenerator { id: generator });
+/// The uniform polynomial `(seed, purpose, index)` over `basis` from `generator`: the
+/// backend's own kernel for [`Generator::CURRENT`]; for the old generator of version-1 and
+/// version-2 objects, each limb generated on the host ([`sampling::uniform_limb_with`]) and
+/// uploaded.
+pub(crate) fn regenerate<B: Backend>(
+    backend: &B,
+    generator: Generator,
+    seed: &Seed,
+    purpose: Purpose,
+    index: u32,
+    basis: Basis,
+) -> Result<RnsPoly<B, Eval>> {
+    if generator == Generator::CURRENT {
+        return RnsPoly::<B, Eval>::uniform(backend, seed, purpose, index, basis);
     }
+    let ctx = backend.context();
+    let n = ctx.n();
+    let mut words = vec![0u32; basis.len() * n];
+    for (limb, m) in words.chunks_exact_mut(n.max(1)).zip(ctx.moduli_of(&basis)?) {
+        sampling::uniform_limb_with(generator, seed, purpose, index, &m, limb)?;
+    }
+    RnsPoly::<B, Eval>::from_host(backend, &words, basis)
+}
+
+/// Reads generator id ([`Generator::from_id`]: 1 in version-1 and version-2 objects, 2 in
+/// those written now), seed length and seed.
+pub(crate) fn read_seed(r: &mut Reader) -> Result<(Generator, Seed)> {
+    let generator = Generator::from_id(r.get_u8()?)?;
     let len = usize::from(r.get_u8()?);
     if len != SEED_BYTES {
         return Err(Error::BadSeedLength { found: len, expected: SEED_BYTES });
@@ -87,12 +110,12 @@ pub(crate) fn read_seed(r: &mut Reader) -> Result<Seed> {
     let bytes = r.get_bytes(len)?;
     let mut seed = [0u8; SEED_BYTES];
     seed.copy_from_slice(bytes);
-    Ok(seed)
+    Ok((generator, seed))
 }
 
 /// Writes generator id, seed length and seed.
-pub(crate) fn write_seed(w: &mut Writer, seed: &Seed) {
-    w.put_u8(GENERATOR_CHACHA20);
+pub(crate) fn write_seed(w: &mut Writer, generator: Generator, seed: &Seed) {
+    w.put_u8(generator.id());
     w.put_u8(SEED_BYTES as u8);
     w.put_bytes(seed);
 }
@@ -165,7 +188,8 @@ pub(crate) fn write_core_polys<B: Backend>(
     w.put_u8(Eval::TAG);
     Ok(match (core.seed().filter(|_| seeded), core.polys()) {
         (Some(seed), [c0, _]) => {
-            write_seed(w, seed);
+            // A core keeps a seed only for the current generator (old ones are expanded at load).
+            write_seed(w, Generator::CURRENT, seed);
             put(w, &c0.to_host(backend)?)?;
             ObjectType::SeededCiphertext
         }
@@ -204,12 +228,13 @@ pub(crate) fn read_core<B: Backend>(
         if degree != 1 {
             return Err(Error::SeedNotAllowed { reason: "only degree-1 ciphertexts can be seeded" });
         }
-        let s = read_seed(&mut r)?;
+        let (generator, s) = read_seed(&mut r)?;
         let c0 = read_residues(&mut r, &moduli, n)?;
         polys.push(RnsPoly::<B, Eval>::from_host(backend, &c0, basis.clone())?);
-        // `c_1` is the seed's stream: the core may keep the seed.
-        polys.push(RnsPoly::<B, Eval>::uniform(backend, &s, Purpose::CiphertextA, 0, basis)?);
-        seed = Some(s);
+        // `c_1` is the seed's stream: the core may keep the seed if it is the current
+        // generator's; an old object's `c_1` is expanded and its seed dropped.
+        polys.push(regenerate(backend, generator, &s, Purpose::CiphertextA, 0, basis)?);
+        seed = (generator == Generator::CURRENT).then_some(s);
     } else {
         for _ in 0..=degree {
             let c = read_residues(&mut r, &moduli, n)?;
@@ -270,7 +295,7 @@ impl<B: Backend> PublicKey<B> {
     pub fn to_bytes(&self, backend: &B) -> Result<Vec<u8>> {
         super::check_param_id(backend, self.param_id)?;
         let mut w = Writer::new();
-        write_seed(&mut w, &self.seed);
+        write_seed(&mut w, self.generator, &self.seed);
         write_residues(&mut w, &self.b.to_host(backend)?);
         Ok(object(backend, ObjectType::PublicKey, &w))
     }
@@ -282,12 +307,12 @@ impl<B: Backend> PublicKey<B> {
         let ctx = backend.context();
         let basis = ctx.q_basis(ctx.q_count() - 1)?;
         let mut r = Reader::new(payload);
-        let seed = read_seed(&mut r)?;
+        let (generator, seed) = read_seed(&mut r)?;
         let b = read_residues(&mut r, &ctx.moduli_of(&basis)?, ctx.n())?;
         r.finish()?;
         let b = RnsPoly::<B, Eval>::from_host(backend, &b, basis.clone())?;
-        let a = RnsPoly::<B, Eval>::uniform(backend, &seed, Purpose::PublicKeyA, 0, basis)?;
-        Ok(PublicKey { b, a, seed, param_id: ctx.params().id() })
+        let a = regenerate(backend, generator, &seed, Purpose::PublicKeyA, 0, basis)?;
+        Ok(PublicKey { b, a, seed, generator, param_id: ctx.params().id() })
     }
 }
 
@@ -296,7 +321,7 @@ impl<B: Backend> KeySwitchKey<B> {
         super::check_param_id(backend, self.param_id)?;
         w.put_u64(galois_element);
         w.put_u32(u32::try_from(self.digits.len()).map_err(|_| Error::SizeOverflow { what: "digit count" })?);
-        write_seed(w, &self.seed);
+        write_seed(w, self.generator, &self.seed);
         let ctx = backend.context();
         if self.basis()? != &ctx.qp_basis(ctx.q_count() - 1)? {
             return Err(Error::KeyDimensions { reason: "only a key over the full Q P has a wire form" });
@@ -321,9 +346,10 @@ impl<B: Backend> KeySwitchKey<B> {
         if count != want {
             return Err(Error::KeyDimensions { reason: "digit count differs from the parameters" });
         }
-        let seed = read_seed(r)?;
-        let digits = read_key_digits(backend, r, form, &seed, &indices, &ctx.qp_basis(ctx.q_count() - 1)?)?;
-        Ok((Self { digits, seed, param_id: params.id() }, galois_element))
+        let (generator, seed) = read_seed(r)?;
+        let digits =
+            read_key_digits(backend, r, form, (generator, &seed), &indices, &ctx.qp_basis(ctx.q_count() - 1)?)?;
+        Ok((Self { digits, seed, generator, param_id: params.id() }, galois_element))
     }
 }
 

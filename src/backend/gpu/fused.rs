@@ -9,10 +9,11 @@
 //! * invocation `i` evaluates residues `j0 .. j0 + G` of limb `i >> log2(N / G)`, with
 //!   `j0 = G (i mod N / G)`, in a loop; `G = min(32, N)` when an output is packed (so a thread
 //!   writes `ceil(G bits(q) / 32)` whole words of each packed output, `bits(q)` words when
-//!   `N >= 32`, and no two threads share a word), else `G = min(4, N)` (one ChaCha20 block per
-//!   uniform operand per group of 4 residues);
+//!   `N >= 32`, and no two threads share a word), else `G = min(16, N)` when the program has a
+//!   uniform operand (one ChaCha12 block per uniform operand per group of 16 residues), else
+//!   `G = min(4, N)`;
 //! * binding 0: the parameters, `[log_n, threads, log2(N / G), log2 G]`, the 8 key words of each
-//!   uniform operand, then per output limb `[q, bits(q), mu, 2^32 mod q, its Shoup companion]`
+//!   uniform operand, then per output limb `[q, bits(q), mu, candidate mask of q]`
 //!   followed by one word per buffer operand (its limb's word offset, or start word when
 //!   packed), two per uniform operand (stream id low and high words), one per scalar operand
 //!   (its value) and one per packed output (the limb's start word);
@@ -23,8 +24,8 @@
 //! residue. Packed residues are **not** checked against `q` on the GPU (the CPU reference
 //! refuses them with [`Error::ResidueOutOfRange`]); packed data from outside must come through
 //! the wire loader, which checks it. A uniform operand loaded at the thread's own index reuses
-//! its block for 4 consecutive residues; under a Galois node it is computed per residue at the
-//! permuted index (block `perm[j] / 4`). Identical subexpressions at the same index are
+//! its block for 16 consecutive residues; under a Galois node it is computed per residue at the
+//! permuted index (block `perm[j] / 16`). Identical subexpressions at the same index are
 //! evaluated once (across outputs too).
 //!
 //! Binding limits: the device allows `min(adapter, 32)` storage buffers per stage. A program
@@ -39,15 +40,15 @@ use super::{GpuBackend, GpuBuffer};
 use crate::backend::fused::{buffer_words, packed_layout, Expr, Format, Operand, Program};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
-use crate::math::sampling::stream_id;
+use crate::math::sampling::{candidate_mask, stream_id};
 
-/// The shared ChaCha20 block and uniform reduction.
+/// The shared ChaCha12 block and the generator-2 acceptance.
 const CHACHA_WGSL: &str = include_str!("../../../shaders/shared/chacha.wgsl");
 
 /// Parameter words before the per-uniform keys.
 const HEADER: usize = 4;
-/// Per-limb words before the per-operand words: `q, k, mu, radix, radix_shoup`.
-const LIMB_HEAD: usize = 5;
+/// Per-limb words before the per-operand words: `q, k, mu, candidate mask`.
+const LIMB_HEAD: usize = 4;
 
 /// What a slot of a generated kernel holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -56,7 +57,7 @@ enum Slot {
     Words,
     /// A bit-packed buffer.
     Packed,
-    /// A ChaCha20 uniform stream.
+    /// A generator-2 uniform stream.
     Uniform,
     /// A per-limb constant.
     Scalar,
@@ -149,7 +150,15 @@ impl Plan {
             })
             .collect::<Result<Vec<_>>>()?;
         let packed = exprs.iter().any(|(_, f)| *f == Format::Packed);
-        let log_g = log_n.min(if packed { 5 } else { 2 });
+        // A thread owns whole ChaCha12 blocks (16 residues) when the program has a stream.
+        let uniform = slots.contains(&Slot::Uniform);
+        let log_g = log_n.min(if packed {
+            5
+        } else if uniform {
+            4
+        } else {
+            2
+        });
         Ok(Self {
             shape: Shape { log_g, slots, tables: galois.len(), outputs: exprs },
             operands,
@@ -288,7 +297,7 @@ impl Shape {
              let limb = i >> log_gpl;\n    let grp = i & ((1u << log_gpl) - 1u);\n    \
              let j0 = grp << {log_g}u;\n    let lb = {HEADER}u + {uni}u * 8u + limb * {stride}u;\n    \
              let q = params[lb];\n    let k = params[lb + 1u];\n    let mu = params[lb + 2u];\n    \
-             let radix = params[lb + 3u];\n    let radix_shoup = params[lb + 4u];\n",
+             let mask = params[lb + 3u];\n",
             log_g = self.log_g,
             uni = self.uniforms(),
         ));
@@ -325,7 +334,7 @@ impl Shape {
                         off + 1
                     ));
                     if gen.block_cached.contains(&s) {
-                        src.push_str(&format!("    var ub{s}: array<u32, 16>;\n"));
+                        src.push_str(&format!("    var ub{s}: ChaBlock;\n"));
                     }
                 }
             }
@@ -346,11 +355,13 @@ impl Shape {
         }
         src.push_str(&format!("    for (var t = 0u; t < {g}u; t = t + 1u) {{\n        let j = j0 + t;\n"));
         if !gen.block_cached.is_empty() {
-            src.push_str("        if ((t & 3u) == 0u) {\n");
+            src.push_str("        if ((t & 15u) == 0u) {\n");
             for s in &gen.block_cached {
-                src.push_str(&format!("            ub{s} = chacha20_block(key{s}, j >> 2u, slo{s}, shi{s});\n"));
+                src.push_str(&format!(
+                    "            ub{s} = uniform_block16(key{s}, slo{s}, shi{s}, j >> 4u, q, mask);\n"
+                ));
             }
-            src.push_str("        }\n        let uo = (j & 3u) * 4u;\n");
+            src.push_str("        }\n        let uo = j & 15u;\n");
         }
         src.push_str(&body);
         for (o, ((_, format), v)) in self.outputs.iter().zip(&results).enumerate() {
@@ -380,10 +391,10 @@ impl Shape {
 }
 
 /// A run of `scalar x uniform` terms of one sum, computed by a loop over the streams
-/// instead of one inlined ChaCha20 block per stream: the kernel's code no longer grows with the
+/// instead of one inlined ChaCha12 block per stream: the kernel's code no longer grows with the
 /// number of streams (16 inlined blocks took seconds to compile on some drivers). The terms'
 /// parameters must lie at a constant stride (they do for the weighted sums of seeded halves,
-/// which alternate scalar and stream slots), and each invocation must own whole blocks (4
+/// which alternate scalar and stream slots), and each invocation must own whole blocks (16
 /// residues per invocation). Modular addition is exact, so summing these terms first gives the
 /// same words as summing in the expression's order.
 struct StreamLoop {
@@ -402,7 +413,7 @@ impl StreamLoop {
     /// The loop for the first sum (outside Galois permutations) with at least two such terms,
     /// if the layout allows.
     fn find(shape: &Shape) -> Option<Self> {
-        if shape.log_g != 2 {
+        if shape.log_g != 4 {
             return None;
         }
         let mut off = Vec::with_capacity(shape.slots.len());
@@ -480,16 +491,16 @@ impl StreamLoop {
         let c = self.scalar_off;
         let slo = c as isize + self.stream_from_scalar;
         format!(
-            "    var lsum: array<u32, 4>;\n    \
+            "    var lsum: array<u32, 16>;\n    \
              for (var m = 0u; m < {n}u; m = m + 1u) {{\n        \
              let lp = lb + m * {stride}u;\n        \
              let lc = params[lp + {c}u];\n        \
              var lkey: array<u32, 8>;\n        \
              for (var w = 0u; w < 8u; w = w + 1u) {{ lkey[w] = params[{HEADER}u + (m + {key}u) * 8u + w]; }}\n        \
-             let lblk = chacha20_block(lkey, j0 >> 2u, params[lp + {slo}u], params[lp + {shi}u]);\n        \
-             for (var t = 0u; t < 4u; t = t + 1u) {{\n            \
-             let lu = uniform_reduce(lblk[4u * t], lblk[4u * t + 1u], lblk[4u * t + 2u], lblk[4u * t + 3u], q, k, mu, \
-             radix, radix_shoup);\n            \
+             let lslo = params[lp + {slo}u];\n        let lshi = params[lp + {shi}u];\n        \
+             let lblk = uniform_block16(lkey, lslo, lshi, j0 >> 4u, q, mask);\n        \
+             for (var t = 0u; t < 16u; t = t + 1u) {{\n            \
+             let lu = chacha_word(lblk, t);\n            \
              lsum[t] = mod_add(lsum[t], mod_mul(lc, lu, q, k, mu), q);\n        \
              }}\n    }}\n",
             n = self.terms.len(),
@@ -538,13 +549,10 @@ impl<'e> Gen<'e> {
                     Some(Slot::Scalar) => format!("c{s}"),
                     Some(Slot::Uniform) if idx == "j" => {
                         self.block_cached.insert(s);
-                        format!(
-                            "uniform_reduce(ub{s}[uo], ub{s}[uo + 1u], ub{s}[uo + 2u], ub{s}[uo + 3u], q, k, mu, radix, \
-                             radix_shoup)"
-                        )
+                        format!("chacha_word(ub{s}, uo)")
                     }
                     Some(Slot::Uniform) => {
-                        format!("uniform_residue(key{s}, slo{s}, shi{s}, {idx}, q, k, mu, radix, radix_shoup)")
+                        format!("uniform_residue(key{s}, slo{s}, shi{s}, {idx}, q, mask)")
                     }
                     // Unreachable: every slot comes from a load.
                     None => "0u".to_owned(),
@@ -614,7 +622,7 @@ impl<'e> Gen<'e> {
     }
 }
 
-/// The complete WGSL sources (shared arithmetic and ChaCha20 included) of the dispatches that
+/// The complete WGSL sources (shared arithmetic and ChaCha12 included) of the dispatches that
 /// would evaluate `program` on an `n = 2^log_n` ring with `max_bindings` storage buffers per
 /// kernel, with their pipeline-cache keys, as a device without native 64-bit integers builds
 /// them ([`kernel_sources_for`] with [`Arithmetic::Emulated`]). For validation and inspection:
@@ -643,7 +651,7 @@ pub fn kernel_sources_for<B: Backend>(
         .collect()
 }
 
-/// A generated kernel's own source (the shared ChaCha20, then the shape's code); the device puts
+/// A generated kernel's own source (the shared ChaCha12, then the shape's code); the device puts
 /// the shared arithmetic in front of it ([`super::sources::assemble`]).
 fn own_source(shape: &Shape) -> String {
     format!("{CHACHA_WGSL}\n{}", shape.wgsl())
@@ -695,8 +703,7 @@ pub(super) fn fused(be: &GpuBackend, program: &Program<'_, GpuBackend>) -> Resul
             layouts.push(None);
         }
         for (l, (&prime, m)) in program.basis.iter().zip(&moduli).enumerate() {
-            let (radix, radix_shoup) = super::rns_kernels::word_radix(m);
-            params.extend_from_slice(&[m.value(), m.bits(), m.barrett_mu(), radix, radix_shoup]);
+            params.extend_from_slice(&[m.value(), m.bits(), m.barrett_mu(), candidate_mask(m.value())]);
             for (&i, layout) in plan.operands.iter().zip(&layouts) {
                 let op = program.operands.get(i).ok_or(Error::SizeOverflow { what: "fused operands" })?;
                 match op {
@@ -834,8 +841,8 @@ mod tests {
             // The kernel's own code (after the shared files) calls the block function once, in
             // the loop.
             let own = src.split("// Generated fused kernel").nth(1).unwrap();
-            assert_eq!(own.matches("chacha20_block(").count(), 1, "{own}");
-            assert!(own.contains("chacha20_block(lkey"), "{own}");
+            assert_eq!(own.matches("uniform_block16(").count(), 1, "{own}");
+            assert!(own.contains("uniform_block16(lkey"), "{own}");
             assert!(src.contains("m < 16u"), "{src}");
             // The code does not grow with the number of streams.
             let longer = weighted_streams(8, uniform_first);

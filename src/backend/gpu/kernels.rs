@@ -6,7 +6,7 @@ use super::{GpuBackend, GpuBuffer};
 use crate::backend::key_switching::{DigitSource, INNER_PRODUCT_DIGITS_PER_PASS};
 use crate::backend::{Backend, InnerProductInput, InnerProductSums};
 use crate::error::{Error, Result};
-use crate::math::sampling::{stream_id, Purpose};
+use crate::math::sampling::{candidate_mask, stream_id, Purpose};
 
 /// Element-wise operations of `elementwise.wgsl` (the op code is the discriminant).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,7 +133,16 @@ pub(super) fn key_switch_inner_product(
             let (radix, radix_shoup) = super::rns_kernels::word_radix(m);
             let kp = u32::try_from(kp).map_err(|_| Error::SizeOverflow { what: "key limb" })?;
             let start = be.total(start)?;
-            t.extend_from_slice(&[m.value(), m.shoup(1), 0, radix, radix_shoup, kp, start, bits]);
+            t.extend_from_slice(&[
+                m.value(),
+                m.shoup(1),
+                candidate_mask(m.value()),
+                radix,
+                radix_shoup,
+                kp,
+                start,
+                bits,
+            ]);
             for (src, k) in sources.iter().zip(key) {
                 let word = match *src {
                     DigitSource::Input(l) => be.total(l)?,
@@ -151,8 +160,8 @@ pub(super) fn key_switch_inner_product(
     let q0 = alloc(lq * n)?;
     let q1 = alloc(lq * n)?;
     let p = alloc(2 * lp * n)?;
-    // Four residues per invocation (one ChaCha20 block).
-    let log_groups = (n / 4).max(1).trailing_zeros();
+    // Sixteen residues per invocation (one ChaCha12 block of generator 2).
+    let log_groups = (n / 16).max(1).trailing_zeros();
     let threads = layout.primes.len() << log_groups;
     for (pass, slots) in key.chunks(INNER_PRODUCT_DIGITS_PER_PASS).enumerate() {
         let first = pass * INNER_PRODUCT_DIGITS_PER_PASS;

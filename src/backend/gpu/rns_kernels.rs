@@ -1,4 +1,4 @@
-//! Host side of the RNS kernels: `uniform` (ChaCha20 expansion, one thread per block of 4 words),
+//! Host side of the RNS kernels: `uniform` (generator 2, one thread per ChaCha12 block of 16 residues),
 //! `base_convert` (fast basis conversion) and `scale_down_correction` (the divide-and-round
 //! correction). Each packs the tables of its CPU twin ([`crate::math::sampling`],
 //! [`crate::math::rns`], [`crate::math::rounding`]) into buffers; the conversion and
@@ -10,7 +10,7 @@ use crate::backend::key_switching::convert_positions;
 use crate::backend::ConvertPart;
 use crate::error::{Error, Result};
 use crate::math::rounding::Rounding;
-use crate::math::sampling::{stream_id, Purpose, Seed, SEED_BYTES};
+use crate::math::sampling::{candidate_mask, stream_id, Purpose, Seed, SEED_BYTES};
 use crate::math::zq::Modulus;
 
 fn count(len: usize, what: &'static str) -> Result<u32> {
@@ -25,21 +25,22 @@ fn table_len(what: &'static str, expected: usize, found: usize) -> Result<()> {
     }
 }
 
-/// `2^32 mod q` and its Shoup companion: the radix of `uniform_reduce` (`shared/chacha.wgsl`).
+/// `2^32 mod q` and its Shoup companion: the radix of the wide reductions (`reduce_wide4` in
+/// `shared/zq4.wgsl`, the fused kernels' sums).
 pub(super) fn word_radix(m: &Modulus) -> (u32, u32) {
-    // 2^32 mod q = ((2^32 - 1) mod q + 1) mod q, as the CPU's word reducer builds it.
+    // 2^32 mod q = ((2^32 - 1) mod q + 1) mod q.
     let radix = m.add(m.reduce_u32(u32::MAX), 1);
     (radix, m.shoup(radix))
 }
 
-/// The ChaCha20 key words of a seed: word i = `u32::from_le_bytes(seed[4i..4i+4])`.
+/// The ChaCha key words of a seed: word i = `u32::from_le_bytes(seed[4i..4i+4])`.
 pub(super) fn key_words(seed: &Seed) -> impl Iterator<Item = u32> + '_ {
     seed.chunks_exact(4).map(|b| b.iter().rev().fold(0u32, |w, &x| w << 8 | u32::from(x)))
 }
 
-/// `uniform.wgsl`: the resident per-limb table `[q, k, mu, 2^32 mod q, Shoup, 0, 0, 0]`, and in
-/// the parameters the seed's key words and each limb's stream id ([`stream_id`], the one stream
-/// definition the CPU twin uses too); one thread per ChaCha20 block.
+/// `uniform.wgsl`: the resident per-limb table `[q, candidate mask]`, and in the parameters the
+/// seed's key words and each limb's stream id ([`stream_id`], the one stream definition the
+/// CPU twin uses too); one thread per ChaCha12 block of 16 residues.
 pub(super) fn uniform(
     be: &GpuBackend,
     seed: &Seed,
@@ -50,7 +51,7 @@ pub(super) fn uniform(
     // Resolve every prime first, then the stream ids: the CPU twin's order of errors.
     let moduli = be.ctx.moduli_of(basis)?;
     let n = be.n();
-    let blocks_per_limb = n.div_ceil(4);
+    let blocks_per_limb = n.div_ceil(16);
     let blocks = be.total(basis.len() * blocks_per_limb)?;
     let mut params = Vec::with_capacity(2 + SEED_BYTES / 4 + 2 * basis.len());
     params.extend_from_slice(&[be.log_n(), blocks]);
@@ -65,13 +66,7 @@ pub(super) fn uniform(
         return Ok(out);
     }
     let table = be.table("uniform limbs", basis, || {
-        Ok(moduli
-            .iter()
-            .flat_map(|m| {
-                let (radix, radix_shoup) = word_radix(m);
-                [m.value(), m.bits(), m.barrett_mu(), radix, radix_shoup, 0, 0, 0]
-            })
-            .collect())
+        Ok(moduli.iter().flat_map(|m| [m.value(), candidate_mask(m.value())]).collect())
     })?;
     be.dev.dispatch(&UNIFORM, &params, &[&*table, &out.buf], u64::from(blocks))?;
     Ok(out)

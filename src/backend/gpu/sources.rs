@@ -149,7 +149,7 @@ kernels! {
     /// `X -> X^g` in the Eval domain.
     AUTOMORPHISM = "automorphism", "main", ["automorphism.wgsl"];
     /// `(sum_j d_j b_j, sum_j d_j a_j)` of hybrid key switching, every digit in one dispatch
-    /// (after the shared ChaCha20 block that regenerates seeded `a_j`).
+    /// (after the shared ChaCha12 block of generator 2 that regenerates seeded `a_j`).
     KEY_SWITCH_INNER_PRODUCT =
         "key_switch_inner_product", "main", ["shared/chacha.wgsl", "shared/zq4.wgsl", "key_switch_inner_product.wgsl"];
     /// Forward NTT, a column pass (the first stages, strided columns), tiles of 4096 values.
@@ -176,8 +176,8 @@ kernels! {
     NTT_INV_ROWS_1024 = "ntt_inv_rows_1024", "inv_rows", ["ntt/tile_1024.wgsl", "ntt.wgsl"];
     /// Inverse NTT, a column pass (the last stages, strided columns), tiles of 1024 values.
     NTT_INV_COLUMNS_1024 = "ntt_inv_columns_1024", "inv_columns", ["ntt/tile_1024.wgsl", "ntt.wgsl"];
-    /// ChaCha20 expansion to uniform residues, one block (4 residues) per invocation (after the
-    /// shared ChaCha20 block it calls).
+    /// Generator-2 uniform residues, one ChaCha12 block (16 residues) per invocation (after the
+    /// shared ChaCha12 block it calls).
     UNIFORM = "uniform", "main", ["shared/chacha.wgsl", "uniform.wgsl"];
     /// Fast basis conversion, several parts per dispatch, a tile of target limbs per invocation.
     BASE_CONVERT = "base_convert", "main", ["shared/zq4.wgsl", "base_convert.wgsl"];
