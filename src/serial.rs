@@ -662,7 +662,7 @@ mod tests {
         let bytes = write_object(ObjectType::Ciphertext, Scheme::Ckks, 0x0102_0304_0506_0708, &payload);
         let head: Vec<u8> = [
             &b"WGFH"[..],
-            &[2, 0],                   // version
+            &[3, 0],                   // version
             &[7],                      // Ciphertext
             &[2],                      // CKKS
             &[8, 7, 6, 5, 4, 3, 2, 1], // id
@@ -676,7 +676,7 @@ mod tests {
         assert_eq!(
             h,
             Header {
-                version: 2,
+                version: 3,
                 checksum: Some(crc),
                 object: ObjectType::Ciphertext,
                 scheme: Scheme::Ckks,
@@ -796,8 +796,8 @@ mod tests {
         b[3] = b'X';
         assert_eq!(read_object(&b, expect), Err(Error::BadMagic));
         let mut b = good.clone();
-        b[4..6].copy_from_slice(&3u16.to_le_bytes());
-        assert_eq!(read_object(&b, expect), Err(Error::UnsupportedVersion { version: 3 }));
+        b[4..6].copy_from_slice(&4u16.to_le_bytes());
+        assert_eq!(read_object(&b, expect), Err(Error::UnsupportedVersion { version: 4 }));
         let mut b = good.clone();
         b[4..6].copy_from_slice(&0u16.to_le_bytes());
         assert_eq!(read_object(&b, expect), Err(Error::UnsupportedVersion { version: 0 }));

@@ -768,8 +768,8 @@ fn corrupted_objects() {
     b[0] = b'X';
     assert_eq!(Parameters::from_bytes(&b), Err(Error::BadMagic));
     let mut b = bytes.clone();
-    b[4] = 3;
-    assert_eq!(Parameters::from_bytes(&b), Err(Error::UnsupportedVersion { version: 3 }));
+    b[4] = 4;
+    assert_eq!(Parameters::from_bytes(&b), Err(Error::UnsupportedVersion { version: 4 }));
     // A damaged payload byte fails the checksum.
     let mut b = bytes.clone();
     b[serial::HEADER_LEN + 5] ^= 0x40;
