@@ -222,7 +222,7 @@ fn damaged_and_hostile_boot_keys_are_typed_errors() {
     assert!(matches!(load(&make(&w)), Err(Error::KeyDimensions { .. })));
     // A seed of an unknown generator or length.
     let digits = keys.eval.relin.as_ref().unwrap().0.digits.len() as u32;
-    for (generator, len, want) in [(2u8, 32u8, "generator"), (1, 31, "length")] {
+    for (generator, len, want) in [(3u8, 32u8, "generator"), (1, 31, "length")] {
         let mut w = Writer::new();
         w.put_u8(1);
         w.put_u32(top);
