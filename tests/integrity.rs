@@ -49,13 +49,14 @@ struct Tally {
     bad_magic: usize,
     version: usize,
     version_to_1: usize,
+    version_to_2: usize,
     length: usize,
     checksum: usize,
 }
 
 impl Tally {
     fn total(&self) -> usize {
-        self.bad_magic + self.version + self.version_to_1 + self.length + self.checksum
+        self.bad_magic + self.version + self.version_to_1 + self.version_to_2 + self.length + self.checksum
     }
 }
 
@@ -72,6 +73,13 @@ fn expected_error(original: &[u8], mutated: &[u8], at: usize, tally: &mut Tally)
             if version == 1 {
                 tally.version_to_1 += 1;
                 Error::LengthMismatch { declared: payload_len, actual: payload_len + 4 }
+            } else if version == 2 {
+                // Version 2 has version 3's header: the checksum (over the header) fails.
+                tally.version_to_2 += 1;
+                Error::Checksum {
+                    expected: u32::from_le_bytes(mutated[24..28].try_into().unwrap()),
+                    found: checksum(&mutated[..24], &mutated[HEADER_LEN..]),
+                }
             } else {
                 tally.version += 1;
                 Error::UnsupportedVersion { version }
@@ -128,12 +136,12 @@ fn mutate_all<T>(name: &str, bytes: &[u8], count: usize, seed: u64, load: impl F
         let [magic, version, length] = header_hits[kind];
         assert_eq!(t.total(), count, "{name}");
         assert_eq!(t.bad_magic, magic, "{name}");
-        assert_eq!(t.version + t.version_to_1, version, "{name}");
+        assert_eq!(t.version + t.version_to_1 + t.version_to_2, version, "{name}");
         assert_eq!(t.length, length, "{name}");
         assert_eq!(t.checksum, count - magic - version - length, "{name}");
-        // A single flipped bit cannot turn version 2 into version 1.
+        // Version 3 = [3, 0]: a single flipped bit turns it into version 1 or 2 only at byte 4.
         if kind == 1 {
-            assert_eq!(t.version_to_1, 0, "{name}");
+            assert!(t.version_to_1 + t.version_to_2 <= version, "{name}");
         }
     }
     eprintln!("{name} ({} bytes): byte mutations {:?}, bit mutations {:?}", bytes.len(), tallies[0], tallies[1]);
@@ -154,8 +162,15 @@ fn sweep_header<T>(name: &str, bytes: &[u8], load: &impl Fn(&[u8]) -> Result<T>)
             work[at] ^= mask;
         }
     }
-    // Version 2 = [2, 0]: only byte 4 set to 1 reads as version 1.
-    let want = Tally { bad_magic: 4 * 255, version: 2 * 255 - 1, version_to_1: 1, length: 8 * 255, checksum: 14 * 255 };
+    // Version 3 = [3, 0]: only byte 4 set to 1 reads as version 1, set to 2 as version 2.
+    let want = Tally {
+        bad_magic: 4 * 255,
+        version: 2 * 255 - 2,
+        version_to_1: 1,
+        version_to_2: 1,
+        length: 8 * 255,
+        checksum: 14 * 255,
+    };
     assert_eq!(tally, want, "{name}");
 }
 
