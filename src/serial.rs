@@ -69,7 +69,7 @@
 //!
 //! let bytes = bgv.ciphertext_to_bytes_unseeded(&ct)?;
 //! assert_eq!(&bytes[0..4], b"WGFH");
-//! assert_eq!(u16::from_le_bytes(bytes[4..6].try_into()?), 2);
+//! assert_eq!(u16::from_le_bytes(bytes[4..6].try_into()?), 3);
 //! assert_eq!(bytes[6], ObjectType::Ciphertext.tag());
 //! assert_eq!(bytes[7], Scheme::Bgv.tag());
 //! assert_eq!(u64::from_le_bytes(bytes[8..16].try_into()?), p.id());
