@@ -88,49 +88,34 @@ fn uniform_kernel_matches_cpu_with_heavy_rejection() {
     }
 }
 
+/// Key switching at levels 0-3 with a stored, a seeded and a packed seeded key made from fixed
+/// secrets on `be`: the words of `(d0, d1)` for every level and form.
+fn switch_words<B: Backend>(be: &B) -> Vec<Vec<u32>> {
+    let sk = rlwe::gen_secret_key(be, Some(&[1; 32])).unwrap();
+    let other = rlwe::gen_secret_key(be, Some(&[2; 32])).unwrap();
+    let stored = rlwe::gen_key_switch_key(be, other.eval(), &sk, NoiseScale(1)).unwrap();
+    let seeded = stored.expand(be).unwrap().seeded();
+    let packed = stored.expand(be).unwrap().seeded().packed(be).unwrap();
+    let mut out = Vec::new();
+    for level in 0..4 {
+        let basis = be.context().q_basis(level).unwrap();
+        let c = RnsPoly::<B, Eval>::uniform(be, &[9; 32], Purpose::Ephemeral, 1, basis).unwrap();
+        for ksk in [&stored, &seeded, &packed] {
+            let (d0, d1) = rlwe::key_switch(be, &c, ksk, None).unwrap();
+            out.push(d0.to_host(be).unwrap());
+            out.push(d1.to_host(be).unwrap());
+        }
+    }
+    out
+}
+
 #[test]
 fn seeded_key_switching_matches_cpu_with_heavy_rejection() {
     let Some(dev) = device() else { return };
     for log_n in [3u32, 6, 10] {
         let p = heavy_rejection(log_n);
         let (cpu, gpu) = backends(&p, &dev);
-        let run_cpu = || {
-            let sk = rlwe::gen_secret_key(&cpu, Some(&[1; 32])).unwrap();
-            let other = rlwe::gen_secret_key(&cpu, Some(&[2; 32])).unwrap();
-            let stored = rlwe::gen_key_switch_key(&cpu, other.eval(), &sk, NoiseScale(1)).unwrap();
-            let seeded = stored.expand(&cpu).unwrap().seeded();
-            let packed = stored.expand(&cpu).unwrap().seeded().packed(&cpu).unwrap();
-            let mut out = Vec::new();
-            for level in 0..4 {
-                let basis = cpu.context().q_basis(level).unwrap();
-                let c = RnsPoly::<CpuBackend, Eval>::uniform(&cpu, &[9; 32], Purpose::Ephemeral, 1, basis).unwrap();
-                for ksk in [&stored, &seeded, &packed] {
-                    let (d0, d1) = rlwe::key_switch(&cpu, &c, ksk, None).unwrap();
-                    out.push(d0.to_host(&cpu).unwrap());
-                    out.push(d1.to_host(&cpu).unwrap());
-                }
-            }
-            out
-        };
-        let run_gpu = || {
-            let sk = rlwe::gen_secret_key(&gpu, Some(&[1; 32])).unwrap();
-            let other = rlwe::gen_secret_key(&gpu, Some(&[2; 32])).unwrap();
-            let stored = rlwe::gen_key_switch_key(&gpu, other.eval(), &sk, NoiseScale(1)).unwrap();
-            let seeded = stored.expand(&gpu).unwrap().seeded();
-            let packed = stored.expand(&gpu).unwrap().seeded().packed(&gpu).unwrap();
-            let mut out = Vec::new();
-            for level in 0..4 {
-                let basis = gpu.context().q_basis(level).unwrap();
-                let c = RnsPoly::<GpuBackend, Eval>::uniform(&gpu, &[9; 32], Purpose::Ephemeral, 1, basis).unwrap();
-                for ksk in [&stored, &seeded, &packed] {
-                    let (d0, d1) = rlwe::key_switch(&gpu, &c, ksk, None).unwrap();
-                    out.push(d0.to_host(&gpu).unwrap());
-                    out.push(d1.to_host(&gpu).unwrap());
-                }
-            }
-            out
-        };
-        let (want, got) = (run_cpu(), run_gpu());
+        let (want, got) = (switch_words(&cpu), switch_words(&gpu));
         assert_eq!(want.len(), got.len());
         for (k, (w, g)) in want.iter().zip(&got).enumerate() {
             assert!(w == g, "log_n {log_n}: output {k} (level {}, form {}) differs from the CPU", k / 6, (k / 2) % 3);
