@@ -26,11 +26,8 @@
 //! For `N >= 32` this is byte for byte the wire format's packing mode 1
 //! ([`crate::serial::write_residues_packed`]).
 
-use std::borrow::Cow;
-
 use crate::error::{Error, Result};
 use crate::math::sampling::{stream_id, Purpose, Seed};
-use crate::math::zq::Modulus;
 use crate::ring::RingContext;
 
 use super::Backend;
@@ -251,63 +248,8 @@ pub fn buffer_words(ctx: &RingContext, basis: &[usize], format: Format) -> Resul
     }
 }
 
-/// Packs the residues of one limb (each below `2^bits`) into `out` (zeroed, `ceil(n bits/32)`
-/// words).
-pub fn pack_limb(residues: &[u32], bits: u32, out: &mut [u32]) {
-    let mask = if bits >= 32 { u32::MAX } else { (1u32 << bits) - 1 };
-    for (j, &x) in residues.iter().enumerate() {
-        let pos = j * bits as usize;
-        let (w, s) = (pos / 32, (pos % 32) as u32);
-        let x = x & mask;
-        if let Some(o) = out.get_mut(w) {
-            *o |= x << s;
-        }
-        if s + bits > 32 {
-            if let Some(o) = out.get_mut(w + 1) {
-                *o |= x >> (32 - s);
-            }
-        }
-    }
-}
-
-/// Residue `j` of a packed limb; [`Error::DimensionMismatch`] if the limb's words end before
-/// it.
-pub fn unpack_residue(words: &[u32], bits: u32, j: usize) -> Result<u32> {
-    let mask = if bits >= 32 { u32::MAX } else { (1u32 << bits) - 1 };
-    let pos = j * bits as usize;
-    let (w, s) = (pos / 32, (pos % 32) as u32);
-    let word = |i: usize| {
-        words.get(i).copied().ok_or(Error::DimensionMismatch {
-            what: "packed limb words",
-            expected: i + 1,
-            found: words.len(),
-        })
-    };
-    let lo = word(w)? >> s;
-    let hi = if s + bits > 32 { word(w + 1)? << (32 - s) } else { 0 };
-    Ok((lo | hi) & mask)
-}
-
-/// Unpacks a whole packed limb: `out.len()` residues of `bits` bits each from `words` (the
-/// inverse of [`pack_limb`]); [`Error::DimensionMismatch`] if `words` is too short.
-pub fn unpack_limb(words: &[u32], bits: u32, out: &mut [u32]) -> Result<()> {
-    let need = out.len().checked_mul(bits as usize).ok_or(Error::SizeOverflow { what: "packed limb" })?.div_ceil(32);
-    if words.len() < need || bits == 0 || bits > 32 {
-        return Err(Error::DimensionMismatch { what: "packed limb words", expected: need, found: words.len() });
-    }
-    let mask = if bits >= 32 { u32::MAX } else { (1u32 << bits) - 1 };
-    let (mut acc, mut have, mut next) = (0u64, 0u32, words.iter());
-    for o in out {
-        if have < bits {
-            acc |= u64::from(next.next().copied().unwrap_or(0)) << have;
-            have += 32;
-        }
-        *o = (acc as u32) & mask;
-        acc >>= bits;
-        have -= bits;
-    }
-    Ok(())
-}
+mod packing;
+pub use packing::{pack_limb, unpack_limb, unpack_residue};
 
 /// What a program moves and computes, from shapes (identical on every backend): the fields of
 /// one ledger record.
@@ -456,178 +398,8 @@ impl<B: Backend> Program<'_, B> {
     }
 }
 
-/// The CPU reference evaluation of `program` (the specification of the fused kernels).
-pub(crate) fn evaluate_cpu(ctx: &RingContext, program: &Program<'_, super::CpuBackend>) -> Result<Vec<Vec<u32>>> {
-    use rayon::prelude::*;
-    let n = ctx.n();
-    let moduli = ctx.moduli_of(program.basis)?;
-    // Per output limb: every output's residues.
-    let per_limb: Vec<Vec<Vec<u32>>> = program
-        .basis
-        .par_iter()
-        .zip(moduli.par_iter())
-        .enumerate()
-        .map(|(l, (&prime, m))| {
-            // Every operand an output loads, loaded once (stored words are borrowed in place).
-            let mut used = vec![false; program.operands.len()];
-            for (e, _) in &program.outputs {
-                e.visit(&mut |x| {
-                    if let Expr::Load(i) = x {
-                        if let Some(u) = used.get_mut(*i) {
-                            *u = true;
-                        }
-                    }
-                });
-            }
-            let loaded = used
-                .iter()
-                .enumerate()
-                .map(|(i, &u)| if u { load_limb(ctx, program, l, prime, m, n, i).map(Some) } else { Ok(None) })
-                .collect::<Result<Vec<_>>>()?;
-            program
-                .outputs
-                .iter()
-                .map(|(e, _)| Ok(eval_limb(ctx, m, n, e, &loaded)?.into_owned()))
-                .collect::<Result<Vec<_>>>()
-        })
-        .collect::<Result<_>>()?;
-    let mut outs = Vec::with_capacity(program.outputs.len());
-    for (k, (_, format)) in program.outputs.iter().enumerate() {
-        let mut out = vec![0u32; buffer_words(ctx, program.basis, *format)?];
-        match format {
-            Format::Words => {
-                for (limb, chunk) in per_limb.iter().zip(out.chunks_exact_mut(n.max(1))) {
-                    if let Some(v) = limb.get(k) {
-                        chunk.copy_from_slice(v);
-                    }
-                }
-            }
-            Format::Packed => {
-                let (layout, _) = packed_layout(ctx, program.basis)?;
-                for ((limb, &(start, words)), m) in per_limb.iter().zip(&layout).zip(&moduli) {
-                    if let (Some(v), Some(dst)) = (limb.get(k), out.get_mut(start..start + words)) {
-                        pack_limb(v, m.bits(), dst);
-                    }
-                }
-            }
-        }
-        outs.push(out);
-    }
-    Ok(outs)
-}
-
-/// Loads operand `i` for output limb `l` (prime index `prime`): stored words borrowed, the
-/// rest materialised.
-fn load_limb<'p>(
-    ctx: &RingContext,
-    program: &Program<'p, super::CpuBackend>,
-    l: usize,
-    prime: usize,
-    m: &Modulus,
-    n: usize,
-    i: usize,
-) -> Result<Cow<'p, [u32]>> {
-    let op = program
-        .operands
-        .get(i)
-        .ok_or(Error::InvalidField { field: "fused expression", reason: "loads an operand that does not exist" })?;
-    match op {
-        Operand::Buffer { buf, basis, format, .. } => {
-            let pos = basis.iter().position(|&b| b == prime).ok_or(Error::DimensionMismatch {
-                what: "fused operand basis",
-                expected: program.basis.len(),
-                found: basis.len(),
-            })?;
-            match format {
-                Format::Words => buf.get(pos * n..(pos + 1) * n).map(Cow::Borrowed).ok_or(Error::DimensionMismatch {
-                    what: "fused operand",
-                    expected: basis.len() * n,
-                    found: buf.len(),
-                }),
-                Format::Packed => {
-                    let (layout, _) = packed_layout(ctx, basis)?;
-                    let &(start, words) = layout.get(pos).ok_or(Error::SizeOverflow { what: "packed layout" })?;
-                    let src = buf.get(start..start + words).ok_or(Error::DimensionMismatch {
-                        what: "fused operand",
-                        expected: start + words,
-                        found: buf.len(),
-                    })?;
-                    let bits = ctx.modulus(prime)?.bits();
-                    let v: Vec<u32> = (0..n).map(|j| unpack_residue(src, bits, j)).collect::<Result<_>>()?;
-                    if let Some(index) = v.iter().position(|&x| x >= m.value()) {
-                        return Err(Error::ResidueOutOfRange { limb: pos, index });
-                    }
-                    Ok(v.into())
-                }
-            }
-        }
-        Operand::Uniform { seed, purpose, index } => {
-            let mut v = vec![0u32; n];
-            crate::math::sampling::uniform_limb(seed, *purpose, *index, m, &mut v)?;
-            Ok(v.into())
-        }
-        Operand::Scalar(s) => {
-            let w = *s.get(l).ok_or(Error::DimensionMismatch {
-                what: "fused scalars",
-                expected: program.basis.len(),
-                found: s.len(),
-            })?;
-            Ok(vec![w; n].into())
-        }
-    }
-}
-
-/// One output limb of `e` from the loaded operands (a load is borrowed, every other node is
-/// a new limb).
-fn eval_limb<'v>(
-    ctx: &RingContext,
-    m: &Modulus,
-    n: usize,
-    e: &Expr,
-    loaded: &'v [Option<Cow<'_, [u32]>>],
-) -> Result<Cow<'v, [u32]>> {
-    let rec = |e: &Expr| eval_limb(ctx, m, n, e, loaded);
-    let zip = |a: &[u32], b: &[u32], f: &dyn Fn(u32, u32) -> u32| -> Cow<'v, [u32]> {
-        Cow::Owned(a.iter().zip(b).map(|(&x, &y)| f(x, y)).collect())
-    };
-    Ok(match e {
-        Expr::Load(i) => match loaded.get(*i) {
-            Some(Some(v)) => Cow::Borrowed(&**v),
-            _ => {
-                return Err(Error::InvalidField {
-                    field: "fused expression",
-                    reason: "loads an operand that does not exist",
-                })
-            }
-        },
-        Expr::Add(a, b) => zip(&rec(a)?, &rec(b)?, &|x, y| m.add(x, y)),
-        Expr::Sub(a, b) => zip(&rec(a)?, &rec(b)?, &|x, y| m.sub(x, y)),
-        Expr::Mul(a, b) => zip(&rec(a)?, &rec(b)?, &|x, y| m.mul(x, y)),
-        Expr::Neg(a) => Cow::Owned(rec(a)?.iter().map(|&x| m.neg(x)).collect()),
-        Expr::Sum(terms) => {
-            let mut acc = vec![0u32; n];
-            for t in terms {
-                acc.iter_mut().zip(rec(t)?.iter()).for_each(|(a, &x)| *a = m.add(*a, x));
-            }
-            Cow::Owned(acc)
-        }
-        Expr::Galois { g, expr } => {
-            let perm = ctx.galois_permutation(*g)?;
-            let v = rec(expr)?;
-            Cow::Owned(
-                perm.iter()
-                    .map(|&p| {
-                        v.get(p as usize).copied().ok_or(Error::DimensionMismatch {
-                            what: "Galois permutation index",
-                            expected: v.len(),
-                            found: p as usize,
-                        })
-                    })
-                    .collect::<Result<_>>()?,
-            )
-        }
-    })
-}
+mod cpu_eval;
+pub(crate) use cpu_eval::evaluate_cpu;
 
 #[cfg(test)]
 mod tests {

@@ -379,7 +379,7 @@ pub fn uniform_limb_at(
     let stream = stream_id(purpose, index, m.value())?;
     check_limb_len(out.len())?;
     let key = key_words(seed);
-    wide::run(level, WideJob { key, stream, map: WordMap::Reject(Rejector::new(m, key, stream)), out });
+    wide::run(level, WideJob { key, stream, map: WordMap::Reject(Rejector::new(m)), out });
     Ok(())
 }
 

@@ -5,7 +5,8 @@
 //!
 //! - generator 2 ([`super::Generator::ChaCha12Reject`]): every output word is one residue
 //!   candidate, masked to the bit length of `q` and accepted below `q`; the rare rejected
-//!   residue is replaced from its fallback region ([`Rejector::fallback`]);
+//!   residue is replaced from its fallback region ([`fallback_residue`]), the fallback blocks of a
+//!   batch computed lane-wise like its first candidates;
 //! - generator 1 ([`super::Generator::ChaCha20Reduce`], read-only): four words per residue
 //!   reduced mod `q` by [`FastReducer`].
 //!
@@ -31,20 +32,18 @@ pub(super) fn key_words(seed: &Seed) -> [u32; 8] {
 
 /// Per-modulus constants of generator 2's word map: residue candidates are words masked to
 /// the bit length of `q`, accepted below `q`; a rejected residue draws its next candidates
-/// from its own fallback region of the same stream.
+/// from its own fallback region of the same stream (see [`fill_words`]).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Rejector {
     q: u32,
     /// `2^bits(q) - 1`: all ones up to the top bit of `q`.
     mask: u32,
-    key: [u32; 8],
-    stream: u64,
 }
 
 impl Rejector {
-    pub(super) fn new(m: &Modulus, key: [u32; 8], stream: u64) -> Self {
+    pub(super) fn new(m: &Modulus) -> Self {
         let q = m.value();
-        Self { q, mask: super::candidate_mask(q), key, stream }
+        Self { q, mask: super::candidate_mask(q) }
     }
 
     /// The masked candidate of word `w` (accepted if below `q`).
@@ -52,19 +51,14 @@ impl Rejector {
     fn candidate(self, w: u32) -> u32 {
         w & self.mask
     }
-
-    /// Residue `j` after its main-region candidate was rejected: candidate `t = 1, 2, ...` is
-    /// word `j mod 16` of block `t * 2^32 + j / 16` (the fallback region), the first accepted
-    /// one is the residue. Terminates with probability 1 (each candidate is rejected with
-    /// probability below 1/2); after `2^32 - 1` rejected candidates (probability below
-    /// `2^-(2^32)`) the last one is reduced mod `q` so the function is total.
-    pub(super) fn fallback(self, j: usize) -> u32 {
-        fallback_residue(&self.key, self.stream, self.q, self.mask, j)
-    }
 }
 
-/// [`Rejector::fallback`] as a free function of the stream and modulus constants (shared with
-/// the scalar [`super::uniform_residue`]).
+/// Residue `j` after its main-region candidate was rejected, one block at a time (the scalar
+/// [`super::uniform_residue`]): candidate `t = 1, 2, ...` is word `j mod 16` of block
+/// `t * 2^32 + j / 16` (the fallback region), the first accepted one is the residue. Terminates
+/// with probability 1 (each candidate is rejected with probability below 1/2); after `2^32 - 1`
+/// rejected candidates (probability below `2^-(2^32)`) the last one is reduced mod `q` so the
+/// function is total. The wide generator computes the same words a batch of groups at a time.
 #[expect(clippy::indexing_slicing, reason = "j % 16 indexes a 16-word block")]
 pub(super) fn fallback_residue(key: &[u32; 8], stream: u64, q: u32, mask: u32, j: usize) -> u32 {
     let low = (j / 16) as u64 & 0xffff_ffff;
@@ -221,12 +215,17 @@ impl<const L: usize, const DR: usize> States<L> for Portable<DR> {
 }
 
 /// Generator 2: fills `out` batch by batch from `src`, residue `16 (b + l) + w` being word `w`
-/// of lane `l` masked, and replaces every rejected residue from its fallback region.
+/// of lane `l` masked. A batch with rejected candidates computes, per round `t = 1, 2, ...`, the
+/// `L` fallback blocks `t * 2^32 + b + l` of its residues in one wide call and gives every
+/// still-rejected residue its word of its group's block (what [`fallback_residue`] computes
+/// one block at a time); after round `2^32 - 1` a still-rejected candidate is reduced mod `q`.
+/// `b + l < 2^32` because a limb holds at most [`super::MAX_LIMB_RESIDUES`] residues, so the
+/// lane offset never carries into `t`.
 #[inline(always)]
 #[expect(clippy::indexing_slicing, reason = "w < 16 and l < L index the [[u32; L]; 16] batch")]
 fn fill_words<const L: usize, S: States<L>>(out: &mut [u32], src: &S, rej: Rejector) {
     let mut block = 0u64;
-    for (c, chunk) in out.chunks_mut(16 * L).enumerate() {
+    for chunk in out.chunks_mut(16 * L) {
         let x = src.states(block);
         let mut rejected = false;
         for (l, o16) in chunk.chunks_mut(16).enumerate() {
@@ -236,12 +235,24 @@ fn fill_words<const L: usize, S: States<L>>(out: &mut [u32], src: &S, rej: Rejec
                 *o = v;
             }
         }
-        if rejected {
-            for (i, o) in chunk.iter_mut().enumerate() {
-                if *o >= rej.q {
-                    *o = rej.fallback(c * 16 * L + i);
+        let mut t = 1u64;
+        while rejected {
+            if t > u64::from(u32::MAX) {
+                chunk.iter_mut().filter(|o| **o >= rej.q).for_each(|o| *o %= rej.q);
+                break;
+            }
+            let y = src.states(t << 32 | block);
+            rejected = false;
+            for (l, o16) in chunk.chunks_mut(16).enumerate() {
+                for (w, o) in o16.iter_mut().enumerate() {
+                    if *o >= rej.q {
+                        let v = rej.candidate(y[w][l]);
+                        rejected |= v >= rej.q;
+                        *o = v;
+                    }
                 }
             }
+            t += 1;
         }
         block = block.wrapping_add(L as u64);
     }
