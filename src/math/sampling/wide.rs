@@ -199,6 +199,9 @@ impl<const L: usize> pulp::NullaryFnOnce for WideOp<'_, L> {
 /// `target_feature` context.)
 trait States<const L: usize> {
     fn states(&self, first: u64) -> [[u32; L]; 16];
+    /// The output words of the blocks `ctr[0], ..., ctr[L - 1]`, lane `l` holding block
+    /// `ctr[l]` (the fallback rounds, whose lanes serve unrelated groups).
+    fn states_at(&self, ctr: &[u64; L]) -> [[u32; L]; 16];
 }
 
 /// [`wide_states`] with `DR` double rounds as a [`States`] source.
@@ -212,49 +215,71 @@ impl<const L: usize, const DR: usize> States<L> for Portable<DR> {
     fn states(&self, first: u64) -> [[u32; L]; 16] {
         wide_states::<L>(&self.key, self.stream, first, DR)
     }
+
+    #[inline(always)]
+    fn states_at(&self, ctr: &[u64; L]) -> [[u32; L]; 16] {
+        wide_states_at::<L>(&self.key, self.stream, ctr, DR)
+    }
 }
 
 /// Generator 2: fills `out` batch by batch from `src`, residue `16 (b + l) + w` being word `w`
-/// of lane `l` masked. A batch with rejected candidates computes, per round `t = 1, 2, ...`, the
-/// `L` fallback blocks `t * 2^32 + b + l` of its residues in one wide call and gives every
-/// still-rejected residue its word of its group's block (what [`fallback_residue`] computes
-/// one block at a time); after round `2^32 - 1` a still-rejected candidate is reduced mod `q`.
-/// `b + l < 2^32` because a limb holds at most [`super::MAX_LIMB_RESIDUES`] residues, so the
-/// lane offset never carries into `t`.
+/// of lane `l` masked. Every group of 16 residues (`j / 16 = g`) with a rejected candidate
+/// then goes through the fallback rounds: round `t` of group `g` is block `t * 2^32 + g`
+/// (`g < 2^32` because a limb holds at most [`super::MAX_LIMB_RESIDUES`] residues), and each
+/// wide call computes the blocks of `L` pending (group, round) pairs, one per lane, giving every
+/// still-rejected residue of a group its word of the group's block (what [`fallback_residue`]
+/// computes one block at a time). A group leaves the queue when all its residues are
+/// accepted; after round `2^32 - 1` a still-rejected candidate is reduced mod `q`.
 #[inline(always)]
-#[expect(clippy::indexing_slicing, reason = "w < 16 and l < L index the [[u32; L]; 16] batch")]
+#[expect(clippy::indexing_slicing, reason = "w < 16 and i, l < L index the [[u32; L]; 16] batch")]
 fn fill_words<const L: usize, S: States<L>>(out: &mut [u32], src: &S, rej: Rejector) {
     let mut block = 0u64;
+    // (group, next round) of every group with a rejected candidate.
+    let mut pending: Vec<(u64, u64)> = Vec::new();
     for chunk in out.chunks_mut(16 * L) {
         let x = src.states(block);
-        let mut rejected = false;
         for (l, o16) in chunk.chunks_mut(16).enumerate() {
+            let mut rejected = false;
             for (w, o) in o16.iter_mut().enumerate() {
                 let v = rej.candidate(x[w][l]);
                 rejected |= v >= rej.q;
                 *o = v;
             }
-        }
-        let mut t = 1u64;
-        while rejected {
-            if t > u64::from(u32::MAX) {
-                chunk.iter_mut().filter(|o| **o >= rej.q).for_each(|o| *o %= rej.q);
-                break;
+            if rejected {
+                pending.push((block + l as u64, 1));
             }
-            let y = src.states(t << 32 | block);
-            rejected = false;
-            for (l, o16) in chunk.chunks_mut(16).enumerate() {
-                for (w, o) in o16.iter_mut().enumerate() {
-                    if *o >= rej.q {
-                        let v = rej.candidate(y[w][l]);
-                        rejected |= v >= rej.q;
-                        *o = v;
-                    }
-                }
-            }
-            t += 1;
         }
         block = block.wrapping_add(L as u64);
+    }
+    while !pending.is_empty() {
+        let from = pending.len().saturating_sub(L);
+        let mut lanes = [(0u64, 0u64); L];
+        let mut ctr = [0u64; L];
+        let taken = pending.len() - from;
+        for ((lane, c), p) in lanes.iter_mut().zip(ctr.iter_mut()).zip(pending.drain(from..)) {
+            *lane = p;
+            *c = p.1 << 32 | p.0;
+        }
+        let y = src.states_at(&ctr);
+        for (i, &(g, t)) in lanes.iter().enumerate().take(taken) {
+            let start = (g as usize).saturating_mul(16);
+            let Some(o16) = out.get_mut(start..(start + 16).min(out.len())) else { continue };
+            let mut rejected = false;
+            // Branch-free (a rejection is a coin flip for some primes): an accepted residue
+            // keeps its value, a rejected one takes the new candidate.
+            for (w, o) in o16.iter_mut().enumerate() {
+                let v = if *o < rej.q { *o } else { rej.candidate(y[w][i]) };
+                rejected |= v >= rej.q;
+                *o = v;
+            }
+            if rejected {
+                if t >= u64::from(u32::MAX) {
+                    o16.iter_mut().filter(|o| **o >= rej.q).for_each(|o| *o %= rej.q);
+                } else {
+                    pending.push((g, t + 1));
+                }
+            }
+        }
     }
 }
 
@@ -332,6 +357,11 @@ pub(super) mod avx2 {
         #[inline(always)]
         fn states(&self, first: u64) -> [[u32; 8]; 16] {
             states8(self.s, &self.key, self.stream, first, DR)
+        }
+
+        #[inline(always)]
+        fn states_at(&self, ctr: &[u64; 8]) -> [[u32; 8]; 16] {
+            super::wide_states_at::<8>(&self.key, self.stream, ctr, DR)
         }
     }
 
@@ -479,12 +509,27 @@ pub(super) fn wide_states<const L: usize>(
     first: u64,
     double_rounds: usize,
 ) -> [[u32; L]; 16] {
+    let mut ctr = [0u64; L];
+    for (l, c) in ctr.iter_mut().enumerate() {
+        *c = first.wrapping_add(l as u64);
+    }
+    wide_states_at(key, stream, &ctr, double_rounds)
+}
+
+/// The output words of ChaCha blocks `ctr[0], ..., ctr[L - 1]` of `(key, stream)` with
+/// `double_rounds` double rounds, lane `l` holding block `ctr[l]`.
+#[inline(always)]
+pub(super) fn wide_states_at<const L: usize>(
+    key: &[u32; 8],
+    stream: u64,
+    ctr: &[u64; L],
+    double_rounds: usize,
+) -> [[u32; L]; 16] {
     let [c0, c1, c2, c3] = CHACHA_CONSTANTS;
     let [k0, k1, k2, k3, k4, k5, k6, k7] = *key;
     let mut ctr_lo = [0u32; L];
     let mut ctr_hi = [0u32; L];
-    for (l, (lo, hi)) in ctr_lo.iter_mut().zip(ctr_hi.iter_mut()).enumerate() {
-        let b = first.wrapping_add(l as u64);
+    for ((lo, hi), &b) in ctr_lo.iter_mut().zip(ctr_hi.iter_mut()).zip(ctr) {
         *lo = b as u32;
         *hi = (b >> 32) as u32;
     }
