@@ -50,7 +50,8 @@ pub struct Row {
     pub plaintext_bytes: u64,
     /// Part of `bytes_read` that is constant tables.
     pub table_bytes: u64,
-    /// ChaCha20 output words generated.
+    /// Generator words of first candidates (one per regenerated residue; fallback blocks of
+    /// rejected residues are not counted).
     pub prng_words: u64,
     /// Modular multiplications.
     pub modmuls: u64,

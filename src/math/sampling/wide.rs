@@ -223,19 +223,20 @@ impl<const L: usize, const DR: usize> States<L> for Portable<DR> {
 }
 
 /// Generator 2: fills `out` batch by batch from `src`, residue `16 (b + l) + w` being word `w`
-/// of lane `l` masked. Every group of 16 residues (`j / 16 = g`) with a rejected candidate
-/// then goes through the fallback rounds: round `t` of group `g` is block `t * 2^32 + g`
-/// (`g < 2^32` because a limb holds at most [`super::MAX_LIMB_RESIDUES`] residues), and each
-/// wide call computes the blocks of `L` pending (group, round) pairs, one per lane, giving every
-/// still-rejected residue of a group its word of the group's block (what [`fallback_residue`]
-/// computes one block at a time). A group leaves the queue when all its residues are
-/// accepted; after round `2^32 - 1` a still-rejected candidate is reduced mod `q`.
+/// of lane `l` masked, and lists every group of 16 residues (`j / 16 = g`) with a rejected
+/// candidate. Those groups then go through their fallback rounds in a working set of `L` lanes,
+/// one group per lane with its 16 candidates in the lane layout: each wide call computes block
+/// `t * 2^32 + g` for every lane's group `g` and round `t` (`g < 2^32` because a limb holds at
+/// most [`super::MAX_LIMB_RESIDUES`] residues) and every rejected candidate takes its word of
+/// its group's block, a lane-wise select (what [`fallback_residue`] computes one block at a
+/// time). A group whose residues are all accepted is written back and its lane takes the next
+/// listed group, so every group stops at its own last rejection; after round `2^32 - 1` a
+/// still-rejected candidate is reduced mod `q`.
 #[inline(always)]
-#[expect(clippy::indexing_slicing, reason = "w < 16 and i, l < L index the [[u32; L]; 16] batch")]
+#[expect(clippy::indexing_slicing, reason = "w < 16 and l < L index the [[u32; L]; 16] batches")]
 fn fill_words<const L: usize, S: States<L>>(out: &mut [u32], src: &S, rej: Rejector) {
     let mut block = 0u64;
-    // (group, next round) of every group with a rejected candidate.
-    let mut pending: Vec<(u64, u64)> = Vec::new();
+    let mut pending: Vec<u64> = Vec::new();
     for chunk in out.chunks_mut(16 * L) {
         let x = src.states(block);
         for (l, o16) in chunk.chunks_mut(16).enumerate() {
@@ -246,39 +247,62 @@ fn fill_words<const L: usize, S: States<L>>(out: &mut [u32], src: &S, rej: Rejec
                 *o = v;
             }
             if rejected {
-                pending.push((block + l as u64, 1));
+                pending.push(block + l as u64);
             }
         }
         block = block.wrapping_add(L as u64);
     }
-    while !pending.is_empty() {
-        let from = pending.len().saturating_sub(L);
-        let mut lanes = [(0u64, 0u64); L];
-        let mut ctr = [0u64; L];
-        let taken = pending.len() - from;
-        for ((lane, c), p) in lanes.iter_mut().zip(ctr.iter_mut()).zip(pending.drain(from..)) {
-            *lane = p;
-            *c = p.1 << 32 | p.0;
-        }
-        let y = src.states_at(&ctr);
-        for (i, &(g, t)) in lanes.iter().enumerate().take(taken) {
-            let start = (g as usize).saturating_mul(16);
-            let Some(o16) = out.get_mut(start..(start + 16).min(out.len())) else { continue };
-            let mut rejected = false;
-            // Branch-free (a rejection is a coin flip for some primes): an accepted residue
-            // keeps its value, a rejected one takes the new candidate.
-            for (w, o) in o16.iter_mut().enumerate() {
-                let v = if *o < rej.q { *o } else { rej.candidate(y[w][i]) };
-                rejected |= v >= rej.q;
-                *o = v;
-            }
-            if rejected {
-                if t >= u64::from(u32::MAX) {
-                    o16.iter_mut().filter(|o| **o >= rej.q).for_each(|o| *o %= rej.q);
-                } else {
-                    pending.push((g, t + 1));
+    // The working set: lane l holds group `group[l]` at round `round[l]` (0: free lane, whose
+    // candidates are all 0, accepted).
+    let (mut x, mut group, mut round) = ([[0u32; L]; 16], [0u64; L], [0u64; L]);
+    let mut next = pending.iter();
+    loop {
+        for l in 0..L {
+            if round[l] == 0 {
+                if let Some(&g) = next.next() {
+                    let start = g as usize * 16;
+                    for (w, row) in x.iter_mut().enumerate() {
+                        row[l] = out.get(start + w).copied().unwrap_or_default();
+                    }
+                    (group[l], round[l]) = (g, 1);
                 }
             }
+        }
+        if round.iter().all(|&t| t == 0) {
+            break;
+        }
+        let mut ctr = [0u64; L];
+        for ((c, &g), &t) in ctr.iter_mut().zip(&group).zip(&round) {
+            *c = t << 32 | g;
+        }
+        let y = src.states_at(&ctr);
+        let mut rejected = [0u32; L];
+        for (row, new) in x.iter_mut().zip(&y) {
+            for ((v, &c), r) in row.iter_mut().zip(new).zip(rejected.iter_mut()) {
+                let c = if *v < rej.q { *v } else { rej.candidate(c) };
+                *r |= u32::from(c >= rej.q);
+                *v = c;
+            }
+        }
+        for l in 0..L {
+            if round[l] == 0 {
+                continue;
+            }
+            if rejected[l] != 0 && round[l] < u64::from(u32::MAX) {
+                round[l] += 1;
+                continue;
+            }
+            let start = group[l] as usize * 16;
+            for (w, row) in x.iter_mut().enumerate() {
+                if row[l] >= rej.q {
+                    row[l] %= rej.q;
+                }
+                if let Some(o) = out.get_mut(start + w) {
+                    *o = row[l];
+                }
+                row[l] = 0;
+            }
+            round[l] = 0;
         }
     }
 }
