@@ -81,6 +81,16 @@ pub(crate) fn evaluate_cpu(ctx: &RingContext, program: &Program<'_, CpuBackend>)
             }
         });
     }
+    // Which outputs read a permuted operand (evaluated a whole limb per node).
+    let galois: Vec<bool> = program
+        .outputs
+        .iter()
+        .map(|(e, _)| {
+            let mut g = false;
+            e.visit(&mut |x| g |= matches!(x, Expr::Galois { .. }));
+            g
+        })
+        .collect();
     dsts.into_par_iter().zip(program.basis.par_iter().zip(moduli.par_iter())).enumerate().try_for_each(
         |(l, (limb_dsts, (&prime, m)))| {
             let loaded = used
@@ -89,12 +99,12 @@ pub(crate) fn evaluate_cpu(ctx: &RingContext, program: &Program<'_, CpuBackend>)
                 .map(|(i, &u)| if u { load_limb(ctx, program, l, prime, m, n, i).map(Some) } else { Ok(None) })
                 .collect::<Result<Vec<_>>>()?;
             let mut scratch = Vec::new();
-            for ((e, format), dst) in program.outputs.iter().zip(limb_dsts) {
+            for (((e, format), dst), &galois) in program.outputs.iter().zip(limb_dsts).zip(&galois) {
                 match format {
-                    Format::Words => eval_output(ctx, m, e, &loaded, dst)?,
+                    Format::Words => eval_output(ctx, m, e, galois, &loaded, dst)?,
                     Format::Packed => {
                         scratch.resize(n, 0);
-                        eval_output(ctx, m, e, &loaded, &mut scratch)?;
+                        eval_output(ctx, m, e, galois, &loaded, &mut scratch)?;
                         pack_limb(&scratch, m.bits(), dst);
                     }
                 }
@@ -162,10 +172,15 @@ fn load_limb<'p>(
 }
 
 /// One output limb of `e` into `out` (`N` residues): [`CHUNK`] residues at a time, or a whole
-/// limb per node when `e` has a Galois node.
-fn eval_output(ctx: &RingContext, m: &Modulus, e: &Expr, loaded: &[Option<Loaded<'_>>], out: &mut [u32]) -> Result<()> {
-    let mut galois = false;
-    e.visit(&mut |x| galois |= matches!(x, Expr::Galois { .. }));
+/// limb per node when `e` has a Galois node (`galois`).
+fn eval_output(
+    ctx: &RingContext,
+    m: &Modulus,
+    e: &Expr,
+    galois: bool,
+    loaded: &[Option<Loaded<'_>>],
+    out: &mut [u32],
+) -> Result<()> {
     if galois {
         let v = eval_limb(ctx, m, out.len(), e, loaded)?;
         let v = v.get(..out.len()).ok_or(Error::DimensionMismatch {
@@ -210,13 +225,9 @@ fn eval_into(
     };
     match e {
         Expr::Load(i) => match loaded.get(*i) {
-            Some(Some(Loaded::Limb(v))) => {
-                dst.copy_from_slice(v.get(start..start + len).ok_or(Error::DimensionMismatch {
-                    what: "fused operand",
-                    expected: start + len,
-                    found: v.len(),
-                })?)
-            }
+            Some(Some(Loaded::Limb(v))) => dst.copy_from_slice(v.get(start..start + len).ok_or_else(|| {
+                Error::DimensionMismatch { what: "fused operand", expected: start + len, found: v.len() }
+            })?),
             Some(Some(Loaded::Const(w))) => dst.fill(*w),
             _ => return Err(missing_operand()),
         },

@@ -10,44 +10,25 @@
 
 use crate::error::{Error, Result};
 
+/// `$group::<B> $args` for the width `B = $bits` in `1..=32` (one monomorphic copy per
+/// width), `$other` for any other width.
+macro_rules! by_width {
+    ($bits:expr, $group:ident $args:tt, $other:expr) => {
+        by_width!(@arms $bits, $group $args, $other;
+            1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32)
+    };
+    (@arms $bits:expr, $group:ident $args:tt, $other:expr; $($b:literal)*) => {
+        match $bits {
+            $($b => $group::<$b> $args,)*
+            _ => $other,
+        }
+    };
+}
+
 /// Packs the residues of one limb (each below `2^bits`) into `out` (zeroed, `ceil(n bits/32)`
 /// words).
 pub fn pack_limb(residues: &[u32], bits: u32, out: &mut [u32]) {
-    match bits {
-        1 => pack_groups::<1>(residues, out),
-        2 => pack_groups::<2>(residues, out),
-        3 => pack_groups::<3>(residues, out),
-        4 => pack_groups::<4>(residues, out),
-        5 => pack_groups::<5>(residues, out),
-        6 => pack_groups::<6>(residues, out),
-        7 => pack_groups::<7>(residues, out),
-        8 => pack_groups::<8>(residues, out),
-        9 => pack_groups::<9>(residues, out),
-        10 => pack_groups::<10>(residues, out),
-        11 => pack_groups::<11>(residues, out),
-        12 => pack_groups::<12>(residues, out),
-        13 => pack_groups::<13>(residues, out),
-        14 => pack_groups::<14>(residues, out),
-        15 => pack_groups::<15>(residues, out),
-        16 => pack_groups::<16>(residues, out),
-        17 => pack_groups::<17>(residues, out),
-        18 => pack_groups::<18>(residues, out),
-        19 => pack_groups::<19>(residues, out),
-        20 => pack_groups::<20>(residues, out),
-        21 => pack_groups::<21>(residues, out),
-        22 => pack_groups::<22>(residues, out),
-        23 => pack_groups::<23>(residues, out),
-        24 => pack_groups::<24>(residues, out),
-        25 => pack_groups::<25>(residues, out),
-        26 => pack_groups::<26>(residues, out),
-        27 => pack_groups::<27>(residues, out),
-        28 => pack_groups::<28>(residues, out),
-        29 => pack_groups::<29>(residues, out),
-        30 => pack_groups::<30>(residues, out),
-        31 => pack_groups::<31>(residues, out),
-        32 => pack_groups::<32>(residues, out),
-        _ => pack_stream(residues, bits, out),
-    }
+    by_width!(bits, pack_groups(residues, out), pack_stream(residues, bits, out));
 }
 
 /// Unpacks a whole packed limb: `out.len()` residues of `bits` bits each from `words` (the
@@ -58,50 +39,16 @@ pub fn unpack_limb(words: &[u32], bits: u32, out: &mut [u32]) -> Result<()> {
     if words.len() < need || bits == 0 || bits > 32 {
         return Err(Error::DimensionMismatch { what: "packed limb words", expected: need, found: words.len() });
     }
-    match bits {
-        1 => unpack_groups::<1>(words, out),
-        2 => unpack_groups::<2>(words, out),
-        3 => unpack_groups::<3>(words, out),
-        4 => unpack_groups::<4>(words, out),
-        5 => unpack_groups::<5>(words, out),
-        6 => unpack_groups::<6>(words, out),
-        7 => unpack_groups::<7>(words, out),
-        8 => unpack_groups::<8>(words, out),
-        9 => unpack_groups::<9>(words, out),
-        10 => unpack_groups::<10>(words, out),
-        11 => unpack_groups::<11>(words, out),
-        12 => unpack_groups::<12>(words, out),
-        13 => unpack_groups::<13>(words, out),
-        14 => unpack_groups::<14>(words, out),
-        15 => unpack_groups::<15>(words, out),
-        16 => unpack_groups::<16>(words, out),
-        17 => unpack_groups::<17>(words, out),
-        18 => unpack_groups::<18>(words, out),
-        19 => unpack_groups::<19>(words, out),
-        20 => unpack_groups::<20>(words, out),
-        21 => unpack_groups::<21>(words, out),
-        22 => unpack_groups::<22>(words, out),
-        23 => unpack_groups::<23>(words, out),
-        24 => unpack_groups::<24>(words, out),
-        25 => unpack_groups::<25>(words, out),
-        26 => unpack_groups::<26>(words, out),
-        27 => unpack_groups::<27>(words, out),
-        28 => unpack_groups::<28>(words, out),
-        29 => unpack_groups::<29>(words, out),
-        30 => unpack_groups::<30>(words, out),
-        31 => unpack_groups::<31>(words, out),
-        32 => unpack_groups::<32>(words, out),
-        _ => unpack_stream(words, bits, out),
-    }
+    by_width!(bits, unpack_groups(words, out), unpack_stream(words, bits, out));
     Ok(())
 }
 
-/// The mask of `B`-bit residues.
-const fn mask<const B: u32>() -> u32 {
-    if B >= 32 {
+/// The mask of `bits`-bit residues (all ones from 32 bits up).
+const fn width_mask(bits: u32) -> u32 {
+    if bits >= 32 {
         u32::MAX
     } else {
-        (1u32 << B) - 1
+        (1u32 << bits) - 1
     }
 }
 
@@ -126,7 +73,7 @@ fn pack_groups<const B: u32>(residues: &[u32], out: &mut [u32]) {
 fn pack_group<const B: u32>(src: &[u32], dst: &mut [u32]) {
     let (src, dst) = (&src[..32], &mut dst[..B as usize]);
     for (i, &x) in src.iter().enumerate() {
-        let (pos, x) = (i * B as usize, x & mask::<B>());
+        let (pos, x) = (i * B as usize, x & width_mask(B));
         let (w, s) = (pos / 32, (pos % 32) as u32);
         dst[w] |= x << s;
         if s + B > 32 {
@@ -160,13 +107,13 @@ fn unpack_group<const B: u32>(src: &[u32], dst: &mut [u32]) {
         let (w, s) = (pos / 32, (pos % 32) as u32);
         let lo = src[w] >> s;
         let hi = if s + B > 32 { src[w + 1] << (32 - s) } else { 0 };
-        *o = (lo | hi) & mask::<B>();
+        *o = (lo | hi) & width_mask(B);
     }
 }
 
 /// [`pack_limb`] one residue at a time through a bit accumulator (any length, any width).
 fn pack_stream(residues: &[u32], bits: u32, out: &mut [u32]) {
-    let mask = if bits >= 32 { u32::MAX } else { (1u32 << bits) - 1 };
+    let mask = width_mask(bits);
     // A little-endian bit accumulator: `have < 32` bits wait in `acc` between residues.
     let (mut acc, mut have, mut dst) = (0u64, 0u32, out.iter_mut());
     for &x in residues {
@@ -190,7 +137,7 @@ fn pack_stream(residues: &[u32], bits: u32, out: &mut [u32]) {
 /// Residue `j` of a packed limb; [`Error::DimensionMismatch`] if the limb's words end before
 /// it.
 pub fn unpack_residue(words: &[u32], bits: u32, j: usize) -> Result<u32> {
-    let mask = if bits >= 32 { u32::MAX } else { (1u32 << bits) - 1 };
+    let mask = width_mask(bits);
     let pos = j * bits as usize;
     let (w, s) = (pos / 32, (pos % 32) as u32);
     let word = |i: usize| {
@@ -208,7 +155,7 @@ pub fn unpack_residue(words: &[u32], bits: u32, j: usize) -> Result<u32> {
 /// [`unpack_limb`] one residue at a time through a bit accumulator (lengths checked by the
 /// caller).
 fn unpack_stream(words: &[u32], bits: u32, out: &mut [u32]) {
-    let mask = if bits >= 32 { u32::MAX } else { (1u32 << bits) - 1 };
+    let mask = width_mask(bits);
     let (mut acc, mut have, mut next) = (0u64, 0u32, words.iter());
     for o in out {
         if have < bits {

@@ -5,8 +5,8 @@
 //!
 //! - generator 2 ([`super::Generator::ChaCha12Reject`]): every output word is one residue
 //!   candidate, masked to the bit length of `q` and accepted below `q`; the rare rejected
-//!   residue is replaced from its fallback region ([`fallback_residue`]), the fallback blocks of a
-//!   batch computed lane-wise like its first candidates;
+//!   residue is replaced from its fallback region ([`fallback_residue`]), the fallback blocks
+//!   computed lane-wise like the first candidates ([`fill_words`]);
 //! - generator 1 ([`super::Generator::ChaCha20Reduce`], read-only): four words per residue
 //!   reduced mod `q` by [`FastReducer`].
 //!
@@ -252,6 +252,14 @@ fn fill_words<const L: usize, S: States<L>>(out: &mut [u32], src: &S, rej: Rejec
         }
         block = block.wrapping_add(L as u64);
     }
+    fallback_rounds(out, src, rej, &pending);
+}
+
+/// The fallback rounds of [`fill_words`] for the listed groups (`pending`, in any order), in a
+/// working set of `L` lanes.
+#[inline(always)]
+#[expect(clippy::indexing_slicing, reason = "w < 16 and l < L index the [[u32; L]; 16] batches")]
+fn fallback_rounds<const L: usize, S: States<L>>(out: &mut [u32], src: &S, rej: Rejector, pending: &[u64]) {
     // The working set: lane l holds group `group[l]` at round `round[l]` (0: free lane, whose
     // candidates are all 0, accepted).
     let (mut x, mut group, mut round) = ([[0u32; L]; 16], [0u64; L], [0u64; L]);
@@ -294,6 +302,7 @@ fn fill_words<const L: usize, S: States<L>>(out: &mut [u32], src: &S, rej: Rejec
             }
             let start = group[l] as usize * 16;
             for (w, row) in x.iter_mut().enumerate() {
+                // Still rejected only after round 2^32 - 1: the last candidate mod q.
                 if row[l] >= rej.q {
                     row[l] %= rej.q;
                 }
@@ -385,7 +394,7 @@ pub(super) mod avx2 {
 
         #[inline(always)]
         fn states_at(&self, ctr: &[u64; 8]) -> [[u32; 8]; 16] {
-            super::wide_states_at::<8>(&self.key, self.stream, ctr, DR)
+            states8_at(self.s, &self.key, self.stream, ctr, DR)
         }
     }
 
@@ -427,11 +436,26 @@ pub(super) mod avx2 {
         first: u64,
         double_rounds: usize,
     ) -> [[u32; 8]; 16] {
+        let mut ctr = [0u64; 8];
+        for (l, c) in ctr.iter_mut().enumerate() {
+            *c = first.wrapping_add(l as u64);
+        }
+        states8_at(s, key, stream, &ctr, double_rounds)
+    }
+
+    /// [`states8`] of the blocks `ctr[0], ..., ctr[7]`, lane `l` holding block `ctr[l]`.
+    #[inline(always)]
+    pub(in crate::math::sampling) fn states8_at(
+        s: V3,
+        key: &[u32; 8],
+        stream: u64,
+        ctr: &[u64; 8],
+        double_rounds: usize,
+    ) -> [[u32; 8]; 16] {
         let (r16, r8) = (rotation(2), rotation(1));
         let mut ctr_lo = [0u32; 8];
         let mut ctr_hi = [0u32; 8];
-        for (l, (lo, hi)) in ctr_lo.iter_mut().zip(ctr_hi.iter_mut()).enumerate() {
-            let b = first.wrapping_add(l as u64);
+        for ((lo, hi), &b) in ctr_lo.iter_mut().zip(ctr_hi.iter_mut()).zip(ctr) {
             *lo = b as u32;
             *hi = (b >> 32) as u32;
         }
