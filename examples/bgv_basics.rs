@@ -7,6 +7,7 @@
 
 use wgfhe::bgv::Bgv;
 use wgfhe::params;
+use wgfhe::rlwe::KeyRequest;
 
 fn main() -> wgfhe::Result<()> {
     // A shipped 128-bit set: N = 2^13, t = 65537 (full batching: 8192 slots as a 2 x 4096 matrix).
@@ -14,7 +15,7 @@ fn main() -> wgfhe::Result<()> {
     let bgv = Bgv::cpu(&params)?;
     let t = u64::from(bgv.plaintext_modulus());
     let sk = bgv.gen_secret_key()?;
-    let keys = bgv.gen_evaluation_keys(&sk, &[1], false)?;
+    let keys = bgv.gen_evaluation_keys(&sk, &KeyRequest::rotations(&[1]))?;
     let enc = bgv.encoder();
     let half = enc.slots() / 2;
 

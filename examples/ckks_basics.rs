@@ -6,6 +6,7 @@
 use num_complex::Complex64;
 use wgfhe::ckks::{precision_stats, Ckks, ScalePolicy};
 use wgfhe::params;
+use wgfhe::rlwe::KeyRequest;
 
 fn main() -> wgfhe::Result<()> {
     // A shipped 128-bit set: N = 2^13, six 30-bit primes, scale 2^30 (one prime per level).
@@ -14,7 +15,7 @@ fn main() -> wgfhe::Result<()> {
     let slots = 16;
     let sk = ckks.gen_secret_key()?;
     // Rotation keys for the steps of a rotation-sum over 16 slots.
-    let keys = ckks.gen_evaluation_keys(&sk, &[1, 2, 4, 8], false)?;
+    let keys = ckks.gen_evaluation_keys(&sk, &KeyRequest::rotations(&[1, 2, 4, 8]))?;
 
     let x: Vec<f64> = (0..slots).map(|i| (i as f64 - 7.5) / 8.0).collect();
     let pt = ckks.encode_real(&x)?;

@@ -9,6 +9,7 @@
 //! scale policy `single` or `double`).
 
 use std::time::Instant;
+use wgfhe::rlwe::KeyRequest;
 
 use num_complex::Complex64;
 use rand::{Rng, SeedableRng};
@@ -41,7 +42,7 @@ fn main() -> wgfhe::Result<()> {
     let slots = ckks.encoder().max_slots();
     let t0 = Instant::now();
     let sk = ckks.gen_secret_key()?;
-    let keys = ckks.gen_evaluation_keys(&sk, &[1], false)?;
+    let keys = ckks.gen_evaluation_keys(&sk, &KeyRequest::rotations(&[1]))?;
     let keygen = t0.elapsed().as_secs_f64();
     let mut rng = ChaCha8Rng::seed_from_u64(1);
     let values: Vec<Complex64> = (0..slots).map(|_| Complex64::new(rng.random_range(-0.7..0.7), 0.0)).collect();

@@ -14,6 +14,7 @@
 //! parameter set prints the plans only).
 
 use std::time::Instant;
+use wgfhe::rlwe::KeyRequest;
 
 use wgfhe::backend::{Backend, BackendChoice, BackendTask};
 use wgfhe::bgv::Bgv;
@@ -76,7 +77,7 @@ fn run<B: Backend>(backend: B, args: &Args) -> wgfhe::Result<()> {
     let bound = (1u64 << (args.bits - 1)) - 1;
     let layout = layout_for_bound(bound, args.base, args.convention)?;
     let sk = bgv.gen_secret_key()?;
-    let keys = bgv.gen_evaluation_keys(&sk, &[], false)?;
+    let keys = bgv.gen_evaluation_keys(&sk, &KeyRequest::relinearisation())?;
     let slots = bgv.encoder().slots();
     // z = a + b with |a| <= h, |b| <= B - h: the weighted sum's bound is exactly B.
     let h = (bound / 2) as i64;

@@ -8,6 +8,7 @@
 //! (arguments: parameter set, domain width in bits with the sign: `B = 2^(bits-1) - 1`).
 
 use std::time::Instant;
+use wgfhe::rlwe::KeyRequest;
 
 use wgfhe::backend::{Backend, BackendChoice, BackendTask};
 use wgfhe::bgv::Bgv;
@@ -43,7 +44,7 @@ fn run<B: Backend>(backend: B, bits: u32) -> wgfhe::Result<()> {
         start.elapsed()
     );
     let sk = bgv.gen_secret_key()?;
-    let keys = bgv.gen_evaluation_keys(&sk, &[], false)?;
+    let keys = bgv.gen_evaluation_keys(&sk, &KeyRequest::relinearisation())?;
     let slots = bgv.encoder().slots();
     let tm = Modulus::new(u64::from(t))?;
     let d = domain as i64;

@@ -17,6 +17,7 @@ use wgfhe::backend::Backend;
 use wgfhe::bgv::{max_depth, Bgv, Ciphertext, EvaluationKeys, PlaintextCache};
 use wgfhe::math::sampling::Sampler;
 use wgfhe::params::{self, Parameters};
+use wgfhe::rlwe::KeyRequest;
 use wgfhe::rlwe::SecretKey;
 use wgfhe::testing::FlipOneBit;
 use wgfhe::Error;
@@ -48,7 +49,7 @@ const STEPS: [i64; 4] = [1, -1, 5, 100];
 fn fixture<'l, B: Backend>(make: Make<'_, B>, params: &Parameters, seed: u8, log: &'l Transcript) -> Fixture<'l, B> {
     let bgv = Bgv::new(make(params)).unwrap();
     let sk = bgv.gen_secret_key_from_seed(&[seed; 32]).unwrap();
-    let keys = bgv.gen_evaluation_keys(&sk, &STEPS, true).unwrap();
+    let keys = bgv.gen_evaluation_keys(&sk, &KeyRequest::rotations(&STEPS).with_row_swap()).unwrap();
     Fixture { bgv, sk, keys, rng: ChaCha8Rng::seed_from_u64(u64::from(seed)), log }
 }
 
@@ -271,7 +272,7 @@ fn fixture_without_rotations<'l, B: Backend>(
 ) -> Fixture<'l, B> {
     let bgv = Bgv::new(make(params)).unwrap();
     let sk = bgv.gen_secret_key_from_seed(&[9; 32]).unwrap();
-    let keys = bgv.gen_evaluation_keys(&sk, &[], false).unwrap();
+    let keys = bgv.gen_evaluation_keys(&sk, &KeyRequest::relinearisation()).unwrap();
     Fixture { bgv, sk, keys, rng: ChaCha8Rng::seed_from_u64(9), log }
 }
 

@@ -17,6 +17,7 @@ use rand_chacha::ChaCha8Rng;
 use wgfhe::backend::Backend;
 use wgfhe::ckks::{precision_stats, Ciphertext, Ckks, ScalePolicy};
 use wgfhe::params::{self, Parameters};
+use wgfhe::rlwe::KeyRequest;
 use wgfhe::rlwe::{EvaluationKeys, SecretKey};
 use wgfhe::Error;
 
@@ -50,7 +51,7 @@ fn fixture<'l, B: Backend>(
 ) -> Fixture<'l, B> {
     let ckks = Ckks::new(make(params), policy).unwrap();
     let sk = ckks.gen_secret_key_from_seed(&[seed; 32]).unwrap();
-    let keys = ckks.gen_evaluation_keys(&sk, &STEPS, true).unwrap();
+    let keys = ckks.gen_evaluation_keys(&sk, &KeyRequest::rotations(&STEPS).with_conjugation()).unwrap();
     Fixture { ckks, sk, keys, rng: ChaCha8Rng::seed_from_u64(u64::from(seed)), log }
 }
 

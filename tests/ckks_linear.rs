@@ -10,6 +10,7 @@ mod backends;
 mod common;
 
 use std::collections::BTreeMap;
+use wgfhe::rlwe::KeyRequest;
 
 use backends::{cpu_and_gpu, Make, Transcript};
 use num_complex::Complex64;
@@ -44,7 +45,7 @@ fn linear_transforms_on_a_small_ring<B: Backend>(make: Make<'_, B>, log: &Transc
     let lt = LinearTransform::new(slots, diags).unwrap();
     let mut steps = plan.rotations();
     steps.extend(lt.rotations());
-    let keys = ckks.gen_evaluation_keys(&sk, &steps, true).unwrap();
+    let keys = ckks.gen_evaluation_keys(&sk, &KeyRequest::rotations(&steps).with_conjugation()).unwrap();
     let z = random(slots);
     let ct =
         ckks.encrypt_symmetric(&sk, &ckks.encode(&z, ckks.default_scale(), slots, ckks.max_level()).unwrap()).unwrap();

@@ -11,6 +11,7 @@ use wgfhe::backend::CpuBackend;
 use wgfhe::ckks::{BootConfig, BootKeys, Bootstrapper, Ciphertext, Ckks, ScalePolicy};
 use wgfhe::params;
 use wgfhe::rlwe::KeyForm;
+use wgfhe::rlwe::KeyRequest;
 use wgfhe::serial::{update_checksum, write_object, ObjectType, Scheme, Writer, HEADER_LEN};
 use wgfhe::Error;
 
@@ -126,7 +127,7 @@ fn boot_keys_round_trip_and_bootstrap_to_the_same_words() {
 /// and its plain bytes.
 fn small_keys(ckks: &Ckks<CpuBackend>) -> (BootKeys<CpuBackend>, Vec<u8>) {
     let sk = ckks.gen_secret_key_from_seed(&[9; 32]).unwrap();
-    let eval = ckks.gen_evaluation_keys(&sk, &[1, 2], true).unwrap();
+    let eval = ckks.gen_evaluation_keys(&sk, &KeyRequest::rotations(&[1, 2]).with_conjugation()).unwrap();
     let sparse = ckks.gen_sparse_secret_key(Some(&[9; 32]), 32).unwrap();
     let sparse = Some(ckks.gen_sparse_switch_keys(&sk, &sparse, ckks.sparse_key_level()).unwrap());
     let keys = BootKeys { eval, sparse };
@@ -254,7 +255,7 @@ fn damaged_and_hostile_boot_keys_are_typed_errors() {
         assert!(matches!(load(&make(&w)), Err(Error::InvalidField { field: "galois element", .. })), "{g}");
     }
     // The same Galois key twice: cut one key's block out of the real object and repeat it.
-    let small = BootKeys { eval: ckks.gen_evaluation_keys(&sk, &[1], false).unwrap(), sparse: None };
+    let small = BootKeys { eval: ckks.gen_evaluation_keys(&sk, &KeyRequest::rotations(&[1])).unwrap(), sparse: None };
     let one = small.to_bytes(&ckks).unwrap();
     let mut single = one[HEADER_LEN..].to_vec();
     // relin flag 1 + relin block, then the count; find the Galois part from the tail: count u32,

@@ -15,6 +15,7 @@
 mod common;
 
 use common::device;
+use wgfhe::rlwe::KeyRequest;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -45,7 +46,7 @@ fn test_params() -> Parameters {
 
 fn fixture_on<B: Backend>(bgv: Bgv<B>, seed: u8) -> Fixture<B> {
     let sk = bgv.gen_secret_key_from_seed(&[seed; 32]).unwrap();
-    let keys = bgv.gen_evaluation_keys(&sk, &[], false).unwrap();
+    let keys = bgv.gen_evaluation_keys(&sk, &KeyRequest::relinearisation()).unwrap();
     Fixture { bgv, sk, keys }
 }
 

@@ -10,6 +10,7 @@
 mod common;
 
 use common::device;
+use wgfhe::rlwe::KeyRequest;
 
 use std::sync::Arc;
 
@@ -78,7 +79,7 @@ fn run_variant<B: Backend>(make: &dyn Fn() -> B, variant: Variant) -> (Vec<Outco
 
 fn run_ops<B: Backend>(s: &Setup<B>, variant: Variant) -> Vec<Outcome> {
     let bxt = Bxt::new(&s.bgv, variant);
-    let keys = bxt.prepare_keys(s.bgv.gen_evaluation_keys(&s.sk, &[1], false).unwrap()).unwrap();
+    let keys = bxt.prepare_keys(s.bgv.gen_evaluation_keys(&s.sk, &KeyRequest::rotations(&[1])).unwrap()).unwrap();
     let xs: Vec<BxtCiphertext<B>> =
         s.values.iter().map(|v| bxt.encrypt(&s.sk, &s.bgv.encoder().encode(v).unwrap()).unwrap()).collect();
     let bias = s.bgv.encoder().encode(&s.values[2]).unwrap();
@@ -254,7 +255,7 @@ fn ledger_of<T>(
     let bxt = Bxt::new(&s.bgv, variant);
     let xs: Vec<_> =
         s.values.iter().map(|v| bxt.encrypt(&s.sk, &s.bgv.encoder().encode(v).unwrap()).unwrap()).collect();
-    let keys = bxt.prepare_keys(s.bgv.gen_evaluation_keys(&s.sk, &[1], false).unwrap()).unwrap();
+    let keys = bxt.prepare_keys(s.bgv.gen_evaluation_keys(&s.sk, &KeyRequest::rotations(&[1])).unwrap()).unwrap();
     s.bgv.backend().take();
     let _ = op(&bxt, &xs, &keys);
     s.bgv.backend().take()

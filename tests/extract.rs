@@ -24,6 +24,7 @@ use wgfhe::compare::wordwise::{compare, recompose};
 use wgfhe::compare::{eval_lut, eval_lut_set, Bounded, Lut, LutSet, Strategy};
 use wgfhe::params::{self, Parameters};
 use wgfhe::ring::RingContext;
+use wgfhe::rlwe::KeyRequest;
 use wgfhe::rlwe::SecretKey;
 use wgfhe::Error;
 
@@ -44,7 +45,7 @@ struct Fixture<B: Backend> {
 fn fixture<B: Backend>(backend: B) -> Fixture<B> {
     let bgv = Bgv::new(backend).unwrap();
     let sk = bgv.gen_secret_key_from_seed(&[21; 32]).unwrap();
-    let keys = bgv.gen_evaluation_keys(&sk, &[], false).unwrap();
+    let keys = bgv.gen_evaluation_keys(&sk, &KeyRequest::relinearisation()).unwrap();
     Fixture { bgv, sk, keys }
 }
 

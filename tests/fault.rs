@@ -17,6 +17,7 @@ mod common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use wgfhe::rlwe::KeyRequest;
 
 use wgfhe::backend::gpu::{sources::KERNELS, Fault, GpuDevice};
 use wgfhe::backend::{Backend, CpuBackend, GpuBackend};
@@ -41,7 +42,7 @@ fn bgv_on(dev: &Arc<GpuDevice>) -> Bgv<GpuBackend> {
 fn bgv_words<B: Backend>(be: B) -> wgfhe::Result<Vec<Vec<u32>>> {
     let bgv = Bgv::new(be)?;
     let sk = bgv.gen_secret_key_from_seed(&[7; 32])?;
-    let keys = bgv.gen_evaluation_keys(&sk, &[1], false)?;
+    let keys = bgv.gen_evaluation_keys(&sk, &KeyRequest::rotations(&[1]))?;
     let x = bgv.encrypt_symmetric(&sk, &bgv.encoder().encode(&[2, 7, 1, 8, 2, 8])?)?;
     let prod = bgv.mul_relin(&x, &x, &keys)?;
     let rot = bgv.rotate_columns(&prod, 1, &keys)?;
@@ -74,7 +75,7 @@ fn is_lost<T: std::fmt::Debug>(what: &str, r: wgfhe::Result<T>) {
 /// Everything on a lost device is `DeviceLost`: the ciphertexts made before the loss (no
 /// garbage decrypts), a second HMULT, new encryptions and keys, bare buffers.
 fn everything_is_lost(bgv: &Bgv<GpuBackend>, sk: &wgfhe::rlwe::SecretKey<GpuBackend>, old: &[&Ciphertext<GpuBackend>]) {
-    let keys_err = bgv.gen_evaluation_keys(sk, &[1], false);
+    let keys_err = bgv.gen_evaluation_keys(sk, &KeyRequest::rotations(&[1]));
     is_lost("key generation", keys_err.map(|_| ()));
     for (i, ct) in old.iter().enumerate() {
         is_lost(&format!("decrypting ciphertext {i} made before the loss"), bgv.decrypt(sk, ct));
@@ -101,7 +102,7 @@ fn device_lost_in_the_middle_of_an_hmult() {
         let dev = fresh_device();
         let bgv = bgv_on(&dev);
         let sk = bgv.gen_secret_key_from_seed(&[1; 32]).unwrap();
-        let keys = bgv.gen_evaluation_keys(&sk, &[1], false).unwrap();
+        let keys = bgv.gen_evaluation_keys(&sk, &KeyRequest::rotations(&[1])).unwrap();
         let x = bgv.encrypt_symmetric(&sk, &bgv.encoder().encode(&[3, 4]).unwrap()).unwrap();
         bgv.mul_relin(&x, &x, &keys).unwrap();
         let before = dev.counters();
@@ -113,7 +114,7 @@ fn device_lost_in_the_middle_of_an_hmult() {
         let dev = fresh_device();
         let bgv = bgv_on(&dev);
         let sk = bgv.gen_secret_key_from_seed(&[1; 32]).unwrap();
-        let keys = bgv.gen_evaluation_keys(&sk, &[1], false).unwrap();
+        let keys = bgv.gen_evaluation_keys(&sk, &KeyRequest::rotations(&[1])).unwrap();
         let enc = |v: &[u64]| bgv.encrypt_symmetric(&sk, &bgv.encoder().encode(v).unwrap()).unwrap();
         let (x, y) = (enc(&[3, 4]), enc(&[5, 6]));
         let first = bgv.mul_relin(&x, &y, &keys).unwrap();
@@ -138,7 +139,7 @@ fn device_destroyed_from_another_thread_during_hmults() {
     let dev = fresh_device();
     let bgv = bgv_on(&dev);
     let sk = bgv.gen_secret_key_from_seed(&[2; 32]).unwrap();
-    let keys = bgv.gen_evaluation_keys(&sk, &[1], false).unwrap();
+    let keys = bgv.gen_evaluation_keys(&sk, &KeyRequest::rotations(&[1])).unwrap();
     let x = bgv.encrypt_symmetric(&sk, &bgv.encoder().encode(&[9, 9]).unwrap()).unwrap();
     // One HMULT to build the kernels, one timed, so the other thread's delay lands among the
     // ones below.
@@ -183,7 +184,7 @@ fn out_of_memory_at_every_allocation_of_a_key_switch() {
     let dev = fresh_device();
     let bgv = bgv_on(&dev);
     let sk = bgv.gen_secret_key_from_seed(&[3; 32]).unwrap();
-    let keys = bgv.gen_evaluation_keys(&sk, &[1], false).unwrap();
+    let keys = bgv.gen_evaluation_keys(&sk, &KeyRequest::rotations(&[1])).unwrap();
     let values: Vec<u64> = (1..=8).collect();
     let x = bgv.encrypt_symmetric(&sk, &bgv.encoder().encode(&values).unwrap()).unwrap();
     let want = bgv.encoder().decode(&bgv.decrypt(&sk, &bgv.rotate_columns(&x, 1, &keys).unwrap()).unwrap()).unwrap();

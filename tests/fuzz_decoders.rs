@@ -45,6 +45,7 @@ use wgfhe::ckks::{Ckks, ScalePolicy};
 use wgfhe::compress::{Bxt, Variant};
 use wgfhe::math::zq::Modulus;
 use wgfhe::params::{self, Parameters, ParametersLiteral, TestRing};
+use wgfhe::rlwe::KeyRequest;
 use wgfhe::rlwe::{EvaluationKeys, GaloisKey, KeyForm, PublicKey, RelinKey, SecretKey};
 use wgfhe::serial::{self, ObjectType, Reader};
 use wgfhe::Result;
@@ -99,8 +100,8 @@ fn objects() -> Objects {
         ],
         vec![bxt.to_bytes(&bxt_ct).unwrap()],
         vec![
-            bgv.gen_evaluation_keys(&sk, &[1], true).unwrap().to_bytes(be).unwrap(),
-            ckks.gen_evaluation_keys(&csk, &[1], false).unwrap().to_bytes(cbe).unwrap(),
+            bgv.gen_evaluation_keys(&sk, &KeyRequest::rotations(&[1]).with_row_swap()).unwrap().to_bytes(be).unwrap(),
+            ckks.gen_evaluation_keys(&csk, &KeyRequest::rotations(&[1])).unwrap().to_bytes(cbe).unwrap(),
         ],
         vec![ckks.plaintext_to_bytes(&cpt).unwrap()],
         vec![

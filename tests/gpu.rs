@@ -15,6 +15,7 @@
 mod common;
 
 use common::device;
+use wgfhe::rlwe::KeyRequest;
 
 use std::sync::Arc;
 
@@ -794,7 +795,7 @@ fn hmult_with_relinearisation_is_at_most_two_submissions() {
     for p in [small_bgv(10), small_bgv(12)] {
         let bgv = Bgv::new(gpu_for(&p, &dev)).unwrap();
         let sk = bgv.gen_secret_key().unwrap();
-        let keys = bgv.gen_evaluation_keys(&sk, &[1], false).unwrap();
+        let keys = bgv.gen_evaluation_keys(&sk, &KeyRequest::rotations(&[1])).unwrap();
         let enc = |v: &[u64]| bgv.encrypt_symmetric(&sk, &bgv.encoder().encode(v).unwrap()).unwrap();
         let (x, y) = (enc(&[1, 2, 3, 4]), enc(&[5, 6, 7, 65536]));
         let mut counts = Vec::new();
@@ -912,7 +913,7 @@ fn device_time_comes_from_timestamps() {
 fn bgv_words<B: Backend>(be: B) -> Vec<Vec<u32>> {
     let bgv = Bgv::new(be).unwrap();
     let sk = bgv.gen_secret_key_from_seed(&[9; 32]).unwrap();
-    let keys = bgv.gen_evaluation_keys(&sk, &[1], false).unwrap();
+    let keys = bgv.gen_evaluation_keys(&sk, &KeyRequest::rotations(&[1])).unwrap();
     let x = bgv.encrypt_symmetric(&sk, &bgv.encoder().encode(&[3, 1, 4, 1, 5]).unwrap()).unwrap();
     let prod = bgv.mul_relin(&x, &x, &keys).unwrap();
     let rot = bgv.rotate_columns(&prod, 1, &keys).unwrap();
@@ -932,7 +933,7 @@ fn hmult_counters_at_the_benchmark_rings() {
         let p = params::by_name(name).unwrap();
         let bgv = Bgv::new(gpu_for(&p, &dev)).unwrap();
         let sk = bgv.gen_secret_key().unwrap();
-        let keys = bgv.gen_evaluation_keys(&sk, &[], false).unwrap();
+        let keys = bgv.gen_evaluation_keys(&sk, &KeyRequest::relinearisation()).unwrap();
         let enc = |v: &[u64]| bgv.encrypt_symmetric(&sk, &bgv.encoder().encode(v).unwrap()).unwrap();
         let (x, y) = (enc(&[1, 2, 3]), enc(&[4, 5, 6]));
         for run in ["first", "second"] {
@@ -965,7 +966,7 @@ fn ledger_engine_model_matches_the_device() {
         let bgv = Bgv::new(Ledger::new(gpu_for(&p, &dev))).unwrap();
         let ledger = bgv.backend();
         let sk = bgv.gen_secret_key().unwrap();
-        let keys = bgv.gen_evaluation_keys(&sk, &[1], false).unwrap();
+        let keys = bgv.gen_evaluation_keys(&sk, &KeyRequest::rotations(&[1])).unwrap();
         let pt = bgv.encoder().encode(&[3, 1, 4, 1, 5]).unwrap();
         let x = bgv.encrypt_symmetric(&sk, &pt).unwrap();
         let y = bgv.encrypt_symmetric(&sk, &pt).unwrap();
@@ -1017,7 +1018,7 @@ fn pipelines_are_built_before_the_work() {
     let p = small_bgv(10);
     let bgv = Bgv::new(gpu_for(&p, &dev)).unwrap();
     let sk = bgv.gen_secret_key_from_seed(&[3; 32]).unwrap();
-    let keys = bgv.gen_evaluation_keys(&sk, &[], false).unwrap();
+    let keys = bgv.gen_evaluation_keys(&sk, &KeyRequest::relinearisation()).unwrap();
     let t = u64::from(bgv.plaintext_modulus());
     let slots = bgv.encoder().slots();
     let u: Vec<u64> = (0..slots as u64).map(|i| i % t).collect();

@@ -19,6 +19,7 @@ mod backends;
 mod common;
 
 use std::sync::Arc;
+use wgfhe::rlwe::KeyRequest;
 
 use backends::{cpu_and_gpu, Make, Transcript};
 use num_complex::Complex64;
@@ -336,7 +337,7 @@ fn limb_ntts_per_hmult_and_rotation() {
         let p = bgv_params(10, shape);
         let bgv = Bgv::new(Ledger::new(CpuBackend::new(RingContext::new(&p).unwrap()))).unwrap();
         let sk = bgv.gen_secret_key_from_seed(&[3; 32]).unwrap();
-        let keys = bgv.gen_evaluation_keys(&sk, &[1], false).unwrap();
+        let keys = bgv.gen_evaluation_keys(&sk, &KeyRequest::rotations(&[1])).unwrap();
         let top = bgv.encrypt_symmetric(&sk, &bgv.encoder().encode(&[4, 5]).unwrap()).unwrap();
         let g = bgv.column_rotation_element(1);
         let ctx = Arc::clone(bgv.backend().context());

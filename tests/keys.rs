@@ -19,6 +19,7 @@ use wgfhe::bgv::{self, Bgv};
 use wgfhe::ckks::{self, Ckks, ScalePolicy};
 use wgfhe::params::{self, Parameters};
 use wgfhe::poly::{Eval, RnsPoly};
+use wgfhe::rlwe::KeyRequest;
 use wgfhe::rlwe::{EvaluationKeys, GaloisKey, KeyForm, KeySwitchKey, RelinKey, SecretKey};
 
 cpu_and_gpu!(
@@ -52,7 +53,7 @@ struct Fixture<'l, B: Backend> {
 fn fixture<'l, B: Backend>(make: Make<'_, B>, log: &'l Transcript) -> Fixture<'l, B> {
     let bgv = Bgv::new(make(&bgv_params())).unwrap();
     let sk = bgv.gen_secret_key_from_seed(&[7; 32]).unwrap();
-    let stored = bgv.gen_evaluation_keys(&sk, &[1, -3], true).unwrap();
+    let stored = bgv.gen_evaluation_keys(&sk, &KeyRequest::rotations(&[1, -3]).with_row_swap()).unwrap();
     let seeded = stored.expand(bgv.backend()).unwrap().into_seeded();
     let packed = seeded.expand(bgv.backend()).unwrap().into_seeded().into_packed(bgv.backend()).unwrap();
     assert!(!stored.is_seeded());
@@ -269,7 +270,7 @@ fn ckks_seeded_keys_give_identical_ciphertexts<B: Backend>(make: Make<'_, B>, lo
     let ckks = Ckks::new(make(&p), ScalePolicy::Single).unwrap();
     let be = ckks.backend();
     let sk = ckks.gen_secret_key_from_seed(&[11; 32]).unwrap();
-    let stored = ckks.gen_evaluation_keys(&sk, &[2], true).unwrap();
+    let stored = ckks.gen_evaluation_keys(&sk, &KeyRequest::rotations(&[2]).with_conjugation()).unwrap();
     let seeded = stored.expand(be).unwrap().into_seeded();
     let slots = 16;
     let x: Vec<f64> = (0..slots).map(|i| (i as f64 / slots as f64) - 0.5).collect();
@@ -536,7 +537,7 @@ fn shipped_bgv_n16_key_sizes() {
 #[test]
 fn a_plan_holds_each_used_key_at_its_highest_level() {
     let p = bgv_params();
-    let plan = Bgv::plan_keys(&p, &[1, -3], true, |bgv, sk, keys| {
+    let plan = Bgv::plan_keys(&p, &KeyRequest::rotations(&[1, -3]).with_row_swap(), |bgv, sk, keys| {
         let ct = bgv.encrypt_symmetric(sk, &bgv.encoder().encode(&[1, 2, 3])?)?;
         bgv.rotate_columns(&bgv.mod_switch_to_level(&ct, 2)?, 1, keys)?;
         bgv.rotate_columns(&bgv.mod_switch_to_level(&ct, 1)?, 1, keys)?;

@@ -8,6 +8,7 @@ use wgfhe::backend::{Backend, CpuBackend};
 use wgfhe::bgv::Bgv;
 use wgfhe::params;
 use wgfhe::ring::RingContext;
+use wgfhe::rlwe::KeyRequest;
 
 #[test]
 fn hadd_reads_two_ciphertexts_and_writes_one() {
@@ -37,7 +38,7 @@ fn key_switching_reads_the_key_and_the_trace_is_json_lines() {
         params::insecure_test_bgv(params::TestRing { log_n: 10, q_primes: 4, p_primes: 2, dnum: 2 }, 65537).unwrap();
     let bgv = Bgv::new(Ledger::new(CpuBackend::new(RingContext::new(&p).unwrap()))).unwrap();
     let sk = bgv.gen_secret_key_from_seed(&[2; 32]).unwrap();
-    let keys = bgv.gen_evaluation_keys(&sk, &[1], false).unwrap();
+    let keys = bgv.gen_evaluation_keys(&sk, &KeyRequest::rotations(&[1])).unwrap();
     let pt = bgv.encoder().encode(&[5]).unwrap();
     let ct = bgv.encrypt_symmetric(&sk, &pt).unwrap();
     bgv.backend().take();
@@ -69,7 +70,7 @@ fn key_switching_reads_the_key_and_the_trace_is_json_lines() {
 fn transcript<B: Backend>(be: B) -> (Vec<Vec<u8>>, Vec<u64>) {
     let bgv = Bgv::new(be).unwrap();
     let sk = bgv.gen_secret_key_from_seed(&[3; 32]).unwrap();
-    let keys = bgv.gen_evaluation_keys(&sk, &[1], true).unwrap();
+    let keys = bgv.gen_evaluation_keys(&sk, &KeyRequest::rotations(&[1]).with_row_swap()).unwrap();
     let pt = bgv.encoder().encode(&[5, 6, 7, 8]).unwrap();
     let a = bgv.encrypt_symmetric(&sk, &pt).unwrap();
     let prod = bgv.mul_relin(&a, &a, &keys).unwrap();
@@ -100,7 +101,7 @@ fn a_timed_ledger_times_every_dispatch_and_changes_nothing() {
         let cpu = CpuBackend::new(RingContext::new(&p).unwrap());
         let bgv = Bgv::new(if timed { Ledger::timed(cpu) } else { Ledger::new(cpu) }).unwrap();
         let sk = bgv.gen_secret_key_from_seed(&[3; 32]).unwrap();
-        let keys = bgv.gen_evaluation_keys(&sk, &[1], false).unwrap();
+        let keys = bgv.gen_evaluation_keys(&sk, &KeyRequest::rotations(&[1])).unwrap();
         let pt = bgv.encoder().encode(&[7, 8]).unwrap();
         let ct = bgv.encrypt_symmetric(&sk, &pt).unwrap();
         bgv.backend().take();

@@ -11,6 +11,7 @@
 mod common;
 
 use std::sync::Arc;
+use wgfhe::rlwe::KeyRequest;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -36,7 +37,7 @@ struct Fixture<B: Backend> {
 fn fixture<B: Backend>(backend: B) -> Fixture<B> {
     let bgv = Bgv::new(backend).unwrap();
     let sk = bgv.gen_secret_key_from_seed(&[3; 32]).unwrap();
-    let keys = bgv.gen_evaluation_keys(&sk, &[], false).unwrap();
+    let keys = bgv.gen_evaluation_keys(&sk, &KeyRequest::relinearisation()).unwrap();
     Fixture { bgv, sk, keys }
 }
 

@@ -5,6 +5,7 @@
 #![expect(clippy::unwrap_used, clippy::indexing_slicing, missing_docs, reason = "benchmark")]
 
 use std::sync::Arc;
+use wgfhe::rlwe::KeyRequest;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use wgfhe::backend::gpu::GpuDevice;
@@ -60,7 +61,7 @@ fn hmult_on<B: Backend>(c: &mut Criterion, be: B, name: &str) {
     let label = be.name();
     let bgv = Bgv::new(be).unwrap();
     let sk = bgv.gen_secret_key_from_seed(&[1; 32]).unwrap();
-    let keys = bgv.gen_evaluation_keys(&sk, &[], false).unwrap();
+    let keys = bgv.gen_evaluation_keys(&sk, &KeyRequest::relinearisation()).unwrap();
     let pt = bgv.encoder().encode(&[1, 2, 3]).unwrap();
     let a = bgv.encrypt_symmetric(&sk, &pt).unwrap();
     let b = bgv.encrypt_symmetric(&sk, &pt).unwrap();

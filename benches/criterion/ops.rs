@@ -7,6 +7,7 @@
 #![expect(clippy::unwrap_used, clippy::indexing_slicing, missing_docs, reason = "benchmark")]
 
 use std::sync::Arc;
+use wgfhe::rlwe::KeyRequest;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use wgfhe::backend::gpu::GpuDevice;
@@ -27,8 +28,8 @@ fn bench_on<B: Backend>(c: &mut Criterion, be: B, set: &str) {
     let label = be.name();
     let bgv = Bgv::new(be).unwrap();
     let sk = bgv.gen_secret_key_from_seed(&[3; 32]).unwrap();
-    let stored = bgv.gen_evaluation_keys(&sk, &[1], false).unwrap();
-    let seeded = bgv.gen_evaluation_keys(&sk, &[1], false).unwrap().into_seeded();
+    let stored = bgv.gen_evaluation_keys(&sk, &KeyRequest::rotations(&[1])).unwrap();
+    let seeded = bgv.gen_evaluation_keys(&sk, &KeyRequest::rotations(&[1])).unwrap().into_seeded();
     let t = u64::from(bgv.plaintext_modulus());
     let slots = bgv.encoder().slots();
     let enc = |k: u64| bgv.encoder().encode(&(0..slots as u64).map(|i| (i * k + 1) % t).collect::<Vec<_>>()).unwrap();

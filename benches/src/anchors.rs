@@ -30,6 +30,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Instant;
+use wgfhe::rlwe::KeyRequest;
 
 use serde::Serialize;
 
@@ -328,7 +329,7 @@ fn scheme_rows<B: Backend>(
 ) -> Result<Vec<Row>> {
     let bgv = Bgv::new(make(p)?)?;
     let sk = bgv.gen_secret_key()?;
-    let keys = bgv.gen_evaluation_keys(&sk, &[1], false)?;
+    let keys = bgv.gen_evaluation_keys(&sk, &KeyRequest::rotations(&[1]))?;
     let t = u64::from(bgv.plaintext_modulus());
     let slots = bgv.encoder().slots().max(1);
     let enc = |f: &dyn Fn(u64) -> u64| bgv.encoder().encode(&(0..slots as u64).map(|i| f(i) % t).collect::<Vec<_>>());

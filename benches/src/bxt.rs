@@ -14,6 +14,7 @@
 
 use std::io::Write;
 use std::time::Instant;
+use wgfhe::rlwe::KeyRequest;
 
 use serde::Serialize;
 
@@ -205,8 +206,8 @@ pub fn run_with<B: Backend>(
     let ints: Vec<i64> = (0..FUSED_INPUTS).map(|_| (next() % 15) as i64 - 7).collect();
     let fresh: Vec<Ciphertext<Ledger<B>>> =
         values.iter().map(|v| bgv.encrypt_symmetric(&sk, &bgv.encoder().encode(v)?)).collect::<Result<_>>()?;
-    let stored_keys = bgv.gen_evaluation_keys(&sk, &[1], false)?;
-    let seeded_keys = bgv.gen_evaluation_keys(&sk, &[1], false)?.into_seeded();
+    let stored_keys = bgv.gen_evaluation_keys(&sk, &KeyRequest::rotations(&[1]))?;
+    let seeded_keys = bgv.gen_evaluation_keys(&sk, &KeyRequest::rotations(&[1]))?.into_seeded();
     let g = bgv.column_rotation_element(1);
     let memory_keys = |k: &EvaluationKeys<Ledger<B>>| -> (u64, u64) {
         (

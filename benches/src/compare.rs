@@ -13,6 +13,7 @@
 //! plaintext model of pruning), then `reps` interleaved rounds.
 
 use std::time::Instant;
+use wgfhe::rlwe::KeyRequest;
 
 use serde::Serialize;
 
@@ -144,7 +145,7 @@ pub fn run_with_extract<B: Backend>(
     let bgv_owned = Bgv::new(backend)?;
     let bgv = &bgv_owned;
     let sk = bgv.gen_secret_key()?;
-    let keys_owned: EvaluationKeys<B> = bgv.gen_evaluation_keys(&sk, &[], false)?;
+    let keys_owned: EvaluationKeys<B> = bgv.gen_evaluation_keys(&sk, &KeyRequest::relinearisation())?;
     let keys = &keys_owned;
     let slots = bgv.encoder().slots();
     let t = bgv.plaintext_modulus();

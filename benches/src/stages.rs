@@ -24,6 +24,7 @@
 //! leave it idle (`host`, single-limb work, transfers).
 
 use std::time::Instant;
+use wgfhe::rlwe::KeyRequest;
 
 use serde::Serialize;
 
@@ -403,7 +404,7 @@ fn job_hmult_rotation<B: Backend>(
     let bgv = Bgv::new(Ledger::timed(make(&c.hmult)?))?;
     let ledger = bgv.backend();
     let sk = bgv.gen_secret_key()?;
-    let keys = bgv.gen_evaluation_keys(&sk, &[1], false)?;
+    let keys = bgv.gen_evaluation_keys(&sk, &KeyRequest::rotations(&[1]))?;
     let t = u64::from(bgv.plaintext_modulus());
     let mut next = stream(0x5eed);
     let slots = bgv.encoder().slots().max(1);
@@ -521,7 +522,7 @@ fn job_relu<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>, c: &Config, poo
         return Err(Error::BatchingUnavailable { t: u64::from(t), n: c.cnn.n() as u64 });
     }
     let sk = bgv.gen_secret_key()?;
-    let keys = bgv.gen_evaluation_keys(&sk, &[], false)?;
+    let keys = bgv.gen_evaluation_keys(&sk, &KeyRequest::relinearisation())?;
     let tm = Modulus::new(u64::from(t))?;
     let mut next = stream(0xc0ff);
     let inputs = (0..c.relu_channels.max(1))

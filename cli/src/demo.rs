@@ -1,6 +1,7 @@
 //! `wgfhe demo`: an encrypted BGV computation end to end, checked against the clear result.
 
 use std::time::Instant;
+use wgfhe::rlwe::KeyRequest;
 
 use wgfhe::backend::{Backend, BackendTask};
 use wgfhe::bgv::{max_depth, Bgv};
@@ -46,7 +47,7 @@ impl BackendTask for Demo {
         let start = Instant::now();
         let bgv = Bgv::new(backend)?;
         let sk = bgv.gen_secret_key()?;
-        let keys = bgv.gen_evaluation_keys(&sk, &[1, -3], true)?;
+        let keys = bgv.gen_evaluation_keys(&sk, &KeyRequest::rotations(&[1, -3]).with_row_swap())?;
         println!("keys generated in {:.2?}", start.elapsed());
         let t = u64::from(bgv.plaintext_modulus());
         let slots = bgv.encoder().slots();

@@ -11,6 +11,7 @@
 
 use std::sync::Arc;
 use std::time::Instant;
+use wgfhe::rlwe::KeyRequest;
 
 use num_complex::Complex64;
 use serde::Serialize;
@@ -171,7 +172,7 @@ impl<B: Backend> BgvCycle<B> {
     fn new(backend: B) -> wgfhe::Result<Self> {
         let bgv = Bgv::new(backend)?;
         let sk = bgv.gen_secret_key()?;
-        let keys = bgv.gen_evaluation_keys(&sk, &[1], false)?;
+        let keys = bgv.gen_evaluation_keys(&sk, &KeyRequest::rotations(&[1]))?;
         let t = u64::from(bgv.plaintext_modulus());
         let slots = bgv.encoder().slots();
         let x: Vec<u64> = (0..slots as u64).map(|i| (i * 7 + 3) % t).collect();
@@ -219,7 +220,7 @@ impl<B: Backend> CkksCycle<B> {
     fn new(backend: B) -> wgfhe::Result<Self> {
         let ckks = Ckks::new(backend, ScalePolicy::Single)?;
         let sk = ckks.gen_secret_key()?;
-        let keys = ckks.gen_evaluation_keys(&sk, &[1], false)?;
+        let keys = ckks.gen_evaluation_keys(&sk, &KeyRequest::rotations(&[1]))?;
         let x: Vec<f64> = (0..CKKS_SLOTS).map(|i| (i as f64 + 1.0) / CKKS_SLOTS as f64).collect();
         let y: Vec<f64> = (0..CKKS_SLOTS).map(|i| 0.5 - i as f64 / (2.0 * CKKS_SLOTS as f64)).collect();
         let want = (0..CKKS_SLOTS)

@@ -10,6 +10,7 @@
 //! (`wgfhe::testing::FlipOneBit`), to show that every comparison can fail.
 
 use std::sync::Arc;
+use wgfhe::rlwe::KeyRequest;
 
 use num_complex::Complex64;
 use rand::{Rng, SeedableRng};
@@ -519,7 +520,7 @@ pub(crate) fn kernel_checks<R: Backend, C: Backend>(reference: &R, candidate: &C
 pub(crate) fn bgv_transcript<B: Backend>(be: B, seed: u8) -> Result<Vec<Vec<u32>>> {
     let bgv = Bgv::new(be)?;
     let sk = bgv.gen_secret_key_from_seed(&[seed; 32])?;
-    let keys = bgv.gen_evaluation_keys(&sk, &[1, -2], true)?;
+    let keys = bgv.gen_evaluation_keys(&sk, &KeyRequest::rotations(&[1, -2]).with_row_swap())?;
     let slots = bgv.encoder().slots();
     let t = u64::from(bgv.plaintext_modulus());
     let x: Vec<u64> = (0..slots as u64).map(|i| (i * 13 + 5) % t).collect();
@@ -562,7 +563,7 @@ fn complex_words(values: &[Complex64]) -> Vec<u32> {
 pub(crate) fn ckks_transcript<B: Backend>(be: B, seed: u8) -> Result<Vec<Vec<u32>>> {
     let ckks = Ckks::new(be, ScalePolicy::Single)?;
     let sk = ckks.gen_secret_key_from_seed(&[seed; 32])?;
-    let keys = ckks.gen_evaluation_keys(&sk, &[1, 3], true)?;
+    let keys = ckks.gen_evaluation_keys(&sk, &KeyRequest::rotations(&[1, 3]).with_conjugation())?;
     let slots = ckks.encoder().max_slots();
     let x: Vec<Complex64> = (0..slots).map(|i| Complex64::new((i as f64 / slots as f64) - 0.5, 0.25)).collect();
     let pt = ckks.encode(&x, ckks.default_scale(), slots, ckks.max_level())?;

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+use wgfhe::rlwe::KeyRequest;
 
 use wgfhe::bgv::Bgv;
 use wgfhe::compress::{Bxt, Variant};
@@ -223,7 +224,11 @@ impl Client {
     }
 
     fn keys(&self) -> Vec<u8> {
-        self.bgv.gen_evaluation_keys(&self.sk, &[], false).unwrap().to_bytes(self.bgv.backend()).unwrap()
+        self.bgv
+            .gen_evaluation_keys(&self.sk, &KeyRequest::relinearisation())
+            .unwrap()
+            .to_bytes(self.bgv.backend())
+            .unwrap()
     }
 
     fn upload(&self, addr: &str) -> String {

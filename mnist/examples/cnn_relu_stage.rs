@@ -14,6 +14,7 @@
 
 use std::path::Path;
 use std::time::Instant;
+use wgfhe::rlwe::KeyRequest;
 
 use wgfhe::bgv::Bgv;
 use wgfhe::compare::lut::Bounded;
@@ -49,7 +50,7 @@ fn main() {
     }
     let clock = Instant::now();
     let sk = bgv.gen_secret_key().unwrap();
-    let keys = bgv.gen_evaluation_keys(&sk, &[], false).unwrap();
+    let keys = bgv.gen_evaluation_keys(&sk, &KeyRequest::relinearisation()).unwrap();
     let keygen = clock.elapsed().as_secs_f64();
     let v: Vec<u64> = z.iter().map(|&x| u64::from(t.reduce_i64(x))).collect();
     let ct = bgv.encrypt_symmetric(&sk, &bgv.encoder().encode(&v).unwrap()).unwrap();

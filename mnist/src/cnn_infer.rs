@@ -49,6 +49,7 @@
 
 use std::collections::BTreeSet;
 use std::time::Instant;
+use wgfhe::rlwe::KeyRequest;
 
 use serde::Serialize;
 
@@ -476,7 +477,7 @@ impl CnnCircuit {
     ) -> Result<KeyPlan> {
         let mut plan = KeyPlan::default();
         for batch in inputs {
-            let run = Bgv::plan_keys(params, &self.steps, false, |bgv, sk, keys| {
+            let run = Bgv::plan_keys(params, &KeyRequest::rotations(&self.steps), |bgv, sk, keys| {
                 let bxt = Bxt::new(bgv, variant);
                 let cts =
                     batch.iter().map(|v| bxt.encrypt(sk, &bgv.encoder().encode(v)?)).collect::<Result<Vec<_>>>()?;

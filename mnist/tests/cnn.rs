@@ -14,6 +14,7 @@ mod cnn_fixtures;
 mod common;
 
 use cnn_fixtures::{digit_params, images, params, small_model};
+use wgfhe::rlwe::KeyRequest;
 
 use wgfhe::backend::{Backend, CpuBackend, GpuBackend};
 use wgfhe::bgv::{Bgv, PlaintextCache};
@@ -119,7 +120,7 @@ fn planned_keys_give_the_top_level_keys_words() {
     let imgs: Vec<&[u8; PIXELS]> = data.images().iter().take(circuit.images_per_batch()).collect();
     let inputs = circuit.client_inputs(&imgs, bgv.encoder().slots()).unwrap();
     let plan = circuit.key_plan_for(&p, Variant::Cso, std::slice::from_ref(&inputs)).unwrap();
-    let top = bgv.gen_evaluation_keys(&sk, circuit.rotation_steps(), false).unwrap();
+    let top = bgv.gen_evaluation_keys(&sk, &KeyRequest::rotations(circuit.rotation_steps())).unwrap();
     // The top-level keys reduced to the plan (the same randomness), seeded and packed.
     let reduced = top.reduced_to(bgv.backend(), &plan).unwrap().into_seeded().into_packed(bgv.backend()).unwrap();
     assert!(reduced.resident_bytes(bgv.backend()) < top.resident_bytes(bgv.backend()) / 2);
@@ -196,7 +197,7 @@ fn fixed_run<B: Backend>(backend: B, model: &QuantCnn, data: &Split, relu: ReluP
     let circuit = CnnCircuit::with_relu(&bgv, model, relu).unwrap();
     let sk = bgv.gen_secret_key_from_seed(&[21; 32]).unwrap();
     let bxt = Bxt::new(&bgv, Variant::Cso);
-    let keys = bgv.gen_evaluation_keys(&sk, circuit.rotation_steps(), false).unwrap();
+    let keys = bgv.gen_evaluation_keys(&sk, &KeyRequest::rotations(circuit.rotation_steps())).unwrap();
     let imgs: Vec<&[u8; PIXELS]> = data.images().iter().take(circuit.images_per_batch()).collect();
     let cts: Vec<_> = circuit
         .client_inputs(&imgs, bgv.encoder().slots())
@@ -222,7 +223,7 @@ fn prepared_runs<B: Backend>(backend: B, model: &QuantCnn, data: &Split) -> Prep
     let circuit = CnnCircuit::new(&bgv, model).unwrap();
     let sk = bgv.gen_secret_key_from_seed(&[23; 32]).unwrap();
     let bxt = Bxt::new(&bgv, Variant::Cso);
-    let keys = bgv.gen_evaluation_keys(&sk, circuit.rotation_steps(), false).unwrap();
+    let keys = bgv.gen_evaluation_keys(&sk, &KeyRequest::rotations(circuit.rotation_steps())).unwrap();
     let mut full = PlaintextCache::new(PREPARED_BUDGET);
     // Room for a few plaintexts over every limb: the rest are lifted at each use.
     let mut small = PlaintextCache::new(3 * 4 * (bgv.max_level() as u64 + 1) * bgv.params().n() as u64);

@@ -4,6 +4,7 @@
 //! numbers.
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
+use wgfhe::rlwe::KeyRequest;
 
 use pyo3::PyErr;
 use wgfhe::backend::{Backend, BackendTask};
@@ -131,8 +132,8 @@ impl<B: Backend> ClientOps for Client<B> {
 
     fn evaluation_keys(&self, steps: &[i64], swap: bool) -> wgfhe::Result<Vec<u8>> {
         let keys = match &self.ctx {
-            Ctx::Bgv(s) => s.gen_evaluation_keys(&self.sk, steps, swap)?,
-            Ctx::Ckks(s) => s.gen_evaluation_keys(&self.sk, steps, swap)?,
+            Ctx::Bgv(s) => s.gen_evaluation_keys(&self.sk, &KeyRequest::rotations(steps).with_swap_if(swap))?,
+            Ctx::Ckks(s) => s.gen_evaluation_keys(&self.sk, &KeyRequest::rotations(steps).with_swap_if(swap))?,
         };
         keys.to_bytes(self.ctx.backend())
     }

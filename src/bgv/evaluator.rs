@@ -11,7 +11,7 @@ use super::{Bgv, Ciphertext, Plaintext};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::poly::{Eval, RnsPoly};
-use crate::rlwe::{self, CiphertextCore, EvaluationKeys, GaloisKey, RelinKey, SecretKey};
+use crate::rlwe::{self, CiphertextCore, EvaluationKeys, GaloisKey, KeyRequest, RelinKey, SecretKey};
 
 impl<B: Backend> Bgv<B> {
     // ---- key generation ------------------------------------------------------------------
@@ -38,11 +38,12 @@ impl<B: Backend> Bgv<B> {
         2 * self.params().n() - 1
     }
 
-    /// Evaluation keys: relinearisation plus column rotations by each of `steps` and, if asked,
+    /// Evaluation keys: relinearisation plus the column rotations of `request` and, if it asks,
     /// the row swap.
-    pub fn gen_evaluation_keys(&self, sk: &SecretKey<B>, steps: &[i64], row_swap: bool) -> Result<EvaluationKeys<B>> {
-        let mut elements: Vec<usize> = steps.iter().map(|&s| self.column_rotation_element(s)).collect();
-        if row_swap {
+    pub fn gen_evaluation_keys(&self, sk: &SecretKey<B>, request: &KeyRequest) -> Result<EvaluationKeys<B>> {
+        let mut elements: Vec<usize> =
+            request.rotation_steps().iter().map(|&s| self.column_rotation_element(s)).collect();
+        if request.includes_swap() {
             elements.push(self.row_swap_element());
         }
         rlwe::gen_evaluation_keys(self.backend(), sk, &elements, self.scale())

@@ -15,7 +15,7 @@ pub mod noise;
 mod prepared;
 mod wire;
 
-pub use crate::rlwe::EvaluationKeys;
+pub use crate::rlwe::{EvaluationKeys, KeyRequest};
 pub use encoder::{Encoder, Plaintext};
 pub use noise::{max_depth, NoiseModel};
 pub use prepared::{PlaintextCache, PreparedPlaintext};
@@ -123,14 +123,14 @@ impl<B: Backend> Ciphertext<B> {
 /// `N = 2^10` ring (fast; the shipped sets are [`crate::params::by_name`]):
 ///
 /// ```
-/// use wgfhe::bgv::Bgv;
+/// use wgfhe::bgv::{Bgv, KeyRequest};
 /// use wgfhe::params::{self, TestRing};
 ///
 /// let p = params::insecure_test_bgv(TestRing { log_n: 10, q_primes: 4, p_primes: 2, dnum: 2 }, 65537)?;
 /// let bgv = Bgv::cpu(&p)?;
 /// let sk = bgv.gen_secret_key_from_seed(&[1; 32])?;
 /// // The relinearisation key and a Galois key for column rotations by one step.
-/// let keys = bgv.gen_evaluation_keys(&sk, &[1], false)?;
+/// let keys = bgv.gen_evaluation_keys(&sk, &KeyRequest::rotations(&[1]))?;
 /// let enc = bgv.encoder();
 /// let a = bgv.encrypt_symmetric(&sk, &enc.encode(&[1, 2, 3, 4])?)?;
 /// let b = bgv.encrypt_symmetric(&sk, &enc.encode(&[5, 6, 7, 65536])?)?;
@@ -158,21 +158,19 @@ pub struct Bgv<B: Backend> {
 impl Bgv<ShapeBackend> {
     /// The plan of the evaluation keys a computation needs ([`rlwe::KeyPlan`]): `run` is
     /// called with a BGV instance of `params` on the shape-only backend ([`ShapeBackend`]), a
-    /// secret key and the relinearisation key plus the column rotations by `steps` (and the row
-    /// swap if asked), all at the top level; the plan holds each key `run` switched under, at
+    /// secret key and the keys of `request`, all at the top level; the plan holds each key `run` switched under, at
     /// the highest level it did. Levels follow from shapes and the noise model, never from
     /// residues, so the plan is that of the same computation on any backend from inputs with
     /// the same noise estimates. Errors: those of `run`, and [`Error::KeyDimensions`] for a
     /// switch under a key outside the set.
     pub fn plan_keys(
         params: &Parameters,
-        steps: &[i64],
-        row_swap: bool,
+        request: &KeyRequest,
         run: impl FnOnce(&Self, &SecretKey<ShapeBackend>, &EvaluationKeys<ShapeBackend>) -> Result<()>,
     ) -> Result<rlwe::KeyPlan> {
         let bgv = Self::new(ShapeBackend::new(RingContext::new(params)?))?;
         let sk = bgv.gen_secret_key_from_seed(&[0; 32])?;
-        let keys = bgv.gen_evaluation_keys(&sk, steps, row_swap)?;
+        let keys = bgv.gen_evaluation_keys(&sk, request)?;
         let before = bgv.backend().key_switches().len();
         run(&bgv, &sk, &keys)?;
         let uses = bgv.backend().key_switches();

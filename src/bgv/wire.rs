@@ -15,6 +15,7 @@ use super::{Bgv, Ciphertext, Plaintext};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::rlwe::wire::{check_header, open_ciphertext, read_core, write_core_polys};
+use crate::rlwe::WireForm;
 use crate::serial::{read_object, read_residues, write_object, write_residues, ObjectType, Reader, Writer};
 
 /// Largest noise estimate accepted on load (bits).
@@ -23,31 +24,32 @@ const MAX_NOISE_LOG2: f64 = 8192.0;
 impl<B: Backend> Bgv<B> {
     /// Serialises a ciphertext; a fresh symmetric one is written as `c_0` and the seed of `c_1`.
     pub fn ciphertext_to_bytes(&self, ct: &Ciphertext<B>) -> Result<Vec<u8>> {
-        self.ciphertext_to_bytes_with(ct, false, true)
+        self.ciphertext_to_bytes_as(ct, WireForm::SEEDED)
     }
 
     /// As [`Bgv::ciphertext_to_bytes`], with the residues bit-packed to `bits(q_i)` bits each
     /// (packing mode 1): about `30/32` of the plain size for 30-bit primes. Loading accepts both.
     pub fn ciphertext_to_bytes_packed(&self, ct: &Ciphertext<B>) -> Result<Vec<u8>> {
-        self.ciphertext_to_bytes_with(ct, true, true)
+        self.ciphertext_to_bytes_as(ct, WireForm::SEEDED_PACKED)
     }
 
-    /// The ciphertext's bytes, residues bit-packed if `packed`, `c_1` as its seed if the
-    /// ciphertext is seeded and `seeded` allows it.
-    fn ciphertext_to_bytes_with(&self, ct: &Ciphertext<B>, packed: bool, seeded: bool) -> Result<Vec<u8>> {
+    /// The ciphertext's bytes in `form` ([`WireForm`]: residues bit-packed if `packed`, `c_1`
+    /// as its seed if the ciphertext is seeded and `seeded` allows it); the other writers are
+    /// shorthands for it.
+    pub fn ciphertext_to_bytes_as(&self, ct: &Ciphertext<B>, form: WireForm) -> Result<Vec<u8>> {
         self.check_ct(ct)?;
         let mut w = Writer::new();
         w.put_u32(u32::try_from(ct.level()).map_err(|_| Error::SizeOverflow { what: "level" })?);
         w.put_u8(u8::try_from(ct.degree()).map_err(|_| Error::SizeOverflow { what: "degree" })?);
         w.put_u32(ct.correction);
         w.put_f64(ct.noise_log2);
-        let object = write_core_polys(&mut w, self.backend(), &ct.core, packed, seeded)?;
+        let object = write_core_polys(&mut w, self.backend(), &ct.core, form)?;
         Ok(write_object(object, self.params().scheme(), self.params().id(), w.as_bytes()))
     }
 
     /// Serialises a ciphertext with every polynomial stored (never seeded).
     pub fn ciphertext_to_bytes_unseeded(&self, ct: &Ciphertext<B>) -> Result<Vec<u8>> {
-        self.ciphertext_to_bytes_with(ct, false, false)
+        self.ciphertext_to_bytes_as(ct, WireForm::UNSEEDED)
     }
 
     /// Loads a ciphertext (plain or seeded), validating everything before allocating.

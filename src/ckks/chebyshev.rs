@@ -551,6 +551,7 @@ mod tests {
     use super::*;
     use crate::ckks::ScalePolicy;
     use crate::params::{self, TestRing};
+    use crate::rlwe::KeyRequest;
 
     fn max_error(series: &ChebyshevSeries, f: impl Fn(f64) -> f64) -> f64 {
         let (lo, hi) = series.interval();
@@ -667,7 +668,7 @@ mod tests {
                 .unwrap();
         let ckks = Ckks::cpu(&p, policy).unwrap();
         let sk = ckks.gen_secret_key_from_seed(&[7; 32]).unwrap();
-        let keys = ckks.gen_evaluation_keys(&sk, &[], false).unwrap();
+        let keys = ckks.gen_evaluation_keys(&sk, &KeyRequest::relinearisation()).unwrap();
         let slots = 64;
         let mut rng = ChaCha8Rng::seed_from_u64(3);
         let (lo, hi) = series.interval();
@@ -749,14 +750,14 @@ mod tests {
         let p = params::insecure_test_ckks(TestRing { log_n: 10, q_primes: 9, p_primes: 3, dnum: 3 }, 30).unwrap();
         let ckks = Ckks::cpu(&p, ScalePolicy::Double).unwrap();
         let sk = ckks.gen_secret_key_from_seed(&[7; 32]).unwrap();
-        let keys = ckks.gen_evaluation_keys(&sk, &[], false).unwrap();
+        let keys = ckks.gen_evaluation_keys(&sk, &KeyRequest::relinearisation()).unwrap();
         let scale = ckks.chebyshev_input_scale(&series, ckks.max_level()).unwrap();
         let pt = ckks.encode(&[Complex64::new(0.5, 0.0)], scale, 1, ckks.max_level()).unwrap();
         let ct = ckks.encrypt_symmetric(&sk, &pt).unwrap();
         assert!(matches!(ckks.eval_chebyshev(&ct, &series, &keys), Err(Error::DepthExhausted { .. })));
         let constant = ChebyshevSeries::new(-1.0, 1.0, vec![2.0, 0.0]).unwrap();
         assert!(matches!(ckks.eval_chebyshev(&ct, &constant, &keys), Err(Error::InvalidField { .. })));
-        let no_relin = ckks.gen_evaluation_keys(&sk, &[1], false).map(|mut k| {
+        let no_relin = ckks.gen_evaluation_keys(&sk, &KeyRequest::rotations(&[1])).map(|mut k| {
             k.relin = None;
             k
         });

@@ -322,6 +322,7 @@ mod tests {
     use super::*;
     use crate::ckks::ScalePolicy;
     use crate::params::{self, TestRing};
+    use crate::rlwe::KeyRequest;
 
     #[test]
     fn irwin_hall_tail_matches_known_values() {
@@ -443,7 +444,7 @@ mod tests {
             .unwrap();
             let ckks = Ckks::cpu(&p, ScalePolicy::Double).unwrap();
             let sk = ckks.gen_secret_key_from_seed(&[9; 32]).unwrap();
-            let keys = ckks.gen_evaluation_keys(&sk, &[], false).unwrap();
+            let keys = ckks.gen_evaluation_keys(&sk, &KeyRequest::relinearisation()).unwrap();
             let mut rng = ChaCha8Rng::seed_from_u64(5);
             let slots = 128;
             let ki = i64::from(k);
@@ -499,7 +500,7 @@ mod tests {
                 .unwrap();
                 let ckks = Ckks::cpu(&p, ScalePolicy::Double).unwrap();
                 let sk = ckks.gen_secret_key_from_seed(&[9; 32]).unwrap();
-                let keys = ckks.gen_evaluation_keys(&sk, &[], false).unwrap();
+                let keys = ckks.gen_evaluation_keys(&sk, &KeyRequest::relinearisation()).unwrap();
                 let level = ckks.max_level();
                 let ct = ckks
                     .encrypt_symmetric(&sk, &ckks.encode(&values, ckks.default_scale(), slots, level).unwrap())

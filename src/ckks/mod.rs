@@ -40,6 +40,7 @@ mod prepared;
 pub mod sparse;
 mod wire;
 
+pub use crate::rlwe::KeyRequest;
 pub use bootstrap::{BootConfig, BootKeys, BootStage, Bootstrapper};
 pub use chebyshev::ChebyshevSeries;
 pub use encoder::Encoder;
@@ -210,14 +211,14 @@ impl<B: Backend> Ciphertext<B> {
 /// `N = 2^10` ring (fast; the shipped sets are [`crate::params::by_name`]):
 ///
 /// ```
-/// use wgfhe::ckks::{Ckks, ScalePolicy};
+/// use wgfhe::ckks::{Ckks, KeyRequest, ScalePolicy};
 /// use wgfhe::params::{self, TestRing};
 ///
 /// let p = params::insecure_test_ckks(TestRing { log_n: 10, q_primes: 5, p_primes: 2, dnum: 3 }, 30)?;
 /// let ckks = Ckks::cpu(&p, ScalePolicy::Single)?;
 /// let sk = ckks.gen_secret_key_from_seed(&[1; 32])?;
 /// // The relinearisation key and a Galois key for rotations by one slot (no conjugation key).
-/// let keys = ckks.gen_evaluation_keys(&sk, &[1], false)?;
+/// let keys = ckks.gen_evaluation_keys(&sk, &KeyRequest::rotations(&[1]))?;
 /// let x = ckks.encrypt_symmetric(&sk, &ckks.encode_real(&[0.5, -0.25, 1.5, 2.0])?)?;
 ///
 /// // x^2, rescaled by one prime: one level lower.
@@ -405,15 +406,10 @@ impl<B: Backend> Ckks<B> {
         rlwe::gen_galois_key(self.backend(), sk, g, NoiseScale(1))
     }
 
-    /// Relinearisation key plus rotation keys for `steps` and, if asked, conjugation.
-    pub fn gen_evaluation_keys(
-        &self,
-        sk: &SecretKey<B>,
-        steps: &[i64],
-        conjugation: bool,
-    ) -> Result<EvaluationKeys<B>> {
-        let mut elements: Vec<usize> = steps.iter().map(|&s| self.rotation_element(s)).collect();
-        if conjugation {
+    /// Relinearisation key plus the rotation keys of `request` and, if it asks, conjugation.
+    pub fn gen_evaluation_keys(&self, sk: &SecretKey<B>, request: &KeyRequest) -> Result<EvaluationKeys<B>> {
+        let mut elements: Vec<usize> = request.rotation_steps().iter().map(|&s| self.rotation_element(s)).collect();
+        if request.includes_swap() {
             elements.push(self.conjugation_element());
         }
         rlwe::gen_evaluation_keys(self.backend(), sk, &elements, NoiseScale(1))

@@ -171,6 +171,7 @@ mod tests {
     use crate::ckks::ScalePolicy;
     use crate::math::rns::for_each_coefficient;
     use crate::params::{self, TestRing};
+    use crate::rlwe::KeyRequest;
     use crate::rlwe::SecretKey;
 
     /// `c_0 + c_1 s` of every coefficient, centred over the ciphertext's whole basis.
@@ -196,7 +197,7 @@ mod tests {
         let mut worst_ratio = 0.0_f64;
         for seed in 1..=3u8 {
             let sk = ckks.gen_secret_key_from_seed(&[seed; 32]).unwrap();
-            let keys = ckks.gen_evaluation_keys(&sk, &[], false).unwrap();
+            let keys = ckks.gen_evaluation_keys(&sk, &KeyRequest::relinearisation()).unwrap();
             let h = sk.coefficients().iter().filter(|&&c| c != 0).count();
             // K with a failure probability below 2^-20 for the N coefficients.
             let k = (1..).find(|&k| failure_probability(n, h, k).unwrap() < 2f64.powi(-20)).unwrap();

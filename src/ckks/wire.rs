@@ -34,7 +34,7 @@ use crate::math::zq::{Modulus, MAX_MODULUS_BITS};
 use crate::rlwe::wire::{
     check_header, open_ciphertext, read_core, read_key_digits, read_seed, write_core_polys, write_seed,
 };
-use crate::rlwe::{EvaluationKeys, GaloisKey, KeyForm, KeyPlan, KeySwitchKey, RelinKey};
+use crate::rlwe::{EvaluationKeys, GaloisKey, KeyForm, KeyPlan, KeySwitchKey, RelinKey, WireForm};
 use crate::serial::{
     read_object, write_object, write_residues, write_residues_packed, ObjectType, Reader, Writer, HEADER_LEN,
 };
@@ -42,29 +42,30 @@ use crate::serial::{
 impl<B: Backend> Ckks<B> {
     /// Serialises a ciphertext; a fresh symmetric one is written as `c_0` and the seed of `c_1`.
     pub fn ciphertext_to_bytes(&self, ct: &Ciphertext<B>) -> Result<Vec<u8>> {
-        self.ciphertext_to_bytes_with(ct, true, false)
+        self.ciphertext_to_bytes_as(ct, WireForm::SEEDED)
     }
 
     /// Serialises a ciphertext with every polynomial stored (never seeded).
     pub fn ciphertext_to_bytes_unseeded(&self, ct: &Ciphertext<B>) -> Result<Vec<u8>> {
-        self.ciphertext_to_bytes_with(ct, false, false)
+        self.ciphertext_to_bytes_as(ct, WireForm::UNSEEDED)
     }
 
     /// As [`Ckks::ciphertext_to_bytes`] (seeded when the ciphertext is), with the residues
     /// bit-packed to `bits(q_i)` bits each (packing mode 1): about `30/32` of the plain size for
     /// 30-bit primes. [`Ckks::ciphertext_from_bytes`] loads both.
     pub fn ciphertext_to_bytes_packed(&self, ct: &Ciphertext<B>) -> Result<Vec<u8>> {
-        self.ciphertext_to_bytes_with(ct, true, true)
+        self.ciphertext_to_bytes_as(ct, WireForm::SEEDED_PACKED)
     }
 
-    fn ciphertext_to_bytes_with(&self, ct: &Ciphertext<B>, seeded: bool, packed: bool) -> Result<Vec<u8>> {
+    /// The ciphertext's bytes in `form` ([`WireForm`]); the other writers are shorthands for it.
+    pub fn ciphertext_to_bytes_as(&self, ct: &Ciphertext<B>, form: WireForm) -> Result<Vec<u8>> {
         self.check_ct(ct)?;
         let mut w = Writer::new();
         w.put_u32(u32::try_from(ct.level()).map_err(|_| Error::SizeOverflow { what: "level" })?);
         w.put_u8(u8::try_from(ct.degree()).map_err(|_| Error::SizeOverflow { what: "degree" })?);
         w.put_f64(ct.scale);
         w.put_u32(u32::try_from(ct.slots).map_err(|_| Error::SizeOverflow { what: "slots" })?);
-        let object = write_core_polys(&mut w, self.backend(), &ct.core, packed, seeded)?;
+        let object = write_core_polys(&mut w, self.backend(), &ct.core, form)?;
         Ok(write_object(object, self.params().scheme(), self.params().id(), w.as_bytes()))
     }
 
@@ -352,6 +353,7 @@ mod tests {
     use crate::backend::CpuBackend;
     use crate::ckks::ScalePolicy;
     use crate::params::{insecure_test_ckks, TestRing};
+    use crate::rlwe::KeyRequest;
     use crate::serial::{update_checksum, HEADER_LEN};
 
     const RING: TestRing = TestRing { log_n: 6, q_primes: 4, p_primes: 1, dnum: 4 };
@@ -370,7 +372,7 @@ mod tests {
     fn ciphertexts_and_plaintexts_round_trip() {
         let ckks = ckks();
         let sk = ckks.gen_secret_key_from_seed(&[2; 32]).unwrap();
-        let keys = ckks.gen_evaluation_keys(&sk, &[], false).unwrap();
+        let keys = ckks.gen_evaluation_keys(&sk, &KeyRequest::relinearisation()).unwrap();
         let v = [0.5, -1.25, 3.0, 0.0];
         let pt = ckks.encode_real(&v).unwrap();
         let ct = ckks.encrypt_symmetric(&sk, &pt).unwrap();

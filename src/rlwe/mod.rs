@@ -33,6 +33,7 @@ mod key_set_wire;
 mod key_switch;
 mod keygen;
 mod mod_down;
+mod request;
 pub mod wire;
 
 pub(crate) use ciphertext::{zip_padded, CiphertextCore};
@@ -45,7 +46,8 @@ pub use hoisted::{apply_galois_hoisted, decompose, Decomposed};
 pub use key_switch::{key_switch, key_switch_add, key_switch_with};
 pub use keygen::{gen_key_switch_key, gen_key_switch_key_at, gen_public_key, gen_secret_key, gen_sparse_secret_key};
 pub use mod_down::{drop_primes, Addend, Epilogue};
-pub use wire::KeyForm;
+pub use request::KeyRequest;
+pub use wire::{KeyForm, WireForm};
 
 use std::sync::{Arc, Mutex, PoisonError};
 

@@ -38,6 +38,44 @@ pub enum KeyForm {
     SeededPacked,
 }
 
+/// How a ciphertext is written: one type for every ciphertext writer of BGV and CKKS
+/// ([`crate::bgv::Bgv::ciphertext_to_bytes_as`], [`crate::ckks::Ckks::ciphertext_to_bytes_as`]).
+/// Every form loads through the same reader.
+///
+/// ```
+/// use wgfhe::rlwe::WireForm;
+///
+/// assert_eq!(WireForm::default(), WireForm::SEEDED);
+/// assert!(WireForm::SEEDED_PACKED.seeded && WireForm::SEEDED_PACKED.packed);
+/// assert!(!WireForm::UNSEEDED.seeded);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct WireForm {
+    /// A ciphertext that still holds the seed of its `c_1` (a fresh symmetric encryption) is
+    /// written as `c_0` and that seed; otherwise, and always when false, every polynomial is
+    /// written.
+    pub seeded: bool,
+    /// Residues bit-packed to `bits(q_i)` bits each (packing mode 1) instead of one `u32` each.
+    pub packed: bool,
+}
+
+impl WireForm {
+    /// Seeded where possible, one word per residue (what `ciphertext_to_bytes` writes).
+    pub const SEEDED: Self = Self { seeded: true, packed: false };
+    /// Seeded where possible, residues bit-packed.
+    pub const SEEDED_PACKED: Self = Self { seeded: true, packed: true };
+    /// Every polynomial written, one word per residue.
+    pub const UNSEEDED: Self = Self { seeded: false, packed: false };
+    /// Every polynomial written, residues bit-packed.
+    pub const UNSEEDED_PACKED: Self = Self { seeded: false, packed: true };
+}
+
+impl Default for WireForm {
+    fn default() -> Self {
+        Self::SEEDED
+    }
+}
+
 /// Reads the `b_j` residue blocks of the digits `indices` (their stream numbers) over `basis`
 /// and holds them in `form`: `a_j` regenerated from `seed` for [`KeyForm::Expanded`], each
 /// `b_j` packed as soon as it is read for [`KeyForm::SeededPacked`].
@@ -171,8 +209,7 @@ pub(crate) fn write_core_polys<B: Backend>(
     w: &mut Writer,
     backend: &B,
     core: &CiphertextCore<B>,
-    packed: bool,
-    seeded: bool,
+    WireForm { seeded, packed }: WireForm,
 ) -> Result<ObjectType> {
     let ctx = backend.context();
     let moduli = ctx.moduli_of(&ctx.q_basis(core.level())?)?;

@@ -10,6 +10,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
 use std::time::Duration;
+use wgfhe::rlwe::KeyRequest;
 
 use clap::Args;
 use rand::{Rng, SeedableRng};
@@ -198,7 +199,7 @@ fn upload(
     sk: &SecretKey<CpuBackend>,
     rotations: &[i64],
 ) -> wgfhe::Result<String> {
-    let keys = bgv.gen_evaluation_keys(sk, rotations, false)?.to_bytes(bgv.backend())?;
+    let keys = bgv.gen_evaluation_keys(sk, &KeyRequest::rotations(rotations))?.to_bytes(bgv.backend())?;
     let reply = ok("POST /v1/keys", http(host, "POST", "/v1/keys", token, &[], &keys)?, 201)?;
     let v: serde_json::Value = serde_json::from_slice(&reply).map_err(|_| fail("key upload answer is not JSON"))?;
     Ok(v.get("id").and_then(|i| i.as_str()).ok_or(fail("key upload answer has no id"))?.to_owned())

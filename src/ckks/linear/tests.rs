@@ -2,6 +2,7 @@ use super::*;
 use crate::backend::CpuBackend;
 use crate::ckks::{Encoder, ScalePolicy};
 use crate::params::{self, TestRing};
+use crate::rlwe::KeyRequest;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -228,7 +229,7 @@ fn linear_transform_matches_the_plaintext_product() {
             diags.insert(k, random_vec(&mut rng, slots));
         }
         let lt = LinearTransform::new(slots, diags).unwrap().scaled(Complex64::new(0.25, 0.0)).unwrap();
-        let keys = f.ckks.gen_evaluation_keys(&f.sk, &lt.rotations(), false).unwrap();
+        let keys = f.ckks.gen_evaluation_keys(&f.sk, &KeyRequest::rotations(&lt.rotations())).unwrap();
         assert_eq!(keys.galois.len(), lt.rotations().len());
         let z = random_vec(&mut rng, slots);
         let pt = f.ckks.encode(&z, f.ckks.default_scale(), slots, f.ckks.max_level()).unwrap();
@@ -254,7 +255,7 @@ fn hoisted_rotations_are_the_plain_rotations_word_for_word() {
     let mut rng = ChaCha8Rng::seed_from_u64(5);
     let slots = 512;
     let steps = [1i64, 2, 3, 7, 100, -1, 0];
-    let keys = f.ckks.gen_evaluation_keys(&f.sk, &steps, false).unwrap();
+    let keys = f.ckks.gen_evaluation_keys(&f.sk, &KeyRequest::rotations(&steps)).unwrap();
     let z = random_vec(&mut rng, slots);
     let be = f.ckks.backend();
     for level in [f.ckks.max_level(), 8, 3] {
@@ -293,7 +294,7 @@ fn hoisted_rotations_share_one_mod_up() {
         .unwrap();
     let sk = ckks.gen_secret_key_from_seed(&[9; 32]).unwrap();
     let steps = [1i64, 2, 3, 5];
-    let keys = ckks.gen_evaluation_keys(&sk, &steps, false).unwrap();
+    let keys = ckks.gen_evaluation_keys(&sk, &KeyRequest::rotations(&steps)).unwrap();
     let ntts = |records: Vec<crate::backend::ledger::Record>| -> usize {
         records
             .iter()
@@ -322,7 +323,7 @@ fn hoisted_rotations_share_one_mod_up() {
 
 fn boot_keys(f: &Fixture, plan: &BootTransforms) -> EvaluationKeys<CpuBackend> {
     let rot = plan.rotations();
-    let keys = f.ckks.gen_evaluation_keys(&f.sk, &rot, true).unwrap();
+    let keys = f.ckks.gen_evaluation_keys(&f.sk, &KeyRequest::rotations(&rot).with_conjugation()).unwrap();
     // Only the planned rotations (and the conjugation) have keys.
     assert_eq!(keys.galois.len(), rot.len() + 1);
     keys
@@ -450,7 +451,8 @@ fn time_one_coeff_to_slot() {
     assert_eq!(big.cost(), BootCost::estimate(1 << 16, 1 << 15, 3, 3).unwrap());
     for (slots, levels) in [(512usize, 3usize), (512, 2), (512, 4)] {
         let plan = BootTransforms::new(1024, slots, levels, levels, 1.0).unwrap();
-        let keys = f.ckks.gen_evaluation_keys(&f.sk, &plan.rotations(), true).unwrap();
+        let keys =
+            f.ckks.gen_evaluation_keys(&f.sk, &KeyRequest::rotations(&plan.rotations()).with_conjugation()).unwrap();
         let ct = f
             .ckks
             .encrypt_symmetric(&f.sk, &f.ckks.encode(&[ONE], f.ckks.default_scale(), slots, 14).unwrap())
