@@ -9,15 +9,16 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use wgfhe::gates::{GateContext, GateEvaluator, LweCiphertext, SecretKey, TOY};
-use wgfhe::math::sampling::{Purpose, Sampler};
+use wgfhe::math::sampling::Sampler;
 
 fn main() -> wgfhe::Result<()> {
     let name = std::env::args().nth(1).unwrap_or_else(|| TOY.to_string());
     let ctx = GateContext::by_name(&name)?;
-    let sk = SecretKey::generate(&ctx, &[1; 32])?;
-    let ek = Arc::new(sk.evaluation_key(&[2; 32])?.expand(&ctx)?);
+    // Keys and encryption randomness from the operating system.
+    let sk = SecretKey::random(&ctx)?;
+    let ek = Arc::new(sk.random_evaluation_key()?.expand(&ctx)?);
     let mut ev = GateEvaluator::new(ek);
-    let mut rng = Sampler::from_seed(&[3; 32], Purpose::Ephemeral, 0);
+    let mut rng = Sampler::fresh()?;
     let enc = |v: u8, rng: &mut Sampler| -> wgfhe::Result<Vec<LweCiphertext>> {
         (0..8).map(|i| sk.encrypt_bit((v >> i) & 1 == 1, rng)).collect()
     };

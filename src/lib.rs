@@ -19,6 +19,8 @@
 //! * [`poly`]: [`poly::RnsPoly`], an RNS polynomial on a backend whose representation (`Coeff`
 //!   or `Eval`) is part of its type.
 //! * [`rlwe`]: keys, encryption, decryption, hybrid key switching, Galois automorphisms.
+//! * [`eval`]: the [`eval::Evaluator`] trait BGV and CKKS implement, and the algorithms
+//!   written once over it (baby-step giant-step sums, [`eval::bsgs`]).
 //! * [`bgv`] and [`ckks`]: the schemes (batch and coefficient encoding, modulus switching; the
 //!   canonical-embedding encoder, rescaling, conjugation); beside them [`gates`]: bootstrapped
 //!   Boolean gates and small lookup tables (FHEW/TFHE family: LWE mod a power of two, RGSW over
@@ -41,6 +43,7 @@ pub mod ckks;
 pub mod compare;
 pub mod compress;
 pub mod error;
+pub mod eval;
 pub mod gates;
 pub mod math;
 pub mod params;

@@ -23,6 +23,7 @@ const LAYERS: &[&[&str]] = &[
     &["testing"],
     &["poly"],
     &["rlwe"],
+    &["eval"],
     &["bgv", "ckks", "gates"],
     &["compress"],
     &["compare"],

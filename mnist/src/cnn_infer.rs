@@ -49,7 +49,6 @@
 
 use std::collections::BTreeSet;
 use std::time::Instant;
-use wgfhe::rlwe::KeyRequest;
 
 use serde::Serialize;
 
@@ -65,8 +64,9 @@ use wgfhe::compare::lut::{eval_lut_bounded, eval_lut_set_measured, Bounded, Lut,
 use wgfhe::compare::wordwise::EncryptedDigits;
 use wgfhe::compress::{Bxt, BxtCiphertext, Variant, Weight};
 use wgfhe::error::{Error, Result};
+use wgfhe::eval::bsgs::{self, BabyRotations};
 use wgfhe::math::zq::Modulus;
-use wgfhe::rlwe::{EvaluationKeys, KeyPlan};
+use wgfhe::rlwe::{EvaluationKeys, KeyPlan, KeyRequest};
 
 pub use super::split::BLOCK;
 
@@ -584,25 +584,18 @@ impl CnnCircuit {
         // added, multiplying the noise by up to t/2: every product takes the first input's
         // factor instead (folded into its plaintext diagonal, free in noise).
         let target = inputs.first().map_or(1, Ciphertext::correction_factor);
-        // Baby steps of every input.
-        let mut babies: Vec<Vec<Ciphertext<B>>> = Vec::with_capacity(inputs.len());
-        for x in &inputs {
-            let mut row = Vec::with_capacity(self.baby);
-            row.push(x.duplicate(bgv.backend())?);
-            for j in 1..self.baby {
-                row.push(bgv.rotate_columns(x, j as i64, keys)?);
-                stats.rotations += 1;
-            }
-            babies.push(row);
-        }
-        let mut acc: Option<Ciphertext<B>> = None;
+        // Baby steps of every input (step 0: the input itself), then the giant steps' sums
+        // ([`bsgs::sum`]).
+        let steps: Vec<i64> = (1..self.baby as i64).collect();
+        let babies = BabyRotations::new(bgv, &inputs, &steps, keys, false)?;
         let mut key = first_key;
-        for (giant, terms) in diags {
+        let giants = diags.iter().map(|(giant, terms)| (*giant, terms));
+        let (acc, rotations) = bsgs::sum(bgv, keys, &babies, giants, |babies, _, terms| {
             let mut inner: Option<Ciphertext<B>> = None;
             for (input, j, pt) in terms {
-                let b = babies
-                    .get(*input)
-                    .and_then(|r| r.get(*j))
+                let b = i64::try_from(*j)
+                    .ok()
+                    .and_then(|j| babies.get(*input, j).ok())
                     .ok_or(Error::InvalidField { field: "cnn", reason: "diagonal refers to a missing baby step" })?;
                 // The diagonal prepared with the factor that gives the product `target`, when
                 // the cache holds or can make it: the same words as `mul_plain_as`.
@@ -618,21 +611,9 @@ impl CnnCircuit {
                     Some(a) => bgv.add(&a, &prod)?,
                 });
             }
-            let Some(inner) = inner else { continue };
-            let moved = if *giant == 0 {
-                inner
-            } else {
-                stats.rotations += 1;
-                bgv.rotate_columns(&inner, *giant, keys)?
-            };
-            acc = Some(match acc {
-                None => moved,
-                Some(a) => {
-                    let level = a.level().min(moved.level());
-                    bgv.add(&bgv.mod_switch_to_level(&a, level)?, &bgv.mod_switch_to_level(&moved, level)?)?
-                }
-            });
-        }
+            Ok(inner)
+        })?;
+        stats.rotations += rotations.baby + rotations.giant;
         acc.ok_or(Error::InvalidField { field: "cnn", reason: "an all-zero weight matrix" })
     }
 

@@ -10,6 +10,7 @@
 //! generation, encryption, decryption and every homomorphic operation.
 
 mod encoder;
+mod eval;
 mod evaluator;
 pub mod noise;
 mod prepared;

@@ -79,6 +79,7 @@ use num_complex::Complex64;
 use super::{Ciphertext, Ckks, Plaintext};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
+use crate::eval::bsgs::{self, BabyRotations};
 use crate::poly::{Eval, RnsPoly};
 use crate::rlwe::{self, EvaluationKeys, KeyPlan};
 
@@ -678,23 +679,13 @@ impl<B: Backend> Ckks<B> {
         let pt_scale = self.next_rescale_divisor(level)?;
         let scale = self.checked_scale(ct.scale * pt_scale, level)?;
         let steps: Vec<i64> = plan.baby_steps().into_iter().map(|b| b as i64).collect();
-        let rotated = match baby {
-            BabySteps::Hoisted => self.rotate_hoisted(ct, &steps, keys)?,
-            BabySteps::Plain => steps.iter().map(|&s| self.rotate(ct, s, keys)).collect::<Result<_>>()?,
-        };
-        let source = |b: usize| -> Result<&Ciphertext<B>> {
-            if b == 0 {
-                return Ok(ct);
-            }
-            steps
-                .iter()
-                .position(|&s| s == b as i64)
-                .and_then(|i| rotated.get(i))
-                .ok_or(Error::InvalidParameters { reason: "a baby step outside the plan".into() })
-        };
+        let inputs = std::slice::from_ref(ct);
+        let babies = BabyRotations::new(self, inputs, &steps, keys, baby == BabySteps::Hoisted)?;
         let basis = ct.core.degree_one()?.0.basis().clone();
-        let mut acc: Option<Ciphertext<B>> = None;
-        for (&giant, terms) in plan.giants() {
+        // Each giant step's inner sum is accumulated in place, one multiply-add per diagonal
+        // and polynomial, into a ciphertext at the product scale.
+        let giants = plan.giants().iter().map(|(&giant, terms)| (giant as i64, (giant, terms)));
+        let (acc, _) = bsgs::sum(self, keys, &babies, giants, |babies, _, (giant, terms)| {
             let mut c0 = RnsPoly::zero(be, basis.clone())?;
             let mut c1 = RnsPoly::zero(be, basis.clone())?;
             for &(b, k) in terms {
@@ -709,19 +700,12 @@ impl<B: Backend> Ckks<B> {
                         .get(&k)
                         .ok_or(Error::InvalidParameters { reason: "a diagonal outside the plan".into() })?,
                 };
-                let (s0, s1) = source(b)?.core.degree_one()?;
+                let (s0, s1) = babies.get(0, b as i64)?.core.degree_one()?;
                 c0.mul_add_assign(be, s0, m)?;
                 c1.mul_add_assign(be, s1, m)?;
             }
-            let mut part = ct.with(ct.core.with_polys(vec![c0, c1])?, scale);
-            if giant != 0 {
-                part = self.rotate(&part, giant as i64, keys)?;
-            }
-            acc = Some(match acc {
-                None => part,
-                Some(a) => self.add(&a, &part)?,
-            });
-        }
+            Ok(Some(ct.with(ct.core.with_polys(vec![c0, c1])?, scale)))
+        })?;
         let acc = acc.ok_or(Error::InvalidParameters { reason: "a linear transform without diagonals".into() })?;
         let mut out = self.rescale(&acc)?;
         out.scale = ct.scale;

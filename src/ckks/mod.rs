@@ -32,6 +32,7 @@
 pub mod bootstrap;
 pub mod chebyshev;
 pub mod encoder;
+mod eval;
 pub mod evalmod;
 pub mod linear;
 mod modraise;

@@ -141,6 +141,19 @@ impl fmt::Debug for SecretKey {
 }
 
 impl SecretKey {
+    /// A secret key from a seed drawn from the operating system ([`crate::math::sampling::fresh_seed`]):
+    /// what an application uses ([`SecretKey::generate`] reproduces a key from a known seed, for
+    /// tests). Errors: [`Error::Randomness`] if the OS has no randomness to give.
+    pub fn random(ctx: &Arc<GateContext>) -> Result<Self> {
+        Self::generate(ctx, &crate::math::sampling::fresh_seed()?)
+    }
+
+    /// [`SecretKey::evaluation_key`] from a seed drawn from the operating system. Errors:
+    /// [`Error::Randomness`], and those of [`SecretKey::evaluation_key`].
+    pub fn random_evaluation_key(&self) -> Result<SeededEvaluationKey> {
+        self.evaluation_key(&crate::math::sampling::fresh_seed()?)
+    }
+
     /// The keys of `seed`: `s` from the sampler stream `(Secret, 0)`, `s_N` from `(Secret, 1)`.
     pub fn generate(ctx: &Arc<GateContext>, seed: &Seed) -> Result<Self> {
         let p = &ctx.params;
@@ -191,7 +204,7 @@ impl SecretKey {
         let seed = rng.next_seed();
         let mut a = vec![0u32; p.n];
         uniform_pow2(&seed, Purpose::CiphertextA, 0, p.log_q, &mut a)?;
-        let e = rng.gaussian(1).first().copied().unwrap_or(0);
+        let e = rng.gaussian_one();
         let b = self.inner_q(&a).wrapping_add(v).wrapping_add(e as u32) & (p.q() - 1);
         Ok(SeededLweCiphertext { seed, b, key_id: self.id })
     }
@@ -257,7 +270,7 @@ impl SecretKey {
         let mut e = vec![0u32; n_ring];
         for g in 0..p.steps() {
             for k in 0..keys {
-                let bit = self.key_bit(g, k);
+                let bit = self.key_bit(g, k)?;
                 for r in 0..rows {
                     let idx = ((g * keys + k) * rows + r) as u32;
                     sampling::uniform_limb(seed, Purpose::KeySwitchA, idx, m, &mut a)?;
@@ -291,7 +304,7 @@ impl SecretKey {
                 for v in 0..base {
                     let idx = ((i * dks + j) * base + v) as u32;
                     uniform_pow2(seed, Purpose::KeySwitchA, idx, p.log_qks, &mut ka)?;
-                    let err = errs.gaussian(1).first().copied().unwrap_or(0);
+                    let err = errs.gaussian_one();
                     let msg = ((v as u32) << (p.log_bks as usize * j)).wrapping_mul(sn as i32 as u32);
                     let b = self.inner_q(&ka).wrapping_add(msg).wrapping_add(err as u32) & mask;
                     ksk_b.push(b as u16);
@@ -301,20 +314,23 @@ impl SecretKey {
         Ok(SeededEvaluationKey { key_id: self.id, seed: *seed, bk_b, ksk_b })
     }
 
-    /// The bit of key `k` of blind-rotation step `g`.
-    fn key_bit(&self, g: usize, k: usize) -> bool {
-        let s = |i: usize| self.lwe.get(i).copied().unwrap_or(0);
-        match self.ctx.params.secret {
-            LweSecret::Ternary => {
-                if k == 0 {
-                    s(g) == 1
-                } else {
-                    s(g) == -1
-                }
-            }
-            LweSecret::Binary => s(g) == 1,
-            LweSecret::BlockBinary => s(2 * g + k) == 1,
-        }
+    /// The bit of key `k` of blind-rotation step `g`. Errors: [`Error::DimensionMismatch`] for a
+    /// step past the LWE secret (a key that does not fit its parameters).
+    fn key_bit(&self, g: usize, k: usize) -> Result<bool> {
+        let index = match self.ctx.params.secret {
+            LweSecret::Ternary | LweSecret::Binary => g,
+            LweSecret::BlockBinary => 2 * g + k,
+        };
+        let s = *self.lwe.get(index).ok_or(Error::DimensionMismatch {
+            what: "LWE secret",
+            expected: index + 1,
+            found: self.lwe.len(),
+        })?;
+        Ok(match self.ctx.params.secret {
+            LweSecret::Ternary if k == 0 => s == 1,
+            LweSecret::Ternary => s == -1,
+            LweSecret::Binary | LweSecret::BlockBinary => s == 1,
+        })
     }
 }
 
@@ -508,8 +524,8 @@ impl SecretKey {
         let qks = 1i64 << p.log_qks;
         let centred = |x: i64| (x + qks / 2).rem_euclid(qks) - qks / 2;
         let (mut ks_mean, mut ks_var) = (0.0, 0.0);
-        for (i, group) in key.ksk.chunks_exact(dks * base * stride).enumerate() {
-            let sn = i64::from(self.ring.get(i).copied().unwrap_or(0));
+        for (group, &sn) in key.ksk.chunks_exact(dks * base * stride).zip(&self.ring) {
+            let sn = i64::from(sn);
             for (j, digit) in group.chunks_exact(base * stride).enumerate() {
                 let shift = p.log_bks as usize * j;
                 let bits = p.log_bks.min(p.log_qks.saturating_sub(shift as u32));

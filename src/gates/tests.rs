@@ -23,6 +23,23 @@ fn toy_gates_truth_tables() {
     }
 }
 
+/// Keys from the operating system's randomness work, and two of them differ (a fixed seed
+/// behind `random` would make them equal).
+#[test]
+fn random_keys_work_and_differ() {
+    let ctx = GateContext::by_name(TOY).unwrap();
+    let (sk1, sk2) = (SecretKey::random(&ctx).unwrap(), SecretKey::random(&ctx).unwrap());
+    assert_ne!(sk1.lwe, sk2.lwe);
+    let (k1, k2) = (sk1.random_evaluation_key().unwrap(), sk1.random_evaluation_key().unwrap());
+    assert_ne!(k1, k2);
+    let mut ev = GateEvaluator::new(Arc::new(k1.expand(&ctx).unwrap()));
+    let mut rng = Sampler::fresh().unwrap();
+    for (x, y) in [(false, true), (true, true)] {
+        let (a, b) = (sk1.encrypt_bit(x, &mut rng).unwrap(), sk1.encrypt_bit(y, &mut rng).unwrap());
+        assert_eq!(sk1.decrypt_bit(&ev.gate(Gate::And, &a, &b).unwrap()).unwrap(), x && y);
+    }
+}
+
 #[test]
 fn seeded_ciphertexts_and_keys_expand_deterministically() {
     let ctx = GateContext::by_name(TOY).unwrap();

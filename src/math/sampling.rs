@@ -525,15 +525,17 @@ impl Sampler {
     /// mask. Table rounding moves each probability by at most `2^-64`.
     #[must_use]
     pub fn gaussian(&mut self, n: usize) -> Vec<i32> {
-        (0..n)
-            .map(|_| {
-                let r = self.rng.next_u64();
-                let s = self.rng.next_u32();
-                let mag = GAUSSIAN_TAIL.iter().fold(0i32, |acc, &t| acc + i32::from(r < t));
-                let mask = -((s & 1) as i32);
-                (mag ^ mask) - mask
-            })
-            .collect()
+        (0..n).map(|_| self.gaussian_one()).collect()
+    }
+
+    /// One sample of [`Sampler::gaussian`] (the same draws: `gaussian(n)` is `n` of these).
+    #[must_use]
+    pub fn gaussian_one(&mut self) -> i32 {
+        let r = self.rng.next_u64();
+        let s = self.rng.next_u32();
+        let mag = GAUSSIAN_TAIL.iter().fold(0i32, |acc, &t| acc + i32::from(r < t));
+        let mask = -((s & 1) as i32);
+        (mag ^ mask) - mask
     }
 
     /// Fills `out` with the next bytes of the stream.
