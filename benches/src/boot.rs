@@ -52,7 +52,7 @@ use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
 use super::kernels::median_p95;
-use super::stages::stage_of;
+use super::stages::{stage_of, StageKind};
 use super::ReportHeader;
 use wgfhe::backend::ledger::{Ledger, Record};
 use wgfhe::backend::{Backend, CpuBackend};
@@ -251,9 +251,9 @@ impl StageAcc {
             self.dispatch_ns += ns;
             self.dispatches += 1;
             match stage_of(r.kernel) {
-                "ntt" => self.ntt_ns += ns,
-                "basis_conversion" => self.bconv_ns += ns,
-                "key_switch_inner_product" => self.ks_ns += ns,
+                StageKind::Ntt => self.ntt_ns += ns,
+                StageKind::BasisConversion => self.bconv_ns += ns,
+                StageKind::KeySwitchInnerProduct => self.ks_ns += ns,
                 _ => {}
             }
         }

@@ -104,6 +104,26 @@ pub struct Row {
     pub modmul_fraction: Option<f64>,
 }
 
+/// What a report's times are ([`Report::timing`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Timing {
+    /// Timestamp queries: the device's own time, the host excluded.
+    Device,
+    /// Each round from the call to the end of the wait (on a GPU, with the submission round
+    /// trip).
+    Wall,
+}
+
+impl std::fmt::Display for Timing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(match self {
+            Self::Device => "device",
+            Self::Wall => "wall",
+        })
+    }
+}
+
 /// The report of `wgfhe bench --suite kernels --json`.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
@@ -113,7 +133,7 @@ pub struct Report {
     /// What the times and rooflines are: `device` (timestamp queries: the device's own time,
     /// the host excluded) or `wall` (each round from the call to the end of the wait: on a GPU
     /// that includes the submission round trip).
-    pub timing: &'static str,
+    pub timing: Timing,
     /// Runs per round ([`Config::in_flight`]).
     pub in_flight: usize,
     /// Copy bandwidth at the largest point of the run, GB/s (by [`Self::timing`]).
@@ -337,7 +357,7 @@ pub fn run<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>, device: String, 
     let mul_rate = largest.and_then(|p| p.3.as_ref()).map_or(0.0, |m| m.gmodmul_per_s);
     Ok(Report {
         header: ReportHeader::new(&backend_name, device, reps),
-        timing: if by_device { "device" } else { "wall" },
+        timing: if by_device { Timing::Device } else { Timing::Wall },
         in_flight,
         copy_gbps,
         mul_gmodmul_per_s: mul_rate,

@@ -224,7 +224,7 @@ pub fn stage_ledger(report: &stages::Report, dir: &Path) -> Result<PathBuf> {
         chart
             .draw_series(bars)
             .map_err(fail)?
-            .label(*stage)
+            .label(stage.name())
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.filled()));
     }
     chart

@@ -42,18 +42,77 @@ use super::kernels::median_p95;
 use super::ReportHeader;
 
 /// The stages, in report order.
-pub const STAGES: [&str; 10] = [
-    "ntt",
-    "basis_conversion",
-    "key_switch_inner_product",
-    "automorphism",
-    "elementwise",
-    "limb_copies",
-    "prng_regeneration",
-    "fused",
-    "transfers",
-    "host",
+pub const STAGES: [StageKind; 10] = [
+    StageKind::Ntt,
+    StageKind::BasisConversion,
+    StageKind::KeySwitchInnerProduct,
+    StageKind::Automorphism,
+    StageKind::Elementwise,
+    StageKind::LimbCopies,
+    StageKind::PrngRegeneration,
+    StageKind::Fused,
+    StageKind::Transfers,
+    StageKind::Host,
 ];
+
+/// The stage of a dispatch ([`stage_of`]), of the host transfers, or the host's own time; the
+/// discriminant is the stage's index in [`STAGES`]. Written in reports as its
+/// [`StageKind::name`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StageKind {
+    /// Forward and inverse NTTs.
+    Ntt,
+    /// `base_convert` and the divide-and-round correction `scale_down_correction`.
+    BasisConversion,
+    /// The key-switching inner product.
+    KeySwitchInnerProduct,
+    /// Galois automorphisms.
+    Automorphism,
+    /// Add, sub, neg, mul, mul_add, mul_scalar.
+    Elementwise,
+    /// Duplicates, gathers and the clears of `zeros`.
+    LimbCopies,
+    /// `uniform`: regeneration of seeded halves.
+    PrngRegeneration,
+    /// A fused program.
+    Fused,
+    /// Host-device transfers.
+    Transfers,
+    /// The wall time outside every kernel and transfer.
+    Host,
+}
+
+impl StageKind {
+    /// The stage's name in reports (`ntt`, `basis_conversion`, ...).
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Ntt => "ntt",
+            Self::BasisConversion => "basis_conversion",
+            Self::KeySwitchInnerProduct => "key_switch_inner_product",
+            Self::Automorphism => "automorphism",
+            Self::Elementwise => "elementwise",
+            Self::LimbCopies => "limb_copies",
+            Self::PrngRegeneration => "prng_regeneration",
+            Self::Fused => "fused",
+            Self::Transfers => "transfers",
+            Self::Host => "host",
+        }
+    }
+
+    /// The stage's index in [`STAGES`].
+    #[must_use]
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl std::fmt::Display for StageKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.name())
+    }
+}
 
 /// The stage of a dispatch: `ntt` (forward and inverse), `basis_conversion` (`base_convert` and
 /// the divide-and-round correction `scale_down_correction` of modulus switching, rescaling and
@@ -64,16 +123,16 @@ pub const STAGES: [&str; 10] = [
 /// regenerates `a` halves from seeds and packs or unpacks limbs in the same pass, so its time is
 /// not split, or the last pass of a divide-and-round, `x D^{-1} + corr` plus an addend).
 #[must_use]
-pub fn stage_of(kernel: &str) -> &'static str {
+pub fn stage_of(kernel: &str) -> StageKind {
     match kernel {
-        "ntt_forward" | "ntt_inverse" => "ntt",
-        "base_convert" | "scale_down_correction" => "basis_conversion",
-        "key_switch_inner_product" => "key_switch_inner_product",
-        "automorphism" => "automorphism",
-        "duplicate" | "gather_limbs" | "zeros" => "limb_copies",
-        "uniform" => "prng_regeneration",
-        "fused" => "fused",
-        _ => "elementwise",
+        "ntt_forward" | "ntt_inverse" => StageKind::Ntt,
+        "base_convert" | "scale_down_correction" => StageKind::BasisConversion,
+        "key_switch_inner_product" => StageKind::KeySwitchInnerProduct,
+        "automorphism" => StageKind::Automorphism,
+        "duplicate" | "gather_limbs" | "zeros" => StageKind::LimbCopies,
+        "uniform" => StageKind::PrngRegeneration,
+        "fused" => StageKind::Fused,
+        _ => StageKind::Elementwise,
     }
 }
 
@@ -108,8 +167,8 @@ pub const JOBS: [&str; 4] = ["hmult_relin", "rotation", "lr_batch", "cnn_relu"];
 /// One stage of one job.
 #[derive(Debug, Clone, Serialize)]
 pub struct Stage {
-    /// Stage name ([`STAGES`]).
-    pub stage: &'static str,
+    /// The stage ([`STAGES`]).
+    pub stage: StageKind,
     /// Median time over the runs.
     pub ms: f64,
     /// `ms` over the job's median wall time.
@@ -149,6 +208,26 @@ pub struct Job {
     pub engine: EngineCost,
 }
 
+/// Who counted an [`EngineCost`]'s dispatches, submissions and uploads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CountedBy {
+    /// The GPU device's own counters.
+    Device,
+    /// The traffic ledger's model of the GPU engine (a backend without a device).
+    #[default]
+    Model,
+}
+
+impl std::fmt::Display for CountedBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(match self {
+            Self::Device => "device",
+            Self::Model => "model",
+        })
+    }
+}
+
 /// What one run of a job costs the GPU engine, counted on a run with timing off (the
 /// synchronisations of the timed runs would be submissions of their own).
 #[derive(Debug, Clone, Default, Serialize)]
@@ -157,7 +236,7 @@ pub struct EngineCost {
     /// `model`: the traffic ledger's model of what the GPU engine would do with the same calls
     /// ([`wgfhe::backend::ledger`], on a device without immediates: one parameter-arena upload
     /// per submission).
-    pub counted_by: &'static str,
+    pub counted_by: CountedBy,
     /// Compute dispatches.
     pub gpu_dispatches: u64,
     /// Queue submissions.
@@ -221,20 +300,19 @@ type Sums = Vec<(f64, u64, u64, u64)>;
 
 fn sums(records: &[Record], transfers: wgfhe::backend::ledger::Transfers, wall_ms: f64) -> Sums {
     let mut s: Sums = vec![(0.0, 0, 0, 0); STAGES.len()];
-    let pos = |name: &str| STAGES.iter().position(|&x| x == name);
     for r in records {
-        if let Some(slot) = pos(stage_of(r.kernel)).and_then(|i| s.get_mut(i)) {
+        if let Some(slot) = s.get_mut(stage_of(r.kernel).index()) {
             slot.0 += r.elapsed_ns.unwrap_or(0) as f64 / 1e6;
             slot.1 += 1;
             slot.2 += r.gpu_dispatches;
             slot.3 += r.bytes_read + r.bytes_written;
         }
     }
-    if let Some(slot) = pos("transfers").and_then(|i| s.get_mut(i)) {
+    if let Some(slot) = s.get_mut(StageKind::Transfers.index()) {
         *slot = (transfers.elapsed_ns as f64 / 1e6, transfers.count, 0, transfers.bytes);
     }
     let accounted: f64 = s.iter().map(|x| x.0).sum();
-    if let Some(slot) = pos("host").and_then(|i| s.get_mut(i)) {
+    if let Some(slot) = s.get_mut(StageKind::Host.index()) {
         slot.0 = (wall_ms - accounted).max(0.0);
     }
     s
@@ -281,7 +359,7 @@ fn count_job<B: Backend, T: Send>(
                 continue;
             }
             let mut cost = EngineCost {
-                counted_by: "model",
+                counted_by: CountedBy::Model,
                 gpu_dispatches: model.gpu_dispatches,
                 submissions: model.submissions,
                 uploads: model.uploads,
@@ -295,7 +373,7 @@ fn count_job<B: Backend, T: Send>(
             };
             if let (Some(before), Some(after)) = (before, after) {
                 let d = after - before;
-                cost.counted_by = "device";
+                cost.counted_by = CountedBy::Device;
                 cost.gpu_dispatches = d.dispatches;
                 cost.submissions = d.submissions;
                 cost.uploads = d.uploads;
@@ -304,7 +382,7 @@ fn count_job<B: Backend, T: Send>(
         }
         let mut cost = first.ok_or(Error::InvalidField { field: "reps", reason: "no run" })?;
         cost.host_encode_ms = median_p95(&mut hosts).0;
-        if cost.counted_by == "device" && cost.gpu_dispatches > 0 {
+        if cost.counted_by == CountedBy::Device && cost.gpu_dispatches > 0 {
             cost.host_us_per_dispatch = Some(cost.host_encode_ms * 1e3 / cost.gpu_dispatches as f64);
         }
         Ok(cost)
@@ -361,9 +439,9 @@ fn time_job<B: Backend, T: Send>(
             })
             .collect::<Vec<_>>();
         let mut engine = count_job(ledger, pool, reps, &job)?;
-        if engine.counted_by == "model" {
+        if engine.counted_by == CountedBy::Model {
             // No device: the host's share is the time outside the kernels.
-            engine.host_encode_ms = stages.iter().find(|s| s.stage == "host").map_or(0.0, |s| s.ms);
+            engine.host_encode_ms = stages.iter().find(|s| s.stage == StageKind::Host).map_or(0.0, |s| s.ms);
         }
         out.push((*threads, total, p95, stages, engine));
     }
@@ -624,7 +702,7 @@ fn scaling(jobs: &[Job], counts: &[usize]) -> Vec<StageScaling> {
         for (a, b) in j.stages.iter().zip(&m.stages) {
             out.push(StageScaling {
                 job: j.job,
-                stage: a.stage,
+                stage: a.stage.name(),
                 threads: (few, most),
                 ms_fewest: a.ms,
                 ms_most: b.ms,

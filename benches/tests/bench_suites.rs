@@ -37,7 +37,7 @@ fn check_kernels<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>, timestamps
 fn check_kernel_report(r: &kernels::Report, timestamps: bool) {
     // Device times exist exactly where the device has timestamps; each is positive and no
     // larger than the wall time of the same round (the wait is part of the wall time).
-    assert_eq!(r.timing, if timestamps { "device" } else { "wall" });
+    assert_eq!(r.timing, if timestamps { kernels::Timing::Device } else { kernels::Timing::Wall });
     for row in &r.rows {
         match row.device_median_ms {
             Some(d) => {
@@ -146,7 +146,7 @@ fn check_ledger<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>, timestamps:
             if x.stage == "total" {
                 j.total_ms
             } else {
-                j.stages.iter().find(|s| s.stage == x.stage).unwrap().ms
+                j.stages.iter().find(|s| s.stage.name() == x.stage).unwrap().ms
             }
         };
         assert_eq!((x.ms_fewest, x.ms_most), (ms(at(1)), ms(at(2))));
@@ -158,7 +158,7 @@ fn check_ledger<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>, timestamps:
     assert!(total.speedup.is_some(), "every job takes time");
     for j in &r.jobs {
         assert_eq!(j.stages.len(), stages::STAGES.len());
-        let stage = |name: &str| j.stages.iter().find(|s| s.stage == name).unwrap();
+        let stage = |name: &str| j.stages.iter().find(|s| s.stage.name() == name).unwrap();
         match j.job {
             "hmult_relin" => {
                 assert!(stage("ntt").calls > 0 && stage("key_switch_inner_product").calls == 1);
@@ -175,7 +175,10 @@ fn check_ledger<B: Backend>(make: &dyn Fn(&Parameters) -> Result<B>, timestamps:
         // table is several), an NTT at N <= 2^12 is one memory pass and at most 2^17 two (a
         // 4096-value tile in 16 KiB of workgroup memory).
         let e = &j.engine;
-        assert_eq!(e.counted_by, if r.header.backend == "gpu" { "device" } else { "model" });
+        assert_eq!(
+            e.counted_by,
+            if r.header.backend == "gpu" { stages::CountedBy::Device } else { stages::CountedBy::Model }
+        );
         match j.job {
             "hmult_relin" | "rotation" | "lr_batch" => assert_eq!(e.submissions, 1, "{}", j.job),
             _ => assert!(e.submissions > 1),
@@ -231,12 +234,19 @@ fn ledger_suite_gpu() {
 
 #[test]
 fn stages_map_every_kernel() {
-    assert_eq!(stages::stage_of("ntt_inverse"), "ntt");
-    assert_eq!(stages::stage_of("scale_down_correction"), "basis_conversion");
-    assert_eq!(stages::stage_of("base_convert"), "basis_conversion");
-    assert_eq!(stages::stage_of("uniform"), "prng_regeneration");
-    assert_eq!(stages::stage_of("gather_limbs"), "limb_copies");
-    assert_eq!(stages::stage_of("mul_scalar"), "elementwise");
+    assert_eq!(stages::stage_of("ntt_inverse").name(), "ntt");
+    assert_eq!(stages::stage_of("scale_down_correction").name(), "basis_conversion");
+    assert_eq!(stages::stage_of("base_convert").name(), "basis_conversion");
+    assert_eq!(stages::stage_of("uniform").name(), "prng_regeneration");
+    assert_eq!(stages::stage_of("gather_limbs").name(), "limb_copies");
+    assert_eq!(stages::stage_of("mul_scalar").name(), "elementwise");
+    // Every stage sits at its index, and its JSON name is its report name.
+    for (i, s) in stages::STAGES.iter().enumerate() {
+        assert_eq!(s.index(), i);
+        assert_eq!(serde_json::to_value(s).unwrap(), s.name());
+        assert_eq!(format!("{s:<20}|"), format!("{:<20}|", s.name()));
+    }
+    assert_eq!(serde_json::to_value(stages::CountedBy::Device).unwrap(), "device");
 }
 
 #[test]
