@@ -615,3 +615,109 @@ fn lru_eviction_leaves_memory_not_disk() {
     drop(srv);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// SIGTERM while a request is being uploaded: the server stops accepting but finishes the
+/// request it accepted (every score checked), then exits cleanly.
+#[test]
+fn sigterm_finishes_the_accepted_request() {
+    let dir = workdir("term-in-flight");
+    let mut srv = Server::start(&dir, &[]);
+    let alice = Client::new(T, TOKENS[0]);
+    let id = alice.upload(&srv.addr);
+    let imgs = images(5, 3);
+    let auth = format!("Bearer {}", alice.token);
+    let req = request(
+        "POST",
+        "/v1/infer/lr",
+        &[("Authorization", &auth), ("x-wgfhe-key-set", &id)],
+        &frame(&alice.encrypt(&imgs)),
+    );
+    let mut s = TcpStream::connect(&srv.addr).unwrap();
+    s.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+    s.set_write_timeout(Some(IO_TIMEOUT)).unwrap();
+    // The headers and half the body, then the signal, then the rest.
+    let half = req.len() - (req.len() - req.windows(4).position(|w| w == b"\r\n\r\n").unwrap()) / 2;
+    s.write_all(&req[..half]).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let st = Command::new("kill").arg("-TERM").arg(srv.child.id().to_string()).status().unwrap();
+    assert!(st.success());
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(srv.child.try_wait().unwrap().is_none(), "the server exited with a request in flight");
+    s.write_all(&req[half..]).unwrap();
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).unwrap();
+    let r = parse(&buf);
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let out = unframe(&r.body);
+    let bxt = Bxt::new(&alice.bgv, Variant::Cso);
+    let got =
+        alice.bgv.encoder().decode_signed(&bxt.decrypt(&alice.sk, &bxt.from_bytes(&out[0]).unwrap()).unwrap()).unwrap();
+    for (k, img) in imgs.iter().enumerate() {
+        assert_eq!(got[k], model().score(img).unwrap(), "image {k}");
+    }
+    let start = Instant::now();
+    let code = loop {
+        if let Some(code) = srv.child.try_wait().unwrap() {
+            break code;
+        }
+        assert!(start.elapsed() < IO_TIMEOUT, "the server did not stop after its last request");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(code.success(), "{code:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A request past `--request-timeout-s` is answered 503 `timeout`: the keys and a first CNN
+/// batch go to a server with the default limit (the batch's time printed), then the same store
+/// is served with a 20 ms limit, far below a batch; the timed-out computation finishes in the
+/// background, frees its slot, and the server goes on serving.
+#[test]
+fn a_request_past_its_time_limit_gets_503() {
+    use wgfhe_mnist::cnn_infer::CnnCircuit;
+    let dir = workdir("timeout");
+    std::fs::remove_file(dir.join("lr.json")).unwrap();
+    let params = insecure_test_bgv(TestRing { log_n: 10, q_primes: 24, p_primes: 6, dnum: 4 }, 65537).unwrap();
+    std::fs::write(dir.join("params.bin"), params.to_bytes()).unwrap();
+    let model = cnn_fixtures::small_model();
+    std::fs::write(dir.join("cnn.json"), model.to_json().unwrap()).unwrap();
+    // The client's side: keys for the circuit's rotations, one batch of inputs.
+    let bgv = Bgv::cpu(&params).unwrap();
+    let sk = bgv.gen_secret_key().unwrap();
+    let circuit = CnnCircuit::new(&bgv, &model).unwrap();
+    let keys = bgv.gen_evaluation_keys(&sk, &KeyRequest::rotations(circuit.rotation_steps())).unwrap();
+    let data = cnn_fixtures::images(1);
+    let imgs: Vec<_> = data.images().iter().collect();
+    let bxt = Bxt::new(&bgv, Variant::Cso);
+    let cts: Vec<Vec<u8>> = circuit
+        .client_inputs(&imgs, bgv.encoder().slots())
+        .unwrap()
+        .iter()
+        .map(|v| bxt.to_bytes(&bxt.encrypt(&sk, &bgv.encoder().encode(v).unwrap()).unwrap()).unwrap())
+        .collect();
+    let infer = |addr: &str, id: &str| {
+        call(addr, "POST", "/v1/infer/cnn", Some(TOKENS[0]), &[("x-wgfhe-key-set", id)], &frame(&cts))
+    };
+    let srv = Server::start(&dir, &[]);
+    let r = call(&srv.addr, "POST", "/v1/keys", Some(TOKENS[0]), &[], &keys.to_bytes(bgv.backend()).unwrap());
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    let id = serde_json::from_slice::<serde_json::Value>(&r.body).unwrap()["id"].as_str().unwrap().to_owned();
+    let start = Instant::now();
+    assert_eq!(infer(&srv.addr, &id).status, 200);
+    println!("one CNN batch under the default limit: {:.0} ms", start.elapsed().as_secs_f64() * 1e3);
+    srv.kill();
+
+    let srv = Server::start(&dir, &["--request-timeout-s", "0.02", "--max-concurrency", "1"]);
+    let r = infer(&srv.addr, &id);
+    assert_eq!((r.status, r.kind().as_str()), (503, "timeout"));
+    let metrics = || String::from_utf8(call(&srv.addr, "GET", "/metrics", None, &[], b"").body).unwrap();
+    let m = metrics();
+    assert!(m.contains("wgfhe_requests_total{route=\"/v1/infer/{model}\",status=\"503\"} 1"), "{m}");
+    let start = Instant::now();
+    while !metrics().contains("wgfhe_compute_in_flight 0") {
+        assert!(start.elapsed() < IO_TIMEOUT, "the timed-out computation never ended");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(call(&srv.addr, "GET", "/healthz", None, &[], b"").status, 200);
+    drop(srv);
+    let _ = std::fs::remove_dir_all(&dir);
+}
