@@ -588,30 +588,104 @@ fn cli_remote_cnn_checks_every_score() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A memory budget of one key set: the second upload evicts the first from memory, never
-/// from disk; the first is read back (checksum checked) and served.
+/// A CNN client on the CNN test ring: its keys (the circuit's rotations) and a batch's inputs.
+struct CnnClient {
+    bgv: Bgv<wgfhe::backend::CpuBackend>,
+    sk: wgfhe::rlwe::SecretKey<wgfhe::backend::CpuBackend>,
+    keys: Vec<u8>,
+    inputs: Vec<Vec<u8>>,
+}
+
+impl CnnClient {
+    fn new(params: &Parameters, model: &wgfhe_mnist::cnn::QuantCnn, images: usize) -> Self {
+        use wgfhe_mnist::cnn_infer::CnnCircuit;
+        let bgv = Bgv::cpu(params).unwrap();
+        let sk = bgv.gen_secret_key().unwrap();
+        let circuit = CnnCircuit::new(&bgv, model).unwrap();
+        let keys = bgv.gen_evaluation_keys(&sk, &KeyRequest::rotations(circuit.rotation_steps())).unwrap();
+        let data = cnn_fixtures::images(images);
+        let imgs: Vec<_> = data.images().iter().collect();
+        let bxt = Bxt::new(&bgv, Variant::Cso);
+        let inputs = circuit
+            .client_inputs(&imgs, bgv.encoder().slots())
+            .unwrap()
+            .iter()
+            .map(|v| bxt.to_bytes(&bxt.encrypt(&sk, &bgv.encoder().encode(v).unwrap()).unwrap()).unwrap())
+            .collect();
+        let keys = keys.to_bytes(bgv.backend()).unwrap();
+        Self { bgv, sk, keys, inputs }
+    }
+
+    fn upload(&self, addr: &str, token: &str) -> String {
+        let r = call(addr, "POST", "/v1/keys", Some(token), &[], &self.keys);
+        assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+        serde_json::from_slice::<serde_json::Value>(&r.body).unwrap()["id"].as_str().unwrap().to_owned()
+    }
+
+    fn infer(&self, addr: &str, token: &str, id: &str) -> Reply {
+        call(addr, "POST", "/v1/infer/cnn", Some(token), &[("x-wgfhe-key-set", id)], &frame(&self.inputs))
+    }
+
+    /// The first image's ten decrypted scores of a CNN answer.
+    fn scores(&self, r: &Reply) -> Vec<i64> {
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+        let ct = self.bgv.ciphertext_from_bytes(&unframe(&r.body)[0]).unwrap();
+        self.bgv.encoder().decode_signed(&self.bgv.decrypt(&self.sk, &ct).unwrap()).unwrap()[..10].to_vec()
+    }
+}
+
+fn cnn_params() -> Parameters {
+    insecure_test_bgv(TestRing { log_n: 10, q_primes: 24, p_primes: 6, dnum: 4 }, 65537).unwrap()
+}
+
+/// A workdir serving the small CNN on the CNN test ring.
+fn cnn_workdir(name: &str) -> PathBuf {
+    let dir = workdir(name);
+    std::fs::remove_file(dir.join("lr.json")).unwrap();
+    std::fs::write(dir.join("params.bin"), cnn_params().to_bytes()).unwrap();
+    std::fs::write(dir.join("cnn.json"), cnn_fixtures::small_model().to_json().unwrap()).unwrap();
+    dir
+}
+
+/// A device budget of one parsed key set: each CNN request holds its client's keys parsed
+/// (`wgfhe_resident_key_bytes` is their resident size, computed here from the same bytes), the
+/// second client's evicts the first's from the device, never from the disk: the first is read
+/// back (checksum checked), parsed again and served the same scores. A deleted key set leaves
+/// the device too.
 #[test]
-fn lru_eviction_leaves_memory_not_disk() {
-    let dir = workdir("lru");
-    let alice = Client::new(T, TOKENS[0]);
-    let bob = Client::new(T, TOKENS[1]);
-    let size = alice.keys().len();
+fn lru_eviction_leaves_the_device_not_the_disk() {
+    use wgfhe::rlwe::{EvaluationKeys, KeyForm};
+    let dir = cnn_workdir("lru");
+    let model = cnn_fixtures::small_model();
+    let (alice, bob) = (CnnClient::new(&cnn_params(), &model, 1), CnnClient::new(&cnn_params(), &model, 1));
+    let be = alice.bgv.backend();
+    let size = EvaluationKeys::from_bytes_as(be, &alice.keys, KeyForm::Expanded).unwrap().resident_bytes(be);
     let budget = (size + size / 2).to_string();
     let srv = Server::start(&dir, &["--device-budget-bytes", &budget]);
     let a = &srv.addr;
     let resident = || {
         let m = String::from_utf8(call(a, "GET", "/metrics", None, &[], b"").body).unwrap();
-        m.lines().find_map(|l| l.strip_prefix("wgfhe_resident_key_sets ")).unwrap().to_owned()
+        let get = |name: &str| m.lines().find_map(|l| l.strip_prefix(name)).unwrap().trim().to_owned();
+        (get("wgfhe_resident_key_sets "), get("wgfhe_resident_key_bytes "))
     };
-    let id_a = alice.upload(a);
-    assert_eq!(resident(), "1");
-    let id_b = bob.upload(a);
-    assert_eq!(resident(), "1");
+    let id_a = alice.upload(a, TOKENS[0]);
+    let id_b = bob.upload(a, TOKENS[1]);
+    // Uploads are checked and stored, not held parsed.
+    assert_eq!(resident(), ("0".into(), "0".into()));
+    let want = model.scores(&cnn_fixtures::images(1).images()[0]);
+    assert_eq!(alice.scores(&alice.infer(a, TOKENS[0], &id_a)), want);
+    assert_eq!(resident(), ("1".into(), size.to_string()));
+    assert_eq!(bob.scores(&bob.infer(a, TOKENS[1], &id_b)), want);
+    assert_eq!(resident(), ("1".into(), size.to_string()));
     assert_eq!(std::fs::read_dir(dir.join("store")).unwrap().count(), 2);
-    alice.round_trip(a, &id_a, 0);
-    bob.round_trip(a, &id_b, 1);
-    alice.round_trip(a, &id_a, 2);
-    assert_eq!(resident(), "1");
+    assert_eq!(alice.scores(&alice.infer(a, TOKENS[0], &id_a)), want);
+    assert_eq!(resident(), ("1".into(), size.to_string()));
+    // Another token cannot use a key set held parsed.
+    assert_eq!(bob.infer(a, TOKENS[1], &id_a).status, 403);
+    let del = call(a, "DELETE", &format!("/v1/keys/{id_a}"), Some(TOKENS[0]), &[], b"");
+    assert_eq!(del.status, 204);
+    assert_eq!(resident(), ("0".into(), "0".into()));
+    assert_eq!(alice.infer(a, TOKENS[0], &id_a).status, 404);
     drop(srv);
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -673,41 +747,17 @@ fn sigterm_finishes_the_accepted_request() {
 /// background, frees its slot, and the server goes on serving.
 #[test]
 fn a_request_past_its_time_limit_gets_503() {
-    use wgfhe_mnist::cnn_infer::CnnCircuit;
-    let dir = workdir("timeout");
-    std::fs::remove_file(dir.join("lr.json")).unwrap();
-    let params = insecure_test_bgv(TestRing { log_n: 10, q_primes: 24, p_primes: 6, dnum: 4 }, 65537).unwrap();
-    std::fs::write(dir.join("params.bin"), params.to_bytes()).unwrap();
-    let model = cnn_fixtures::small_model();
-    std::fs::write(dir.join("cnn.json"), model.to_json().unwrap()).unwrap();
-    // The client's side: keys for the circuit's rotations, one batch of inputs.
-    let bgv = Bgv::cpu(&params).unwrap();
-    let sk = bgv.gen_secret_key().unwrap();
-    let circuit = CnnCircuit::new(&bgv, &model).unwrap();
-    let keys = bgv.gen_evaluation_keys(&sk, &KeyRequest::rotations(circuit.rotation_steps())).unwrap();
-    let data = cnn_fixtures::images(1);
-    let imgs: Vec<_> = data.images().iter().collect();
-    let bxt = Bxt::new(&bgv, Variant::Cso);
-    let cts: Vec<Vec<u8>> = circuit
-        .client_inputs(&imgs, bgv.encoder().slots())
-        .unwrap()
-        .iter()
-        .map(|v| bxt.to_bytes(&bxt.encrypt(&sk, &bgv.encoder().encode(v).unwrap()).unwrap()).unwrap())
-        .collect();
-    let infer = |addr: &str, id: &str| {
-        call(addr, "POST", "/v1/infer/cnn", Some(TOKENS[0]), &[("x-wgfhe-key-set", id)], &frame(&cts))
-    };
+    let dir = cnn_workdir("timeout");
+    let client = CnnClient::new(&cnn_params(), &cnn_fixtures::small_model(), 1);
     let srv = Server::start(&dir, &[]);
-    let r = call(&srv.addr, "POST", "/v1/keys", Some(TOKENS[0]), &[], &keys.to_bytes(bgv.backend()).unwrap());
-    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
-    let id = serde_json::from_slice::<serde_json::Value>(&r.body).unwrap()["id"].as_str().unwrap().to_owned();
+    let id = client.upload(&srv.addr, TOKENS[0]);
     let start = Instant::now();
-    assert_eq!(infer(&srv.addr, &id).status, 200);
+    assert_eq!(client.infer(&srv.addr, TOKENS[0], &id).status, 200);
     println!("one CNN batch under the default limit: {:.0} ms", start.elapsed().as_secs_f64() * 1e3);
     srv.kill();
 
     let srv = Server::start(&dir, &["--request-timeout-s", "0.02", "--max-concurrency", "1"]);
-    let r = infer(&srv.addr, &id);
+    let r = client.infer(&srv.addr, TOKENS[0], &id);
     assert_eq!((r.status, r.kind().as_str()), (503, "timeout"));
     let metrics = || String::from_utf8(call(&srv.addr, "GET", "/metrics", None, &[], b"").body).unwrap();
     let m = metrics();

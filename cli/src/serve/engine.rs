@@ -2,7 +2,8 @@
 //! checks evaluation keys and evaluates the models on wire-format ciphertexts. Nothing in it
 //! can decrypt: it never holds a secret key.
 
-use std::sync::Mutex;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use wgfhe::backend::{Backend, BackendTask};
 use wgfhe::bgv::{Bgv, PlaintextCache};
@@ -13,6 +14,8 @@ use wgfhe_mnist::cnn_infer::{CnnCircuit, CnnStats, ReluPath, PREPARED_BUDGET};
 use wgfhe_mnist::lr::QuantLr;
 use wgfhe_mnist::mnist::PIXELS;
 use wgfhe_mnist::split::lr_server_score;
+
+use super::store::StoreError;
 
 /// The CNN's ReLU path a request asks for (its model name on the wire).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,10 +65,107 @@ pub(crate) trait Engine: Send + Sync {
     fn slots(&self) -> usize;
     /// The rotation steps the CNN's `relu` path needs keys for (`None`: no CNN is served).
     fn cnn_rotations(&self, relu: CnnRelu) -> Option<&[i64]>;
-    /// The CNN (`relu` path) on one batch of its input ciphertexts with the client's
-    /// evaluation keys: the scores ciphertext's bytes. Errors: no CNN served
-    /// ([`wgfhe::Error::InvalidField`]), and the library's on bad keys or ciphertexts.
-    fn cnn(&self, relu: CnnRelu, keys: &[u8], inputs: &[&[u8]]) -> wgfhe::Result<Vec<u8>>;
+    /// The CNN (`relu` path) on one batch of its input ciphertexts with the evaluation keys of
+    /// key set `id`: the scores ciphertext's bytes. The keys are those the engine holds parsed
+    /// ([`KeyCache`]), else `load`'s bytes, parsed and then held. Errors: no CNN served
+    /// ([`wgfhe::Error::InvalidField`]), `load`'s, and the library's on bad keys or ciphertexts.
+    fn cnn(&self, relu: CnnRelu, id: &str, load: LoadKeys<'_>, inputs: &[&[u8]]) -> Result<Vec<u8>, EngineError>;
+    /// Drops the parsed keys of `id` (a deleted key set).
+    fn forget_keys(&self, id: &str);
+    /// Bytes and key sets of the parsed keys held now.
+    fn resident_keys(&self) -> (u64, usize);
+}
+
+/// Reads a key set's bytes from the store (when the engine does not hold it parsed).
+pub(crate) type LoadKeys<'a> = &'a mut dyn FnMut() -> Result<Vec<u8>, StoreError>;
+
+/// What an engine call can fail with.
+#[derive(Debug)]
+pub(crate) enum EngineError {
+    /// Reading the key set from the store.
+    Store(StoreError),
+    /// The library.
+    Lib(wgfhe::Error),
+}
+
+impl From<wgfhe::Error> for EngineError {
+    fn from(e: wgfhe::Error) -> Self {
+        Self::Lib(e)
+    }
+}
+
+/// Parsed evaluation keys by key-set id, held on the engine's backend (on a GPU: in device
+/// memory) under a budget of their resident bytes: the least recently used leave first, and a
+/// key set larger than the budget is used and not held. Leaving the cache never touches the
+/// disk; a request drops nothing another request is using (the keys are shared).
+pub(crate) struct KeyCache<B: Backend> {
+    budget: u64,
+    inner: Mutex<CacheInner<B>>,
+}
+
+struct CacheInner<B: Backend> {
+    /// id -> (keys, resident bytes, last use tick).
+    map: HashMap<String, (Arc<EvaluationKeys<B>>, u64, u64)>,
+    tick: u64,
+    bytes: u64,
+}
+
+impl<B: Backend> KeyCache<B> {
+    /// An empty cache of `budget` bytes.
+    pub(crate) fn new(budget: u64) -> Self {
+        Self { budget, inner: Mutex::new(CacheInner { map: HashMap::new(), tick: 0, bytes: 0 }) }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, CacheInner<B>> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The keys of `id` if held (marked as used now).
+    pub(crate) fn get(&self, id: &str) -> Option<Arc<EvaluationKeys<B>>> {
+        let mut c = self.lock();
+        c.tick += 1;
+        let tick = c.tick;
+        c.map.get_mut(id).map(|(keys, _, t)| {
+            *t = tick;
+            Arc::clone(keys)
+        })
+    }
+
+    /// Holds `keys` (of `bytes` resident bytes) for `id`, evicting the least recently used
+    /// until they fit; not held if they alone exceed the budget.
+    pub(crate) fn insert(&self, id: &str, keys: Arc<EvaluationKeys<B>>, bytes: u64) {
+        let mut c = self.lock();
+        if let Some((_, old, _)) = c.map.remove(id) {
+            c.bytes = c.bytes.saturating_sub(old);
+        }
+        if bytes > self.budget {
+            return;
+        }
+        while c.bytes + bytes > self.budget {
+            let Some(oldest) = c.map.iter().min_by_key(|(_, (_, _, t))| *t).map(|(k, _)| k.clone()) else { break };
+            if let Some((_, old, _)) = c.map.remove(&oldest) {
+                c.bytes = c.bytes.saturating_sub(old);
+            }
+        }
+        c.tick += 1;
+        let tick = c.tick;
+        c.map.insert(id.to_owned(), (keys, bytes, tick));
+        c.bytes += bytes;
+    }
+
+    /// Drops the keys of `id`.
+    pub(crate) fn remove(&self, id: &str) {
+        let mut c = self.lock();
+        if let Some((_, old, _)) = c.map.remove(id) {
+            c.bytes = c.bytes.saturating_sub(old);
+        }
+    }
+
+    /// Resident bytes and key sets held.
+    pub(crate) fn resident(&self) -> (u64, usize) {
+        let c = self.lock();
+        (c.bytes, c.map.len())
+    }
 }
 
 /// One ReLU path's circuit, built at start, and its prepared plaintexts, kept between requests.
@@ -80,6 +180,8 @@ struct BgvEngine<B: Backend> {
     table: Option<CnnPath<B>>,
     /// The digit path; `None`: not served.
     digits: Option<CnnPath<B>>,
+    /// The parsed keys of the key sets used recently.
+    keys: KeyCache<B>,
 }
 
 impl<B: Backend> BgvEngine<B> {
@@ -114,11 +216,19 @@ impl<B: Backend> Engine for BgvEngine<B> {
         self.cnn_path(relu).map(|p| p.circuit.rotation_steps())
     }
 
-    fn cnn(&self, relu: CnnRelu, keys: &[u8], inputs: &[&[u8]]) -> wgfhe::Result<Vec<u8>> {
+    fn cnn(&self, relu: CnnRelu, id: &str, load: LoadKeys<'_>, inputs: &[&[u8]]) -> Result<Vec<u8>, EngineError> {
         let path = self
             .cnn_path(relu)
             .ok_or(wgfhe::Error::InvalidField { field: "model", reason: "this CNN path is not served" })?;
-        let keys = EvaluationKeys::from_bytes_as(self.bgv.backend(), keys, KeyForm::Expanded)?;
+        let keys = match self.keys.get(id) {
+            Some(keys) => keys,
+            None => {
+                let bytes = load().map_err(EngineError::Store)?;
+                let keys = Arc::new(EvaluationKeys::from_bytes_as(self.bgv.backend(), &bytes, KeyForm::Expanded)?);
+                self.keys.insert(id, Arc::clone(&keys), keys.resident_bytes(self.bgv.backend()));
+                keys
+            }
+        };
         let bxt = Bxt::new(&self.bgv, Variant::Cso);
         let cts = inputs.iter().map(|b| bxt.from_bytes(b)).collect::<wgfhe::Result<Vec<_>>>()?;
         let mut stats = CnnStats::default();
@@ -131,7 +241,15 @@ impl<B: Backend> Engine for BgvEngine<B> {
                 path.circuit.evaluate_with(&bxt, &keys, &cts, &mut own, &mut stats)?
             }
         };
-        self.bgv.ciphertext_to_bytes(&scores)
+        Ok(self.bgv.ciphertext_to_bytes(&scores)?)
+    }
+
+    fn forget_keys(&self, id: &str) {
+        self.keys.remove(id);
+    }
+
+    fn resident_keys(&self) -> (u64, usize) {
+        self.keys.resident()
     }
 }
 
@@ -141,7 +259,8 @@ impl<B: Backend> Engine for BgvEngine<B> {
 /// batch can reach): the table path must build and plan (its error is the start's); the digit
 /// path is served when it does, and otherwise left out (named on stderr), e.g. when its digits
 /// do not hold the model's bounds or its depth exhausts the noise budget at these parameters.
-pub(crate) struct OpenEngine<'a>(pub Option<&'a QuantCnn>);
+/// The second field is the budget of parsed keys held ([`KeyCache`]).
+pub(crate) struct OpenEngine<'a>(pub Option<&'a QuantCnn>, pub u64);
 
 impl BackendTask for OpenEngine<'_> {
     type Output = Box<dyn Engine>;
@@ -163,6 +282,6 @@ impl BackendTask for OpenEngine<'_> {
                 Err(e) => eprintln!("wgfhe serve: cnn-digits not served: {e}"),
             }
         }
-        Ok(Box::new(BgvEngine { bgv, table, digits }))
+        Ok(Box::new(BgvEngine { bgv, table, digits, keys: KeyCache::new(self.1) }))
     }
 }

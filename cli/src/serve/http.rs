@@ -19,9 +19,9 @@ use wgfhe::params::Parameters;
 use wgfhe_mnist::cnn::QuantCnn;
 use wgfhe_mnist::lr::QuantLr;
 
-use super::engine::{CnnRelu, Engine};
+use super::engine::{CnnRelu, Engine, EngineError};
 use super::metrics::Metrics;
-use super::store::{KeySet, Owner, Store, StoreError};
+use super::store::{Owner, Store, StoreError};
 use super::wire::{self, ApiError};
 
 /// The header naming the key set of an inference.
@@ -94,7 +94,8 @@ async fn observe(State(st): St, req: Request, next: Next) -> Response {
 }
 
 async fn metrics(State(st): St) -> impl IntoResponse {
-    let text = st.metrics.render(st.store.resident_bytes(), st.store.resident_sets());
+    let (bytes, sets) = st.engine.resident_keys();
+    let text = st.metrics.render(bytes, sets);
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text)
 }
 
@@ -246,13 +247,12 @@ async fn put_keys(State(st): St, headers: HeaderMap, b: Result<Bytes, BytesRejec
     Ok((StatusCode::CREATED, Json(serde_json::json!({"id": id, "bytes": size}))).into_response())
 }
 
-/// The key set `id` if the caller owns it: 404 unknown, 403 another caller's.
-fn owned(st: &AppState, id: &str, owner: &Owner) -> Result<Arc<KeySet>, ApiError> {
-    let set = st.store.get(id).map_err(store_err)?;
-    if &set.owner != owner {
+/// Whether the caller owns key set `id`: 404 unknown, 403 another caller's.
+fn owned(st: &AppState, id: &str, owner: &Owner) -> Result<(), ApiError> {
+    if &st.store.owner(id).map_err(store_err)? != owner {
         return Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", "the key set belongs to another token"));
     }
-    Ok(set)
+    Ok(())
 }
 
 async fn delete_keys(State(st): St, headers: HeaderMap, Path(id): Path<String>) -> Result<Response, ApiError> {
@@ -260,6 +260,7 @@ async fn delete_keys(State(st): St, headers: HeaderMap, Path(id): Path<String>) 
     let state = Arc::clone(&st);
     tokio::task::spawn_blocking(move || {
         owned(&state, &id, &owner)?;
+        state.engine.forget_keys(&id);
         state.store.delete(&id).map_err(store_err)
     })
     .await
@@ -289,7 +290,7 @@ async fn infer(
     let out = compute(&st, move || {
         // The key set must exist and be the caller's even where the model needs no key (the
         // LR): the binding is what stops one client spending another's slot.
-        let set = owned(&state, &id, &owner)?;
+        owned(&state, &id, &owner)?;
         let lib = |e: wgfhe::Error| ApiError::from_lib(&e);
         let score = match &model {
             Served::Lr(m) => {
@@ -298,7 +299,11 @@ async fn infer(
             }
             Served::Cnn(relu) => {
                 let inputs = wire::decode(&bytes, CNN_INPUTS)?;
-                state.engine.cnn(*relu, &set.keys, &inputs).map_err(lib)?
+                let mut load = || state.store.get(&id).map(|set| set.keys);
+                state.engine.cnn(*relu, &id, &mut load, &inputs).map_err(|e| match e {
+                    EngineError::Store(e) => store_err(e),
+                    EngineError::Lib(e) => lib(e),
+                })?
             }
         };
         Ok(wire::encode(&[score]))

@@ -61,8 +61,8 @@ impl Metrics {
         let gauges = [
             ("wgfhe_queue_depth", "Requests waiting for a compute slot.", self.queued.load(Ordering::Relaxed)),
             ("wgfhe_compute_in_flight", "Requests computing.", self.running.load(Ordering::Relaxed)),
-            ("wgfhe_resident_key_bytes", "Evaluation-key bytes held in memory.", resident_bytes),
-            ("wgfhe_resident_key_sets", "Key sets held in memory.", resident_sets as u64),
+            ("wgfhe_resident_key_bytes", "Parsed evaluation-key bytes held on the backend.", resident_bytes),
+            ("wgfhe_resident_key_sets", "Key sets held parsed on the backend.", resident_sets as u64),
             ("wgfhe_process_resident_bytes", "The process's resident set size.", rss_bytes()),
         ];
         for (name, help, v) in gauges {

@@ -63,7 +63,8 @@ pub(crate) struct ServeArgs {
     /// Largest request body, bytes.
     #[arg(long, default_value_t = 256 << 20)]
     max_body_bytes: usize,
-    /// Evaluation-key bytes held in memory; the least recently used leave memory first.
+    /// Bytes of parsed evaluation keys held on the backend (device memory on a GPU) between
+    /// requests; the least recently used key sets leave first (never the disk).
     #[arg(long, default_value_t = 4 << 30)]
     device_budget_bytes: u64,
     /// Accept an insecure test parameter set in `params.bin` (tests and demos only).
@@ -114,11 +115,12 @@ pub(crate) fn run(args: &ServeArgs) -> wgfhe::Result<()> {
         return Err(Error::InvalidField { field: "--models", reason: "holds neither lr.json nor cnn.json" });
     }
     let backend = crate::env::open_backend(args.backend)?;
-    let engine: Arc<dyn engine::Engine> =
-        Arc::from(backend.with_backend(RingContext::new(&params)?, engine::OpenEngine(cnn.as_deref()))?);
+    let engine: Arc<dyn engine::Engine> = Arc::from(
+        backend
+            .with_backend(RingContext::new(&params)?, engine::OpenEngine(cnn.as_deref(), args.device_budget_bytes))?,
+    );
     let store_dir = args.store.clone().unwrap_or_else(|| args.models.join("keys"));
-    let store = Store::open(&store_dir, args.device_budget_bytes)
-        .map_err(|e| Error::InvalidField { field: "store", reason: leak_reason(&e) })?;
+    let store = Store::open(&store_dir).map_err(|e| Error::InvalidField { field: "store", reason: leak_reason(&e) })?;
     let tokens = args.token_file.as_deref().map(tokens).transpose()?;
     let state = Arc::new(AppState {
         engine,

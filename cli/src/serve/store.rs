@@ -1,5 +1,7 @@
-//! Key sets: on disk (one file per key set, checksummed, written atomically) and in memory
-//! under a byte budget, the least recently used leaving memory first (never the disk).
+//! Key sets on disk: one file per key set, checksummed, written atomically. Only the owners of
+//! the key sets seen are held in memory; the parsed keys are held by the engine under the
+//! device budget ([`super::engine::KeyCache`]), the least recently used leaving the device
+//! first (never the disk).
 //!
 //! File layout (`<id>.keys`): the magic `WGFKEYS1` (8 bytes), the SHA-256 of the owner's token
 //! (32 bytes), the SHA-256 of the owner hash followed by the key bytes (32 bytes), then the
@@ -9,7 +11,7 @@ use std::collections::HashMap;
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 
 use rand::rngs::OsRng;
 use rand::TryRngCore;
@@ -42,18 +44,11 @@ pub(crate) enum StoreError {
     Random(String),
 }
 
-struct Lru {
-    /// id -> (key set, last use tick).
-    map: HashMap<String, (Arc<KeySet>, u64)>,
-    tick: u64,
-    bytes: u64,
-}
-
 /// The store.
 pub(crate) struct Store {
     dir: PathBuf,
-    budget: u64,
-    mem: Mutex<Lru>,
+    /// The owner of each key set seen since start (read from its file on first use).
+    owners: Mutex<HashMap<String, Owner>>,
 }
 
 /// Whether `id` is one [`Store::put`] makes (32 lowercase hex digits): nothing else reaches
@@ -78,24 +73,18 @@ fn io(e: &std::io::Error) -> StoreError {
 }
 
 impl Store {
-    /// A store in `dir` (created if absent) holding at most `budget` key bytes in memory.
-    pub(crate) fn open(dir: &Path, budget: u64) -> Result<Self, StoreError> {
+    /// A store in `dir` (created if absent).
+    pub(crate) fn open(dir: &Path) -> Result<Self, StoreError> {
         fs::create_dir_all(dir).map_err(|e| io(&e))?;
-        Ok(Self { dir: dir.to_owned(), budget, mem: Mutex::new(Lru { map: HashMap::new(), tick: 0, bytes: 0 }) })
+        Ok(Self { dir: dir.to_owned(), owners: Mutex::new(HashMap::new()) })
     }
 
     fn path(&self, id: &str) -> PathBuf {
         self.dir.join(format!("{id}.keys"))
     }
 
-    /// Key bytes held in memory now.
-    pub(crate) fn resident_bytes(&self) -> u64 {
-        self.mem.lock().unwrap_or_else(PoisonError::into_inner).bytes
-    }
-
-    /// Key sets held in memory now.
-    pub(crate) fn resident_sets(&self) -> usize {
-        self.mem.lock().unwrap_or_else(PoisonError::into_inner).map.len()
+    fn owners(&self) -> std::sync::MutexGuard<'_, HashMap<String, Owner>> {
+        self.owners.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Stores a key set (disk first, atomically: a temporary file, flushed, then renamed) and
@@ -123,67 +112,40 @@ impl Store {
             let _ = fs::remove_file(&tmp);
             return Err(io(&e));
         }
-        self.insert(&id, Arc::new(KeySet { owner, keys }));
+        self.owners().insert(id.clone(), owner);
         Ok(id)
     }
 
-    fn insert(&self, id: &str, set: Arc<KeySet>) {
-        let size = set.keys.len() as u64;
-        let mut mem = self.mem.lock().unwrap_or_else(PoisonError::into_inner);
-        if size > self.budget {
-            return;
-        }
-        // Evict the least recently used until the new set fits.
-        while mem.bytes + size > self.budget {
-            let Some(oldest) = mem.map.iter().min_by_key(|(_, (_, t))| *t).map(|(k, _)| k.clone()) else {
-                break;
-            };
-            if let Some((old, _)) = mem.map.remove(&oldest) {
-                mem.bytes = mem.bytes.saturating_sub(old.keys.len() as u64);
-            }
-        }
-        mem.tick += 1;
-        let tick = mem.tick;
-        if let Some((old, _)) = mem.map.insert(id.to_owned(), (set, tick)) {
-            mem.bytes = mem.bytes.saturating_sub(old.keys.len() as u64);
-        }
-        mem.bytes += size;
-    }
-
-    /// The key set `id`: from memory, or read back from disk (checksum checked) and cached.
-    pub(crate) fn get(&self, id: &str) -> Result<Arc<KeySet>, StoreError> {
+    /// The key set `id` read from disk, its checksum checked.
+    pub(crate) fn get(&self, id: &str) -> Result<KeySet, StoreError> {
         if !valid_id(id) {
             return Err(StoreError::NotFound);
-        }
-        {
-            let mut mem = self.mem.lock().unwrap_or_else(PoisonError::into_inner);
-            mem.tick += 1;
-            let tick = mem.tick;
-            if let Some((set, t)) = mem.map.get_mut(id) {
-                *t = tick;
-                return Ok(Arc::clone(set));
-            }
         }
         let data = match fs::read(self.path(id)) {
             Ok(d) => d,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(StoreError::NotFound),
             Err(e) => return Err(io(&e)),
         };
-        let set = Arc::new(parse(&data)?);
-        self.insert(id, Arc::clone(&set));
+        let set = parse(&data)?;
+        self.owners().insert(id.to_owned(), set.owner);
         Ok(set)
     }
 
-    /// Deletes `id` from memory and disk; `Ok(false)` if there was none.
+    /// The owner of `id`: from memory, or from its file (read whole, checksum checked) the
+    /// first time.
+    pub(crate) fn owner(&self, id: &str) -> Result<Owner, StoreError> {
+        if let Some(o) = self.owners().get(id) {
+            return Ok(*o);
+        }
+        self.get(id).map(|set| set.owner)
+    }
+
+    /// Deletes `id` from disk (and its owner from memory).
     pub(crate) fn delete(&self, id: &str) -> Result<(), StoreError> {
         if !valid_id(id) {
             return Err(StoreError::NotFound);
         }
-        let mut mem = self.mem.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((old, _)) = mem.map.remove(id) {
-            mem.bytes = mem.bytes.saturating_sub(old.keys.len() as u64);
-        }
-        drop(mem);
+        self.owners().remove(id);
         match fs::remove_file(self.path(id)) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(StoreError::NotFound),
