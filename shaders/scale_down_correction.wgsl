@@ -4,14 +4,14 @@
 // -delta D^{-1}. The digits are read from `src`: computed by scale_down_digits.wgsl (staged,
 // prime by prime with several primes: src is its scratch, digit s at limb s) or inline from the
 // dropped residues (src is the input, y_s = [x_s f_s]_{d_s} with x_s at the step's input limb).
-// One invocation per coefficient and tile of 8 kept limbs (two vec4 accumulators,
+// One invocation per polynomial, coefficient and tile of 8 kept limbs (two vec4 accumulators,
 // shared/zq4.wgsl): it reads (and, inline, scales) each digit once for the whole tile. The last
 // tile is padded with lanes of modulus 1 and zero constants, which are not written.
-// params: [log_n, total = tiles * N, steps S, keep K, tri_base, keep_base, poly, inline];
+// params: [log_n, total = polys * tiles * N, steps S, keep K, tri_base, keep_base, tiles, inline];
 // table: steps as in scale_down_digits.wgsl ([d_s, input limb, f_s, its Shoup]); at keep_base,
 // per tile (stride 8 + 24 S): the 8 lanes' [k_i], then per step s the 8 lanes' [-w_si],
 // [its Shoup], [d_s w_si].
-// src: per polynomial S limbs; out: K limbs, the correction of polynomial `poly`.
+// src: per polynomial S limbs; out: per polynomial K limbs, its correction.
 @group(0) @binding(0) var<storage, read> params: array<u32>;
 @group(0) @binding(1) var<storage, read> table: array<u32>;
 @group(0) @binding(2) var<storage, read> src: array<u32>;
@@ -27,15 +27,18 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if (idx >= params[1]) { return; }
     let log_n = params[0];
     let n = 1u << log_n;
-    let c = idx & (n - 1u);
+    let per_poly = params[6] << log_n;
+    let poly = idx / per_poly;
+    let rest = idx - poly * per_poly;
+    let c = rest & (n - 1u);
     let steps = params[2];
-    let tile = idx >> log_n;
+    let tile = rest >> log_n;
     let i0 = tile * 8u;
     let cnt = min(8u, params[3] - i0);
     let tb = params[5] + tile * (8u + 24u * steps);
     let k_lo = lanes(tb);
     let k_hi = lanes(tb + 4u);
-    let base = params[6] * steps * n + c;
+    let base = poly * steps * n + c;
     var acc_lo = vec4<u32>(0u);
     var acc_hi = vec4<u32>(0u);
     for (var s = 0u; s < steps; s = s + 1u) {
@@ -54,7 +57,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
             acc_hi = mod_add4(acc_hi, lanes(e + 20u), k_hi);
         }
     }
-    let o = i0 * n + c;
+    let o = (poly * params[3] + i0) * n + c;
     for (var t = 0u; t < min(cnt, 4u); t = t + 1u) {
         out[o + t * n] = acc_lo[t];
     }

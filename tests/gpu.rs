@@ -137,6 +137,7 @@ fn run_fused<B: Backend>(be: &B, basis: &[usize], specs: &[Spec], outputs: &[(Ex
                 basis: basis.as_slice(),
                 format: *format,
                 traffic: Traffic::Ciphertext,
+                limb_offset: 0,
             },
             Spec::Uniform { seed, purpose, index } => {
                 Operand::Uniform { seed: *seed, purpose: *purpose, index: *index }
@@ -442,9 +443,13 @@ fn fused_sixteen_input_sum_is_one_dispatch() {
             .iter()
             .zip(&bufs)
             .map(|(s, b)| match s {
-                Spec::Buffer { basis, format, .. } => {
-                    Operand::Buffer { buf: b.as_ref().unwrap(), basis, format: *format, traffic: Traffic::Ciphertext }
-                }
+                Spec::Buffer { basis, format, .. } => Operand::Buffer {
+                    buf: b.as_ref().unwrap(),
+                    basis,
+                    format: *format,
+                    traffic: Traffic::Ciphertext,
+                    limb_offset: 0,
+                },
                 Spec::Scalar(s) => Operand::Scalar(s.clone()),
                 Spec::Uniform { .. } => unreachable!(),
             })
@@ -485,9 +490,13 @@ fn fused_programs_beyond_the_binding_limit() {
         .iter()
         .zip(&bufs)
         .map(|(s, b)| match s {
-            Spec::Buffer { basis, format, .. } => {
-                Operand::Buffer { buf: b.as_ref().unwrap(), basis, format: *format, traffic: Traffic::Ciphertext }
-            }
+            Spec::Buffer { basis, format, .. } => Operand::Buffer {
+                buf: b.as_ref().unwrap(),
+                basis,
+                format: *format,
+                traffic: Traffic::Ciphertext,
+                limb_offset: 0,
+            },
             Spec::Scalar(s) => Operand::Scalar(s.clone()),
             Spec::Uniform { .. } => unreachable!(),
         })
@@ -807,7 +816,8 @@ fn hmult_with_relinearisation_is_at_most_two_submissions() {
             bgv.backend().synchronize().unwrap();
             let all = dev.counters() - before;
             assert!(all.submissions <= 2, "{}: HMULT took {} submissions: {all:?}", p.name(), all.submissions);
-            assert!(during.dispatches > 10, "{all:?}");
+            // Dispatches are counted as they are recorded (the wait adds none).
+            assert!(during.dispatches > 0 && during.dispatches == all.dispatches, "{all:?}");
             assert_eq!(all.readbacks, 0);
             let got = bgv.encoder().decode(&bgv.decrypt(&sk, &prod).unwrap()).unwrap();
             assert_eq!(got[..4], [5, 12, 21, 65533]);

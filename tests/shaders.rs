@@ -198,7 +198,8 @@ fn generated_sources(log_ns: &[u32], arithmetic: Arithmetic) -> Vec<(String, Str
     let basis = [0usize, 1];
     let wide = [2usize, 1, 0];
     let seeded = |index| Operand::Uniform { seed: [7; 32], purpose: Purpose::CiphertextA, index };
-    let stored = |format| Operand::Buffer { buf: &buf, basis: &wide, format, traffic: Traffic::Ciphertext };
+    let stored =
+        |format| Operand::Buffer { buf: &buf, basis: &wide, format, traffic: Traffic::Ciphertext, limb_offset: 0 };
     let l = Expr::load;
     let mut operands: Vec<Operand<'_, CpuBackend>> =
         vec![stored(Format::Words), stored(Format::Packed), seeded(0), Operand::Scalar(vec![1, 2]), seeded(1)];
@@ -258,8 +259,8 @@ fn generated_fused_kernels_validate() {
 
 fn clone_operand<'a>(op: &Operand<'a, CpuBackend>) -> Operand<'a, CpuBackend> {
     match op {
-        Operand::Buffer { buf, basis, format, traffic } => {
-            Operand::Buffer { buf: *buf, basis, format: *format, traffic: *traffic }
+        Operand::Buffer { buf, basis, format, traffic, limb_offset } => {
+            Operand::Buffer { buf: *buf, basis, format: *format, traffic: *traffic, limb_offset: *limb_offset }
         }
         Operand::Uniform { seed, purpose, index } => Operand::Uniform { seed: *seed, purpose: *purpose, index: *index },
         Operand::Scalar(s) => Operand::Scalar(s.clone()),

@@ -196,7 +196,7 @@ fn run_fused<B: Backend>(
         .zip(&bufs)
         .map(|(i, b)| match (i, b) {
             (FusedInput::Buffer { basis, format, .. }, Some(buf)) => {
-                Ok(Operand::Buffer { buf, basis, format: *format, traffic: Traffic::Ciphertext })
+                Ok(Operand::Buffer { buf, basis, format: *format, traffic: Traffic::Ciphertext, limb_offset: 0 })
             }
             (FusedInput::Uniform { seed, purpose, index }, _) => {
                 Ok(Operand::Uniform { seed: *seed, purpose: *purpose, index: *index })
@@ -398,15 +398,11 @@ pub(crate) fn kernel_checks<R: Backend, C: Backend>(reference: &R, candidate: &C
                             twice(
                                 format!("scale_down_correction drop={drop} t={t:?} {rounding:?} polys={polys}"),
                                 &|| {
-                                    let out = candidate.scale_down_correction(&cd, keep, dropped, t, rounding)?;
-                                    Ok(out.iter().map(|o| candidate.download(o)).collect::<Result<Vec<_>>>()?.concat())
+                                    candidate
+                                        .download(&candidate.scale_down_correction(&cd, keep, dropped, t, rounding)?)
                                 },
                                 reference
-                                    .scale_down_correction(&rd, keep, dropped, t, rounding)?
-                                    .iter()
-                                    .map(|o| reference.download(o))
-                                    .collect::<Result<Vec<_>>>()?
-                                    .concat(),
+                                    .download(&reference.scale_down_correction(&rd, keep, dropped, t, rounding)?)?,
                             )?;
                         }
                     }

@@ -253,21 +253,22 @@ impl Backend for CpuBackend {
         drop: &[usize],
         t: Option<u32>,
         rounding: Rounding,
-    ) -> Result<Vec<Vec<u32>>> {
+    ) -> Result<Vec<u32>> {
         let rc = self.ctx.rounding_correction(keep, drop, t, rounding)?;
         let n = self.ctx.n();
         let per = drop.len() * n;
         if per == 0 || dropped.is_empty() || !dropped.len().is_multiple_of(per) {
             return Err(Error::DimensionMismatch { what: "dropped limbs", expected: per, found: dropped.len() });
         }
+        let mut out = vec![0u32; dropped.len() / per * keep.len() * n];
+        if keep.is_empty() {
+            return Ok(out);
+        }
         dropped
             .par_chunks_exact(per)
-            .map(|x| {
-                let mut out = vec![0u32; keep.len() * n];
-                rc.apply(x, n, &mut out)?;
-                Ok(out)
-            })
-            .collect()
+            .zip(out.par_chunks_exact_mut(keep.len() * n))
+            .try_for_each(|(x, o)| rc.apply(x, n, o))?;
+        Ok(out)
     }
 
     fn key_switch_inner_product(&self, input: &InnerProductInput<'_, Vec<u32>>) -> Result<InnerProductSums<Vec<u32>>> {

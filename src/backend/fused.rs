@@ -65,6 +65,10 @@ pub enum Operand<'a, B: Backend> {
         format: Format,
         /// Ledger class.
         traffic: Traffic,
+        /// Limbs of `buf` before the operand's first (a view of one polynomial in a buffer of
+        /// several, as [`crate::backend::Backend::scale_down_correction`] returns them); `Words`
+        /// only, 0 for packed operands.
+        limb_offset: usize,
     },
     /// Uniform residues of the generator-2 streams `(seed, purpose, index, q)`, regenerated.
     Uniform {
@@ -213,9 +217,13 @@ impl<'a, B: Backend> Program<'a, B> {
                 .operands
                 .iter()
                 .map(|op| match op {
-                    Operand::Buffer { buf, basis, format, traffic } => {
-                        Operand::Buffer { buf: *buf, basis, format: *format, traffic: *traffic }
-                    }
+                    Operand::Buffer { buf, basis, format, traffic, limb_offset } => Operand::Buffer {
+                        buf: *buf,
+                        basis,
+                        format: *format,
+                        traffic: *traffic,
+                        limb_offset: *limb_offset,
+                    },
                     Operand::Uniform { seed, purpose, index } => {
                         Operand::Uniform { seed: *seed, purpose: *purpose, index: *index }
                     }
@@ -292,11 +300,23 @@ impl<B: Backend> Program<'_, B> {
         }
         for op in &self.operands {
             match op {
-                Operand::Buffer { buf, basis, format, .. } => {
+                Operand::Buffer { buf, basis, format, limb_offset, .. } => {
                     crate::ring::positions_in(basis, self.basis)?;
                     let want = buffer_words(ctx, basis, *format)?;
                     let found = backend.len(buf);
-                    if found != want {
+                    // Words may be a view of one polynomial in a buffer of several of its size
+                    // (one after another): the view starts at a polynomial and lies inside.
+                    // Packed operands are whole buffers.
+                    let fits = match format {
+                        Format::Words => {
+                            let start = limb_offset.checked_mul(ctx.n());
+                            want > 0
+                                && found.is_multiple_of(want)
+                                && start.is_some_and(|s| s.is_multiple_of(want) && s + want <= found)
+                        }
+                        Format::Packed => *limb_offset == 0 && found == want,
+                    } || (want == 0 && found == 0 && *limb_offset == 0);
+                    if !fits {
                         return Err(Error::DimensionMismatch { what: "fused operand", expected: want, found });
                     }
                 }

@@ -568,8 +568,8 @@ impl<B: Backend> Ledger<B> {
                     bytes_written: p * (k * n * WORD + scratch),
                     table_bytes: table,
                     modmuls: p * (d + tri + k * d) * n,
-                    // The staged digits once for all polynomials, then a correction per polynomial.
-                    gpu_dispatches: if k > 0 { u64::from(staged) + p } else { 0 },
+                    // The staged digits, then the corrections, each once for all polynomials.
+                    gpu_dispatches: if k > 0 && p > 0 { u64::from(staged) + 1 } else { 0 },
                     ..Record::default()
                 }
             }

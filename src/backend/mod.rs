@@ -103,8 +103,9 @@ pub trait Backend: Send + Sync + Sized + 'static {
     /// `scale_down_correction`: the divide-and-round correction `corr = [-delta D^{-1}]_{k_i}`
     /// over the primes `keep` ([`crate::math::rounding`]) of every polynomial whose dropped
     /// limbs `dropped` holds: Coeff limbs over `drop`, one polynomial after another (the number
-    /// of polynomials is the buffer's length over `drop.len() N`). Returns one Coeff buffer over
-    /// `keep` per polynomial; `x D^{-1} + corr` is then the divided `x` (in either domain once
+    /// of polynomials is the buffer's length over `drop.len() N`). Returns the corrections in
+    /// one buffer, Coeff limbs over `keep`, one polynomial after another (so that one transform
+    /// call handles them all); `x D^{-1} + corr` is then the divided `x` (in either domain once
     /// `corr` is transformed). `t` selects the BGV rounding that keeps the plaintext mod `t`;
     /// `rounding` joint (ModDown) or prime by prime (modulus switching, rescaling).
     fn scale_down_correction(
@@ -114,7 +115,7 @@ pub trait Backend: Send + Sync + Sized + 'static {
         drop: &[usize],
         t: Option<u32>,
         rounding: Rounding,
-    ) -> Result<Vec<Self::Buffer>>;
+    ) -> Result<Self::Buffer>;
 
     /// `key_switch_inner_product`: `(sum_j d_j b_j, sum_j d_j a_j)` in the Eval domain over
     /// `q_basis ++ p_basis`, all digits in one call: digit `j` is read from `c` at its own primes

@@ -190,13 +190,13 @@ impl Backend for ShapeBackend {
         drop: &[usize],
         _t: Option<u32>,
         _rounding: Rounding,
-    ) -> Result<Vec<ShapeBuffer>> {
+    ) -> Result<ShapeBuffer> {
         let per = self.limbs(drop)?;
         let keep_words = self.limbs(keep)?;
         if per == 0 || !dropped.words.is_multiple_of(per) {
             return Err(Error::DimensionMismatch { what: "dropped limbs", expected: per, found: dropped.words });
         }
-        Ok((0..dropped.words / per).map(|_| self.buffer(keep_words)).collect())
+        Ok(self.buffer(dropped.words / per * keep_words))
     }
 
     fn key_switch_inner_product(

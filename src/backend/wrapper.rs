@@ -316,7 +316,7 @@ impl<W: BackendWrapper> Backend for W {
         drop: &[usize],
         t: Option<u32>,
         rounding: Rounding,
-    ) -> Result<Vec<Self::Buffer>> {
+    ) -> Result<Self::Buffer> {
         let per = drop.len() * self.context().n();
         let polys = self.inner().len(dropped).checked_div(per).unwrap_or(0);
         self.dispatch(&Kernel::ScaleDownCorrection { keep, drop, t, rounding, polys }, |k| {

@@ -337,6 +337,7 @@ impl<B: Backend> Ckks<B> {
                         basis: c0.basis(),
                         format: Format::Words,
                         traffic: Traffic::Ciphertext,
+                        limb_offset: 0,
                     },
                     Operand::Scalar(residues),
                 ],

@@ -434,7 +434,7 @@ impl<'a, B: Backend> ProgramBuilder<'a, B> {
                 }
             }
         }
-        self.push(Operand::Buffer { buf, basis, format, traffic })
+        self.push(Operand::Buffer { buf, basis, format, traffic, limb_offset: 0 })
     }
 
     /// A stored polynomial.

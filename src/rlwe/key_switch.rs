@@ -201,15 +201,12 @@ pub(crate) fn inner_product_mod_down<'a, B: Backend>(
     let mut p = sums.p;
     let pp: Vec<usize> = p_basis.iter().chain(p_basis.iter()).copied().collect();
     backend.ntt_inverse(&mut p, &pp)?;
-    let mut corrections = backend.scale_down_correction(&p, q_basis, &p_basis, t, Rounding::Joint)?.into_iter();
+    // Both polynomials' corrections in one buffer: one correction dispatch, one transform call.
+    let corrections = backend.scale_down_correction(&p, q_basis, &p_basis, t, Rounding::Joint)?;
     drop(p);
-    let mut finishes = Vec::with_capacity(2);
-    for x in [&sums.q0, &sums.q1] {
-        let correction =
-            corrections.next().ok_or(Error::KeyDimensions { reason: "key switch produced no correction" })?;
-        finishes.push(Finish { x, basis: c.basis(), correction });
-    }
-    let mut out = finish(backend, c.basis(), &p_basis, finishes, epilogue)?.into_iter();
+    let finishes =
+        [&sums.q0, &sums.q1].into_iter().enumerate().map(|(index, x)| Finish { x, basis: c.basis(), index }).collect();
+    let mut out = finish(backend, c.basis(), &p_basis, finishes, vec![corrections], true, epilogue)?.into_iter();
     match (out.next(), out.next()) {
         (Some(d0), Some(d1)) => Ok([d0, d1]),
         _ => Err(Error::KeyDimensions { reason: "key switch produced no output" }),

@@ -65,6 +65,7 @@ impl<'a, B: Backend> Epilogue<'a, B> {
                     basis: a.poly.basis(),
                     format: Format::Words,
                     traffic: Traffic::Ciphertext,
+                    limb_offset: 0,
                 });
                 let load = Expr::load(operands.len() - 1);
                 match a.galois {
@@ -93,21 +94,29 @@ fn shift(e: &Expr, by: usize) -> Expr {
 }
 
 /// One polynomial to finish: `x` (Eval, over `basis`, which contains the kept primes) and its
-/// correction (Coeff, over the kept primes; transformed here).
+/// correction, polynomial `index` of a [`Corrections`] buffer.
 pub(crate) struct Finish<'a, B: Backend> {
     pub(crate) x: &'a B::Buffer,
     pub(crate) basis: &'a [usize],
-    pub(crate) correction: B::Buffer,
+    pub(crate) index: usize,
 }
 
-/// Transforms every correction over `keep` and returns `x D^{-1} + corr` plus the epilogue's
+/// Corrections (Coeff, over the kept primes, one polynomial after another, as
+/// [`Backend::scale_down_correction`] returns them): transformed here, in one call per buffer.
+pub(crate) type Corrections<B> = Vec<<B as Backend>::Buffer>;
+
+/// Transforms every correction over `keep` (one transform call per buffer of `corrections`,
+/// whatever its number of polynomials) and returns `x D^{-1} + corr` plus the epilogue's
 /// addend for each polynomial, stored as the epilogue says, `D` the product of `drop`: all
-/// outputs of one fused program.
+/// outputs of one fused program. `polys[i].index` is the polynomial's correction in
+/// `corrections[i]`.
 pub(crate) fn finish<'a, B: Backend>(
     backend: &B,
     keep: &'a [usize],
     drop: &[usize],
     polys: Vec<Finish<'a, B>>,
+    mut corrections: Corrections<B>,
+    shared: bool,
     epilogue: Epilogue<'a, B>,
 ) -> Result<Vec<B::Buffer>> {
     let ctx = backend.context();
@@ -120,26 +129,35 @@ pub(crate) fn finish<'a, B: Backend>(
     }
     // D^{-1} mod k_i does not depend on the rounding or on t.
     let d_inv = ctx.rounding_correction(keep, drop, None, Rounding::Joint)?.d_inv().to_vec();
-    let mut polys = polys;
-    for p in &mut polys {
-        backend.ntt_forward(&mut p.correction, keep)?;
+    let words = keep.len() * ctx.n();
+    for c in &mut corrections {
+        let count = if words == 0 { 0 } else { backend.len(c) / words };
+        let repeated: Vec<usize> = (0..count).flat_map(|_| keep.iter().copied()).collect();
+        backend.ntt_forward(c, &repeated)?;
     }
     let mut operands = vec![Operand::Scalar(d_inv)];
     operands.extend(epilogue.operands);
     let mut outputs = Vec::with_capacity(polys.len());
-    for (p, (addend, format)) in polys.iter().zip(epilogue.outputs) {
+    for (i, (p, (addend, format))) in polys.iter().zip(epilogue.outputs).enumerate() {
         let x = operands.len();
+        let buf = corrections.get(if shared { 0 } else { i }).ok_or(Error::DimensionMismatch {
+            what: "corrections",
+            expected: polys.len(),
+            found: corrections.len(),
+        })?;
         operands.push(Operand::Buffer {
             buf: p.x,
             basis: p.basis,
             format: Format::Words,
             traffic: Traffic::Ciphertext,
+            limb_offset: 0,
         });
         operands.push(Operand::Buffer {
-            buf: &p.correction,
+            buf,
             basis: keep,
             format: Format::Words,
             traffic: Traffic::Ciphertext,
+            limb_offset: p.index * keep.len(),
         });
         let mut terms = vec![Expr::mul(Expr::load(x), Expr::load(0)), Expr::load(x + 1)];
         terms.extend(addend.map(|e| shift(&e, 1)));
@@ -172,16 +190,14 @@ pub fn drop_primes<B: Backend>(
     let (keep, drop) = basis.split_at(len - count);
     let positions: Vec<usize> = (len - count..len).collect();
     let mut finishes = Vec::with_capacity(polys.len());
+    let mut corrections = Vec::with_capacity(polys.len());
     for p in polys {
         let mut dropped = backend.gather_limbs(p.buffer(), &positions)?;
         backend.ntt_inverse(&mut dropped, drop)?;
-        let correction = backend
-            .scale_down_correction(&dropped, keep, drop, t, Rounding::PrimeByPrime)?
-            .pop()
-            .ok_or(Error::DimensionMismatch { what: "corrections", expected: 1, found: 0 })?;
-        finishes.push(Finish { x: p.buffer(), basis: &basis, correction });
+        corrections.push(backend.scale_down_correction(&dropped, keep, drop, t, Rounding::PrimeByPrime)?);
+        finishes.push(Finish { x: p.buffer(), basis: &basis, index: 0 });
     }
-    let out = finish(backend, keep, drop, finishes, Epilogue::none(polys.len()))?;
+    let out = finish(backend, keep, drop, finishes, corrections, false, Epilogue::none(polys.len()))?;
     let keep: crate::ring::Basis = keep.into();
     out.into_iter().map(|buf| RnsPoly::from_buffer(backend, buf, keep.clone())).collect()
 }

@@ -128,14 +128,15 @@ fn load_limb<'p>(
 ) -> Result<Loaded<'p>> {
     let op = program.operands.get(i).ok_or_else(missing_operand)?;
     match op {
-        Operand::Buffer { buf, basis, format, .. } => {
+        Operand::Buffer { buf, basis, format, limb_offset, .. } => {
             let pos = basis.iter().position(|&b| b == prime).ok_or(Error::DimensionMismatch {
                 what: "fused operand basis",
                 expected: program.basis.len(),
                 found: basis.len(),
             })?;
+            let at = limb_offset + pos;
             match format {
-                Format::Words => buf.get(pos * n..(pos + 1) * n).map(|v| Loaded::Limb(Cow::Borrowed(v))).ok_or(
+                Format::Words => buf.get(at * n..(at + 1) * n).map(|v| Loaded::Limb(Cow::Borrowed(v))).ok_or(
                     Error::DimensionMismatch { what: "fused operand", expected: basis.len() * n, found: buf.len() },
                 ),
                 Format::Packed => {

@@ -707,7 +707,7 @@ pub(super) fn fused(be: &GpuBackend, program: &Program<'_, GpuBackend>) -> Resul
             for (&i, layout) in plan.operands.iter().zip(&layouts) {
                 let op = program.operands.get(i).ok_or(Error::SizeOverflow { what: "fused operands" })?;
                 match op {
-                    Operand::Buffer { basis, .. } => {
+                    Operand::Buffer { basis, limb_offset, .. } => {
                         let pos = basis.iter().position(|&b| b == prime).ok_or(Error::DimensionMismatch {
                             what: "fused operand basis",
                             expected: program.basis.len(),
@@ -718,7 +718,7 @@ pub(super) fn fused(be: &GpuBackend, program: &Program<'_, GpuBackend>) -> Resul
                                 .get(pos)
                                 .map(|&(start, _)| start)
                                 .ok_or(Error::SizeOverflow { what: "packed layout" })?,
-                            None => pos * n,
+                            None => (limb_offset + pos) * n,
                         };
                         params.push(word(start, "fused operand offset")?);
                     }
@@ -783,7 +783,13 @@ mod tests {
             basis,
             operands: bufs
                 .iter()
-                .map(|b| Operand::Buffer { buf: b, basis, format: Format::Words, traffic: Traffic::Ciphertext })
+                .map(|b| Operand::Buffer {
+                    buf: b,
+                    basis,
+                    format: Format::Words,
+                    traffic: Traffic::Ciphertext,
+                    limb_offset: 0,
+                })
                 .chain([
                     Operand::Scalar(vec![1; basis.len()]),
                     Operand::Uniform { seed: [3; 32], purpose: crate::math::sampling::Purpose::CiphertextA, index: 0 },
@@ -816,6 +822,7 @@ mod tests {
             basis: &basis[..],
             format: Format::Words,
             traffic: Traffic::Ciphertext,
+            limb_offset: 0,
         }];
         let mut sum = vec![Expr::load(0)];
         for m in 0..terms {

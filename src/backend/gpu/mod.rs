@@ -205,6 +205,7 @@ impl Backend for GpuBackend {
             basis,
             format: Format::Words,
             traffic: Traffic::Ciphertext,
+            limb_offset: 0,
         });
         let l = Expr::load;
         let program = Program {
@@ -264,7 +265,7 @@ impl Backend for GpuBackend {
         drop: &[usize],
         t: Option<u32>,
         rounding: Rounding,
-    ) -> Result<Vec<GpuBuffer>> {
+    ) -> Result<GpuBuffer> {
         rns_kernels::scale_down_correction(self, dropped, keep, drop, t, rounding)
     }
 

@@ -164,7 +164,7 @@ pub(super) fn base_convert(
 }
 
 /// `scale_down_digits.wgsl` (prime by prime with several primes) and
-/// `scale_down_correction.wgsl` (one dispatch per polynomial), with the tables of
+/// `scale_down_correction.wgsl` (one dispatch for every polynomial), with the tables of
 /// [`crate::math::rounding::RoundingCorrection`] (resident).
 pub(super) fn scale_down_correction(
     be: &GpuBackend,
@@ -173,7 +173,7 @@ pub(super) fn scale_down_correction(
     drop: &[usize],
     t: Option<u32>,
     rounding: Rounding,
-) -> Result<Vec<GpuBuffer>> {
+) -> Result<GpuBuffer> {
     let rc = be.ctx.rounding_correction(keep, drop, t, rounding)?;
     let n = be.n();
     let per = drop.len() * n;
@@ -236,15 +236,15 @@ pub(super) fn scale_down_correction(
         None
     };
     let src = scratch.as_ref().map_or(&dropped.buf, |s| &s.buf);
-    let threads = keep.len().div_ceil(TILE) * n;
-    (0..polys)
-        .map(|poly| {
-            let out = be.output(keep.len() * n)?;
-            let head = [be.log_n(), be.total(threads)?];
-            let tail = [count(poly, "scale_down polynomials")?, u32::from(!staged)];
-            let params = [&head[..], &shape, &tail].concat();
-            be.dev.dispatch(&SCALE_DOWN_CORRECTION, &params, &[&*table, src, &out.buf], threads as u64)?;
-            Ok(out)
-        })
-        .collect()
+    let out = be.output(polys * keep.len() * n)?;
+    if keep.is_empty() {
+        return Ok(out);
+    }
+    let tiles = keep.len().div_ceil(TILE);
+    let threads = polys * tiles * n;
+    let head = [be.log_n(), be.total(threads)?];
+    let tail = [count(tiles, "scale_down tiles")?, u32::from(!staged)];
+    let params = [&head[..], &shape, &tail].concat();
+    be.dev.dispatch(&SCALE_DOWN_CORRECTION, &params, &[&*table, src, &out.buf], threads as u64)?;
+    Ok(out)
 }
