@@ -119,7 +119,10 @@ fn bad_inputs_are_typed_errors() {
     assert!(matches!(Bootstrapper::new(&single, BootConfig::new(512)), Err(Error::InvalidParameters { .. })));
     assert!(Bootstrapper::new(&ckks, BootConfig { slots: 1024, ..BootConfig::new(512) }).is_err());
     assert!(Bootstrapper::new(&ckks, BootConfig { log_ratio: f64::NAN, ..BootConfig::new(512) }).is_err());
-    assert!(Bootstrapper::new(&ckks, BootConfig { cts_levels: 30, ..BootConfig::new(512) }).is_err());
+    assert!(matches!(
+        Bootstrapper::new(&ckks, BootConfig { cts_levels: 30, ..BootConfig::new(512) }),
+        Err(Error::DepthExhausted { .. })
+    ));
     let boot = Bootstrapper::new(&ckks, BootConfig::new(64)).unwrap();
     let sk = ckks.gen_secret_key_from_seed(&[1; 32]).unwrap();
     let keys = boot.gen_keys(&ckks, &sk, Some(&[2; 32])).unwrap();

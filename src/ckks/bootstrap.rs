@@ -158,7 +158,8 @@ pub struct Bootstrapper {
 
 impl Bootstrapper {
     /// The plan for `ckks` (its policy must be [`ScalePolicy::Double`]). Errors:
-    /// [`Error::InvalidParameters`] for another policy or a chain too short for the levels,
+    /// [`Error::InvalidParameters`] for another policy, [`Error::DepthExhausted`] for a chain too
+    /// short for the levels (the level it ran out at and the primes still wanted),
     /// [`Error::InvalidField`] for EvalMod parameters out of range, and those of
     /// [`BootTransforms::new`].
     pub fn new<B: Backend>(ckks: &Ckks<B>, config: BootConfig) -> Result<Self> {
@@ -180,7 +181,7 @@ impl Bootstrapper {
         let ratio = config.log_ratio.exp2();
         let cts_out = top
             .checked_sub(ppl * config.cts_levels)
-            .ok_or(Error::InvalidParameters { reason: "chain too short for CoeffToSlot".into() })?;
+            .ok_or(Error::DepthExhausted { level: top, wanted: ppl * config.cts_levels })?;
         // EvalMod's output scale is fixed below; the input scale and depth do not depend on it.
         let probe = EvalModParams::new(config.k, config.double_angle, config.degree, ratio, 1.0)?;
         let s_in = ckks.eval_mod_input_scale(&probe, cts_out)?;
@@ -188,7 +189,7 @@ impl Bootstrapper {
         let out_level = eval_out
             .checked_sub(ppl * config.stc_levels)
             .filter(|&l| l > BASE_PRIMES - 1 + ppl)
-            .ok_or(Error::InvalidParameters { reason: "chain too short for bootstrapping".into() })?;
+            .ok_or(Error::DepthExhausted { level: eval_out, wanted: ppl * config.stc_levels + BASE_PRIMES + ppl })?;
         let out_scale = ckks.next_rescale_divisor(out_level)? * config.output_scale_factor;
         let s_out = out_scale / ratio;
         let eval_mod = EvalModParams::new(config.k, config.double_angle, config.degree, ratio, s_out)?;
