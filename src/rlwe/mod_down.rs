@@ -131,7 +131,7 @@ pub(crate) fn finish<'a, B: Backend>(
     let d_inv = ctx.rounding_correction(keep, drop, None, Rounding::Joint)?.d_inv().to_vec();
     let words = keep.len() * ctx.n();
     for c in &mut corrections {
-        let count = if words == 0 { 0 } else { backend.len(c) / words };
+        let count = backend.len(c).checked_div(words).unwrap_or_default();
         let repeated: Vec<usize> = (0..count).flat_map(|_| keep.iter().copied()).collect();
         backend.ntt_forward(c, &repeated)?;
     }
