@@ -105,8 +105,12 @@ pub struct StageRow {
     pub basis_conversion: Option<f64>,
     /// Share in the key-switching inner product.
     pub key_switch: Option<f64>,
-    /// Dispatches (one hop).
-    pub dispatches: usize,
+    /// Backend calls (ledger records: kernels, copies, clears; an NTT of two memory passes is
+    /// one call), one hop.
+    pub calls: usize,
+    /// GPU compute dispatches of those calls (the ledger's model of the GPU engine, one per
+    /// NTT memory pass), one hop.
+    pub gpu_dispatches: u64,
 }
 
 /// Worst-slot and median bits of one point of the precision ledger.
@@ -238,7 +242,8 @@ struct StageAcc {
     ntt_ns: u64,
     bconv_ns: u64,
     ks_ns: u64,
-    dispatches: usize,
+    calls: usize,
+    gpu_dispatches: u64,
 }
 
 impl StageAcc {
@@ -249,7 +254,8 @@ impl StageAcc {
             self.key_bytes += r.key_bytes;
             self.bytes += r.bytes_read + r.bytes_written;
             self.dispatch_ns += ns;
-            self.dispatches += 1;
+            self.calls += 1;
+            self.gpu_dispatches += r.gpu_dispatches;
             match stage_of(r.kernel) {
                 StageKind::Ntt => self.ntt_ns += ns,
                 StageKind::BasisConversion => self.bconv_ns += ns,
@@ -539,7 +545,8 @@ fn run_ours<B: Backend>(
             ntt: share(first.ntt_ns),
             basis_conversion: share(first.bconv_ns),
             key_switch: share(first.ks_ns),
-            dispatches: first.dispatches,
+            calls: first.calls,
+            gpu_dispatches: first.gpu_dispatches,
         });
     }
     let layer_ms = rows.first().map_or(0.0, |r| r.ms);
@@ -601,18 +608,20 @@ impl Report {
             self.full_key_bytes as f64 / 1e6,
             self.failure_probability,
         );
-        s.push_str("stage           ms      share  key MB   NTT   bconv  keysw\n");
+        s.push_str("stage           ms      share  key MB   NTT   bconv  keysw   calls    gpu\n");
         let pct = |x: Option<f64>| x.map_or_else(|| "    -".to_string(), |x| format!("{:>4.0}%", 100.0 * x));
         for r in &self.rows {
             s.push_str(&format!(
-                "{:<14} {:>8.1} {:>6.1}% {:>7.1} {} {} {}\n",
+                "{:<14} {:>8.1} {:>6.1}% {:>7.1} {} {} {} {:>7} {:>6}\n",
                 r.stage,
                 r.ms,
                 100.0 * r.share,
                 r.key_bytes as f64 / 1e6,
                 pct(r.ntt),
                 pct(r.basis_conversion),
-                pct(r.key_switch)
+                pct(r.key_switch),
+                r.calls,
+                r.gpu_dispatches
             ));
         }
         let p = &self.precision;
