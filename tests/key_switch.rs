@@ -36,6 +36,7 @@ use wgfhe::rlwe::{self, Addend, KeySwitchKey, NoiseScale};
 cpu_and_gpu!(
     key_switch_matches_the_coefficient_domain_algorithm,
     key_switch_adds_its_addends,
+    fused_hmult_is_the_tensor_product_relinearised,
     drop_primes_matches_one_prime_at_a_time,
     mod_switch_and_rescale_match,
 );
@@ -249,6 +250,54 @@ fn key_switch_adds_its_addends<B: Backend>(make: Make<'_, B>, log: &Transcript) 
         assert_eq!(s0.to_host(&be).unwrap(), d0.add(&be, &c0g).unwrap().to_host(&be).unwrap(), "level {level}");
         assert_eq!(s1.to_host(&be).unwrap(), d1.to_host(&be).unwrap(), "level {level}");
         log.record(&be, &format!("addends at level {level}"), [&r0, &r1, &s0, &s1]);
+    }
+}
+
+/// `mul_relinearize` (the tensor product computed inside the key switch) gives the words of the
+/// tensor product relinearised, at every level, with and without `t`; and BGV's and CKKS's
+/// `mul_relin` (fused) the words of `mul` then `relinearize`.
+fn fused_hmult_is_the_tensor_product_relinearised<B: Backend>(make: Make<'_, B>, log: &Transcript) {
+    let params = bgv_params(6, (7, 3, 3));
+    let be = make(&params);
+    let ctx = Arc::clone(be.context());
+    let sk = rlwe::gen_secret_key(&be, Some(&[5; 32])).unwrap();
+    let keys = rlwe::gen_evaluation_keys(&be, &sk, &[], NoiseScale(T)).unwrap();
+    for level in [0, 3, 6] {
+        let basis = ctx.q_basis(level).unwrap();
+        let poly = |i: u32| RnsPoly::<B, Eval>::uniform(&be, &[8; 32], Purpose::Ephemeral, i, basis.clone()).unwrap();
+        let (a0, a1, b0, b1) = (poly(0), poly(1), poly(2), poly(3));
+        for t in [Some(T), None] {
+            let [c0, c1, c2] = RnsPoly::tensor(&be, [&a0, &a1], [&b0, &b1]).unwrap();
+            let (w0, w1) = rlwe::relinearize(&be, &[c0, c1, c2], &keys, t).unwrap();
+            let (f0, f1) = rlwe::mul_relinearize(&be, [&a0, &a1], [&b0, &b1], &keys, t).unwrap();
+            assert_eq!(f0.to_host(&be).unwrap(), w0.to_host(&be).unwrap(), "level {level}, t {t:?}");
+            assert_eq!(f1.to_host(&be).unwrap(), w1.to_host(&be).unwrap(), "level {level}, t {t:?}");
+            log.record(&be, &format!("fused HMULT at level {level}, t {t:?}"), [&f0, &f1]);
+        }
+    }
+    let bgv = Bgv::new(make(&params)).unwrap();
+    let bsk = bgv.gen_secret_key_from_seed(&[2; 32]).unwrap();
+    let bkeys = bgv.gen_evaluation_keys(&bsk, &KeyRequest::relinearisation()).unwrap();
+    let enc = |v: &[u64]| bgv.encrypt_symmetric(&bsk, &bgv.encoder().encode(v).unwrap()).unwrap();
+    let (x, y) = (enc(&[3, 4, 5]), enc(&[7, 8, 65536]));
+    let fused = bgv.mul_relin(&x, &y, &bkeys).unwrap();
+    let plain = bgv.relinearize(&bgv.switch_and_tensor(&x, &y).unwrap(), &bkeys).unwrap();
+    assert_eq!((fused.level(), fused.correction_factor()), (plain.level(), plain.correction_factor()));
+    for (f, p) in fused.polys().iter().zip(plain.polys()) {
+        assert!(f.to_host(bgv.backend()).unwrap() == p.to_host(bgv.backend()).unwrap(), "BGV mul_relin");
+    }
+    assert_eq!(bgv.encoder().decode(&bgv.decrypt(&bsk, &fused).unwrap()).unwrap()[..3], [21, 32, 65532]);
+    let cp = params::insecure_test_ckks(TestRing { log_n: 10, q_primes: 6, p_primes: 2, dnum: 3 }, 30).unwrap();
+    let ckks = Ckks::new(make(&cp), ScalePolicy::Single).unwrap();
+    let csk = ckks.gen_secret_key_from_seed(&[3; 32]).unwrap();
+    let ckeys = ckks.gen_evaluation_keys(&csk, &KeyRequest::relinearisation()).unwrap();
+    let x = ckks.encrypt_symmetric(&csk, &ckks.encode_real(&[0.5, -0.25]).unwrap()).unwrap();
+    let y = ckks.encrypt_symmetric(&csk, &ckks.encode_real(&[0.75, 0.125]).unwrap()).unwrap();
+    let fused = ckks.mul_relin(&x, &y, &ckeys).unwrap();
+    let plain = ckks.relinearize(&ckks.mul(&x, &y).unwrap(), &ckeys).unwrap();
+    assert_eq!((fused.level(), fused.scale()), (plain.level(), plain.scale()));
+    for (f, p) in fused.polys().iter().zip(plain.polys()) {
+        assert!(f.to_host(ckks.backend()).unwrap() == p.to_host(ckks.backend()).unwrap(), "CKKS mul_relin");
     }
 }
 

@@ -13,6 +13,9 @@ use crate::error::{Error, Result};
 use crate::poly::{Eval, RnsPoly};
 use crate::rlwe::{self, CiphertextCore, EvaluationKeys, GaloisKey, KeyRequest, RelinKey, SecretKey};
 
+/// Two operands, each switched down (`Some`) or used as they are (`None`).
+type Switched<B> = (Option<Ciphertext<B>>, Option<Ciphertext<B>>);
+
 impl<B: Backend> Bgv<B> {
     // ---- key generation ------------------------------------------------------------------
 
@@ -266,15 +269,48 @@ impl<B: Backend> Bgv<B> {
     }
 
     /// HMULT: switches each operand down as far as its noise allows, aligns the levels, takes the
-    /// tensor product and relinearises ([`Bgv::switch_and_tensor`] followed by [`Bgv::relinearize`]).
+    /// tensor product and relinearises: the words of [`Bgv::switch_and_tensor`] followed by
+    /// [`Bgv::relinearize`], with the tensor product fused into the key switch
+    /// ([`rlwe::mul_relinearize`]) unless the relinearisation key sits below the operands' level
+    /// (planned keys; then the product is switched down to it first, as `relinearize` does).
     pub fn mul_relin(&self, a: &Ciphertext<B>, b: &Ciphertext<B>, keys: &EvaluationKeys<B>) -> Result<Ciphertext<B>> {
-        if keys.relin.is_none() {
-            return Err(Error::MissingRelinKey);
-        }
-        let prod = self.switch_and_tensor(a, b)?;
-        let out = self.relinearize(&prod, keys)?;
+        let Some(rk) = keys.relin.as_ref() else { return Err(Error::MissingRelinKey) };
+        let (a_sw, b_sw) = self.aligned_operands(a, b)?;
+        let (a, b) = (a_sw.as_ref().unwrap_or(a), b_sw.as_ref().unwrap_or(b));
+        let out = if rk.0.level(self.backend())? < a.level() {
+            self.relinearize(&self.mul(a, b)?, keys)?
+        } else {
+            self.same_level(a, b)?;
+            if a.degree() != 1 || b.degree() != 1 {
+                return Err(Error::CiphertextDegree { degree: a.degree().max(b.degree()), expected: 1 });
+            }
+            let product_noise = self.noise.mul(a.noise_log2, b.noise_log2);
+            self.check_noise(product_noise, a.level())?;
+            let core = a.core.mul_relinearize(self.backend(), &b.core, keys, Some(self.t.value()))?;
+            self.backend().flush()?;
+            let noise = log2_add(product_noise, self.noise.key_switch(a.level()));
+            Ciphertext { core, correction: self.t.mul(a.correction, b.correction), noise_log2: noise }
+        };
         self.check_noise(out.noise_log2, out.level())?;
         Ok(out)
+    }
+
+    /// The operands of a product switched down as far as their noise allows, then to the lower
+    /// of the two levels (`None`: the operand is used as it is, no copy).
+    fn aligned_operands(&self, a: &Ciphertext<B>, b: &Ciphertext<B>) -> Result<Switched<B>> {
+        self.check_ct(a)?;
+        self.check_ct(b)?;
+        let auto_level =
+            |c: &Ciphertext<B>| c.level() - self.noise.primes_to_drop_degree(c.noise_log2, c.level(), c.degree());
+        let level = auto_level(a).min(auto_level(b));
+        let switch = |c: &Ciphertext<B>| -> Result<Option<Ciphertext<B>>> {
+            if c.level() == level {
+                Ok(None)
+            } else {
+                self.mod_switch_recorded(c, c.level() - level).map(Some)
+            }
+        };
+        Ok((switch(a)?, switch(b)?))
     }
 
     /// The first half of [`Bgv::mul_relin`], without the relinearisation: switches each operand
@@ -286,27 +322,10 @@ impl<B: Backend> Bgv<B> {
     /// then needs one [`Bgv::relinearize`] instead of one per product (lazy relinearisation).
     /// Errors: [`Error::CiphertextDegree`] for an operand of degree 2.
     pub fn switch_and_tensor(&self, a: &Ciphertext<B>, b: &Ciphertext<B>) -> Result<Ciphertext<B>> {
-        self.check_ct(a)?;
-        self.check_ct(b)?;
         // The level after each operand's automatic switch, then the lower of the two; operands
         // already there are used as they are (no copy).
-        let auto_level =
-            |c: &Ciphertext<B>| c.level() - self.noise.primes_to_drop_degree(c.noise_log2, c.level(), c.degree());
-        let level = auto_level(a).min(auto_level(b));
-        let (a_sw, b_sw);
-        let a = if a.level() == level {
-            a
-        } else {
-            a_sw = self.mod_switch_recorded(a, a.level() - level)?;
-            &a_sw
-        };
-        let b = if b.level() == level {
-            b
-        } else {
-            b_sw = self.mod_switch_recorded(b, b.level() - level)?;
-            &b_sw
-        };
-        self.mul(a, b)
+        let (a_sw, b_sw) = self.aligned_operands(a, b)?;
+        self.mul(a_sw.as_ref().unwrap_or(a), b_sw.as_ref().unwrap_or(b))
     }
 
     // ---- modulus switching -------------------------------------------------------------------

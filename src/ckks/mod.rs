@@ -581,12 +581,24 @@ impl<B: Backend> Ckks<B> {
         Ok(ct.with(core, ct.scale))
     }
 
-    /// HMULT: tensor product and relinearisation (no rescale).
+    /// HMULT: tensor product and relinearisation (no rescale), fused
+    /// ([`rlwe::mul_relinearize`]): the words of [`Ckks::mul`] followed by [`Ckks::relinearize`].
     pub fn mul_relin(&self, a: &Ciphertext<B>, b: &Ciphertext<B>, keys: &EvaluationKeys<B>) -> Result<Ciphertext<B>> {
         if keys.relin.is_none() {
             return Err(Error::MissingRelinKey);
         }
-        self.relinearize(&self.mul(a, b)?, keys)
+        self.check_ct(a)?;
+        self.check_ct(b)?;
+        if a.level() != b.level() {
+            return Err(Error::LevelMismatch { left: a.level(), right: b.level() });
+        }
+        if a.degree() != 1 || b.degree() != 1 {
+            return Err(Error::CiphertextDegree { degree: a.degree().max(b.degree()), expected: 1 });
+        }
+        let scale = self.checked_scale(a.scale * b.scale, a.level())?;
+        let core = a.core.mul_relinearize(self.backend(), &b.core, keys, None)?;
+        self.backend().flush()?;
+        Ok(a.with(core, scale))
     }
 
     /// The divisor of the next rescale from `level`: the last prime, or the last two.

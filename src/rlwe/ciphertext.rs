@@ -187,6 +187,21 @@ impl<B: Backend> CiphertextCore<B> {
         self.with_polys(vec![c0, c1])
     }
 
+    /// The tensor product with `other` relinearised, fused (see [`super::mul_relinearize`]):
+    /// the words of `self.tensor(other)?.relinearize(..)`.
+    pub(crate) fn mul_relinearize(
+        &self,
+        backend: &B,
+        other: &Self,
+        keys: &EvaluationKeys<B>,
+        t: Option<u32>,
+    ) -> Result<Self> {
+        let (a0, a1) = self.degree_one()?;
+        let (b0, b1) = other.degree_one()?;
+        let (c0, c1) = super::mul_relinearize(backend, [a0, a1], [b0, b1], keys, t)?;
+        self.with_polys(vec![c0, c1])
+    }
+
     /// Applies `X -> X^g` with its Galois key (see [`super::apply_galois`]).
     pub(crate) fn apply_galois(
         &self,

@@ -4,8 +4,8 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::{
-    gen_key_switch_key, gen_key_switch_key_at, key_switch_add, Addend, GaloisKey, NoiseScale, PolyPair, RelinKey,
-    SecretKey,
+    gen_key_switch_key, gen_key_switch_key_at, key_switch_add, key_switch_with, Addend, Epilogue, GaloisKey,
+    NoiseScale, PolyPair, RelinKey, SecretKey,
 };
 use crate::backend::fused::{buffer_words, Format};
 use crate::backend::shape::{KeySwitchUse, ShapeBackend};
@@ -291,6 +291,48 @@ pub fn relinearize<B: Backend>(
         return Err(Error::CiphertextDegree { degree: polys.len().saturating_sub(1), expected: 2 });
     };
     key_switch_add(backend, c2, &rk.0, t, [Some(Addend::plain(c0)), Some(Addend::plain(c1))])
+}
+
+/// HMULT's tensor product and relinearisation in one: [`relinearize`] of
+/// `(a_0 b_0, a_0 b_1 + a_1 b_0, a_1 b_1)` with only `a_1 b_1` formed as a polynomial (it is
+/// key-switched); `a_0 b_0` and `a_0 b_1 + a_1 b_0` are computed inside ModDown's last pass
+/// from the operands, instead of being written by the tensor kernel and read back. The same
+/// words as relinearising the tensor product (every step is exact modular arithmetic), about
+/// two polynomials less traffic.
+pub fn mul_relinearize<B: Backend>(
+    backend: &B,
+    a: [&RnsPoly<B, Eval>; 2],
+    b: [&RnsPoly<B, Eval>; 2],
+    keys: &EvaluationKeys<B>,
+    t: Option<u32>,
+) -> Result<PolyPair<B>> {
+    use crate::backend::fused::{Expr, Operand, Traffic};
+    let rk = keys.relin.as_ref().ok_or(Error::MissingRelinKey)?;
+    let basis = a[0].basis();
+    if let Some(p) = [a[1], b[0], b[1]].into_iter().find(|p| p.basis() != basis) {
+        return Err(Error::DimensionMismatch {
+            what: "tensor operand bases differ",
+            expected: a[0].limb_count(),
+            found: p.limb_count(),
+        });
+    }
+    let c2 = a[1].mul(backend, b[1])?;
+    let operands = [a[0], a[1], b[0], b[1]]
+        .into_iter()
+        .map(|p| Operand::Buffer {
+            buf: p.buffer(),
+            basis: p.basis(),
+            format: Format::Words,
+            traffic: Traffic::Ciphertext,
+            limb_offset: 0,
+        })
+        .collect();
+    // Loads 0..4: a_0, a_1, b_0, b_1.
+    let d0 = Expr::mul(Expr::load(0), Expr::load(2));
+    let d1 = Expr::Sum(vec![Expr::mul(Expr::load(0), Expr::load(3)), Expr::mul(Expr::load(1), Expr::load(2))]);
+    let epilogue = Epilogue { operands, outputs: vec![(Some(d0), Format::Words), (Some(d1), Format::Words)] };
+    let [o0, o1] = key_switch_with(backend, &c2, &rk.0, t, epilogue)?;
+    Ok((RnsPoly::from_buffer(backend, o0, basis.clone())?, RnsPoly::from_buffer(backend, o1, basis.clone())?))
 }
 
 /// `(c_0, c_1) -> (c_0(X^g) + d_0, d_1)` with `(d_0, d_1) = KS(c_1(X^g))` under the Galois key

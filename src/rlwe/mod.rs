@@ -39,8 +39,8 @@ pub mod wire;
 pub(crate) use ciphertext::{zip_padded, CiphertextCore};
 pub use encryption::{decrypt_polys, encrypt_public, encrypt_symmetric};
 pub use eval_keys::{
-    apply_galois, galois_element, gen_evaluation_keys, gen_galois_key, gen_planned_keys, gen_relin_key, relinearize,
-    EvaluationKeys, KeyPlan, KeyStorage,
+    apply_galois, galois_element, gen_evaluation_keys, gen_galois_key, gen_planned_keys, gen_relin_key,
+    mul_relinearize, relinearize, EvaluationKeys, KeyPlan, KeyStorage,
 };
 pub use hoisted::{apply_galois_hoisted, decompose, Decomposed};
 pub use key_switch::{key_switch, key_switch_add, key_switch_with};
