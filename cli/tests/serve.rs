@@ -97,6 +97,19 @@ impl Server {
             .unwrap_or(0)
     }
 
+    /// Waits (bounded) for the process to exit by itself and checks that it succeeded.
+    fn wait_clean_exit(&mut self, what: &str) {
+        let start = Instant::now();
+        let code = loop {
+            if let Some(code) = self.child.try_wait().unwrap() {
+                break code;
+            }
+            assert!(start.elapsed() < IO_TIMEOUT, "{what}");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(code.success(), "{code:?}");
+    }
+
     fn kill(mut self) {
         self.child.kill().unwrap();
         self.child.wait().unwrap();
@@ -439,15 +452,7 @@ fn sigterm_stops_cleanly() {
     alice.round_trip(&srv.addr, &id, 0);
     let st = Command::new("kill").arg("-TERM").arg(srv.child.id().to_string()).status().unwrap();
     assert!(st.success());
-    let start = Instant::now();
-    let code = loop {
-        if let Some(code) = srv.child.try_wait().unwrap() {
-            break code;
-        }
-        assert!(start.elapsed() < IO_TIMEOUT, "the server did not stop on SIGTERM");
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    assert!(code.success(), "{code:?}");
+    srv.wait_clean_exit("the server did not stop on SIGTERM");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -729,15 +734,7 @@ fn sigterm_finishes_the_accepted_request() {
     for (k, img) in imgs.iter().enumerate() {
         assert_eq!(got[k], model().score(img).unwrap(), "image {k}");
     }
-    let start = Instant::now();
-    let code = loop {
-        if let Some(code) = srv.child.try_wait().unwrap() {
-            break code;
-        }
-        assert!(start.elapsed() < IO_TIMEOUT, "the server did not stop after its last request");
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    assert!(code.success(), "{code:?}");
+    srv.wait_clean_exit("the server did not stop after its last request");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -204,9 +204,12 @@ pub(crate) fn inner_product_mod_down<'a, B: Backend>(
     // Both polynomials' corrections in one buffer: one correction dispatch, one transform call.
     let corrections = backend.scale_down_correction(&p, q_basis, &p_basis, t, Rounding::Joint)?;
     drop(p);
-    let finishes =
-        [&sums.q0, &sums.q1].into_iter().enumerate().map(|(index, x)| Finish { x, basis: c.basis(), index }).collect();
-    let mut out = finish(backend, c.basis(), &p_basis, finishes, vec![corrections], true, epilogue)?.into_iter();
+    let finishes = [&sums.q0, &sums.q1]
+        .into_iter()
+        .enumerate()
+        .map(|(index, x)| Finish { x, basis: c.basis(), buffer: 0, index })
+        .collect();
+    let mut out = finish(backend, c.basis(), &p_basis, finishes, vec![corrections], epilogue)?.into_iter();
     match (out.next(), out.next()) {
         (Some(d0), Some(d1)) => Ok([d0, d1]),
         _ => Err(Error::KeyDimensions { reason: "key switch produced no output" }),

@@ -94,10 +94,11 @@ fn shift(e: &Expr, by: usize) -> Expr {
 }
 
 /// One polynomial to finish: `x` (Eval, over `basis`, which contains the kept primes) and its
-/// correction, polynomial `index` of a [`Corrections`] buffer.
+/// correction, polynomial `index` of buffer `buffer` of the [`Corrections`].
 pub(crate) struct Finish<'a, B: Backend> {
     pub(crate) x: &'a B::Buffer,
     pub(crate) basis: &'a [usize],
+    pub(crate) buffer: usize,
     pub(crate) index: usize,
 }
 
@@ -108,15 +109,13 @@ pub(crate) type Corrections<B> = Vec<<B as Backend>::Buffer>;
 /// Transforms every correction over `keep` (one transform call per buffer of `corrections`,
 /// whatever its number of polynomials) and returns `x D^{-1} + corr` plus the epilogue's
 /// addend for each polynomial, stored as the epilogue says, `D` the product of `drop`: all
-/// outputs of one fused program. `polys[i].index` is the polynomial's correction in
-/// `corrections[i]`.
+/// outputs of one fused program.
 pub(crate) fn finish<'a, B: Backend>(
     backend: &B,
     keep: &'a [usize],
     drop: &[usize],
     polys: Vec<Finish<'a, B>>,
     mut corrections: Corrections<B>,
-    shared: bool,
     epilogue: Epilogue<'a, B>,
 ) -> Result<Vec<B::Buffer>> {
     let ctx = backend.context();
@@ -138,9 +137,9 @@ pub(crate) fn finish<'a, B: Backend>(
     let mut operands = vec![Operand::Scalar(d_inv)];
     operands.extend(epilogue.operands);
     let mut outputs = Vec::with_capacity(polys.len());
-    for (i, (p, (addend, format))) in polys.iter().zip(epilogue.outputs).enumerate() {
+    for (p, (addend, format)) in polys.iter().zip(epilogue.outputs) {
         let x = operands.len();
-        let buf = corrections.get(if shared { 0 } else { i }).ok_or(Error::DimensionMismatch {
+        let buf = corrections.get(p.buffer).ok_or(Error::DimensionMismatch {
             what: "corrections",
             expected: polys.len(),
             found: corrections.len(),
@@ -191,13 +190,13 @@ pub fn drop_primes<B: Backend>(
     let positions: Vec<usize> = (len - count..len).collect();
     let mut finishes = Vec::with_capacity(polys.len());
     let mut corrections = Vec::with_capacity(polys.len());
-    for p in polys {
+    for (buffer, p) in polys.iter().enumerate() {
         let mut dropped = backend.gather_limbs(p.buffer(), &positions)?;
         backend.ntt_inverse(&mut dropped, drop)?;
         corrections.push(backend.scale_down_correction(&dropped, keep, drop, t, Rounding::PrimeByPrime)?);
-        finishes.push(Finish { x: p.buffer(), basis: &basis, index: 0 });
+        finishes.push(Finish { x: p.buffer(), basis: &basis, buffer, index: 0 });
     }
-    let out = finish(backend, keep, drop, finishes, corrections, false, Epilogue::none(polys.len()))?;
+    let out = finish(backend, keep, drop, finishes, corrections, Epilogue::none(polys.len()))?;
     let keep: crate::ring::Basis = keep.into();
     out.into_iter().map(|buf| RnsPoly::from_buffer(backend, buf, keep.clone())).collect()
 }
