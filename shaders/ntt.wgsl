@@ -20,6 +20,11 @@
 // params: [log_n, lt, r, stride, workgroups, s0, k] (s0, k: column passes only). Workgroup g
 // works on limb g >> r (2^r workgroups per limb in every pass).
 //
+// The inverse row pass reads its input through inv_in(word, limb), defined by the file after this
+// one: ntt/in_place.wgsl reads `a` (the transform in place), ntt/from.wgsl forms the Eval input
+// from other buffers on load (a copy, a product, an automorphism) and may also store it, so an
+// out-of-place inverse needs no copy or element-wise pass in front of it.
+//
 // tw: per limb `stride` words (forward or inverse table, T = W or V of
 // NttTable::forward_twiddles / inverse_twiddles, T' their Shoup companions), with
 // P = max(2^r, 2) and H = 2^(lt - 1):
@@ -459,6 +464,27 @@ fn store16(x: ptr<function, array<u32, 16>>, base: u32, k: u32, la: u32) {
     a[base + ((15u & m) << la) + ((15u >> k) << 8u)] = (*x)[15];
 }
 
+// The inverse row pass's first load: 16 adjacent input words from `base` (of limb `limb`),
+// through inv_in (ntt/in_place.wgsl: the buffer itself; ntt/from.wgsl: formed from other buffers).
+fn inv_in16(x: ptr<function, array<u32, 16>>, base: u32, limb: u32) {
+    (*x)[0] = inv_in(base, limb);
+    (*x)[1] = inv_in(base + 1u, limb);
+    (*x)[2] = inv_in(base + 2u, limb);
+    (*x)[3] = inv_in(base + 3u, limb);
+    (*x)[4] = inv_in(base + 4u, limb);
+    (*x)[5] = inv_in(base + 5u, limb);
+    (*x)[6] = inv_in(base + 6u, limb);
+    (*x)[7] = inv_in(base + 7u, limb);
+    (*x)[8] = inv_in(base + 8u, limb);
+    (*x)[9] = inv_in(base + 9u, limb);
+    (*x)[10] = inv_in(base + 10u, limb);
+    (*x)[11] = inv_in(base + 11u, limb);
+    (*x)[12] = inv_in(base + 12u, limb);
+    (*x)[13] = inv_in(base + 13u, limb);
+    (*x)[14] = inv_in(base + 14u, limb);
+    (*x)[15] = inv_in(base + 15u, limb);
+}
+
 fn tile_load16(x: ptr<function, array<u32, 16>>, base: u32, la: u32) {
     (*x)[0] = tile[swizzle(base + (0u << la))];
     (*x)[1] = tile[swizzle(base + (1u << la))];
@@ -776,7 +802,7 @@ fn inv_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_ind
         // The forward's trips reversed.
         var x: array<u32, 16>;
         var cx = Trip(lb, pl, true, 0u, pl.r + 8u, lid, o.y, false);
-        load16(&x, o.z + (lid << 4u), 4u, 0u);
+        inv_in16(&x, o.z + (lid << 4u), o.x);
         inv16(&x, cx);
         tile_store16(&x, lid << 4u, 0u);
         workgroupBarrier();
@@ -797,7 +823,7 @@ fn inv_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_ind
     }
     let size = 1u << pl.lt;
     for (var i = lid; i < size; i = i + WG) {
-        tile[i] = a[o.z + i];
+        tile[i] = inv_in(o.z + i, o.x);
     }
     workgroupBarrier();
     let lu = select(0u, pl.lt - 10u, pl.lt > 10u);

@@ -14,7 +14,7 @@
 
 mod common;
 
-use common::device;
+use common::{device, Rng};
 use wgfhe::rlwe::KeyRequest;
 
 use std::sync::Arc;
@@ -64,22 +64,6 @@ enum Spec {
     Buffer { data: Vec<u32>, basis: Vec<usize>, format: Format },
     Uniform { seed: [u8; 32], purpose: Purpose, index: u32 },
     Scalar(Vec<u32>),
-}
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // splitmix64
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
 }
 
 /// Random canonical residues over `basis`, stored in `format`.
@@ -509,158 +493,6 @@ fn fused_programs_beyond_the_binding_limit() {
     let outputs: Vec<(Expr, Format)> =
         (0..3).map(|o| (Expr::Sum((o * per..(o + 1) * per).map(Expr::load).collect()), Format::Packed)).collect();
     check_fused("split", &gpu, &q, &specs, &outputs);
-}
-
-// ---- NTT ------------------------------------------------------------------------------------
-
-/// A CKKS set (insecure, for tests) at `2^log_n` with `limbs` chain primes of different widths
-/// (30, 26 and 22 bits where such primes `= 1 mod 2N` exist, else wider) and one 30-bit special
-/// prime.
-fn ntt_ring(log_n: u32, limbs: usize) -> Parameters {
-    let n = 1u64 << log_n;
-    let special = ntt_primes(30, n, 1, &[]).unwrap();
-    let mut primes: Vec<u64> = Vec::new();
-    for bits in [30, 26, 22, 30, 26, 22].into_iter().take(limbs) {
-        let taken: Vec<u64> = primes.iter().chain(&special).copied().collect();
-        primes.extend(ntt_primes(bits.max(log_n + 4), n, 1, &taken).unwrap());
-    }
-    let mut lit = params::ckks_literal(&format!("ntt-n{log_n}-l{limbs}"), log_n, limbs, 1, limbs, 16).unwrap();
-    lit.q = primes;
-    lit.p = special;
-    Parameters::new_insecure_for_tests(lit).unwrap()
-}
-
-/// Per limb of `basis`: `edges` (as multiples of q plus an offset, clipped to the limb) first,
-/// then pseudo-random values below `bound_q * q`.
-fn ntt_input(ctx: &RingContext, basis: &[usize], rng: &mut Rng, bound_q: u64, edges: &[(u64, i64)]) -> Vec<u32> {
-    let n = ctx.n();
-    let mut out = Vec::with_capacity(basis.len() * n);
-    for &i in basis {
-        let q = u64::from(ctx.modulus(i).unwrap().value());
-        for j in 0..n {
-            let v = match edges.get(j) {
-                Some(&(mul, off)) => (mul * q).checked_add_signed(off).unwrap(),
-                None => rng.next() % (bound_q * q),
-            };
-            out.push(u32::try_from(v).unwrap());
-        }
-    }
-    out
-}
-
-/// Forward on inputs in `[0, 4q)` and inverse on inputs in `[0, 2q)` (edge values included), both
-/// against the CPU; constant inputs at the top of each range; the round trip. With `plan`, the GPU
-/// runs that plan instead of its own.
-fn check_ntt(gpu: &GpuBackend, limbs: usize, seed: u64, plan: Option<&wgfhe::backend::gpu::NttPlan>) {
-    let ctx = Arc::clone(gpu.context());
-    let cpu = CpuBackend::new(Arc::clone(&ctx));
-    let basis: Vec<usize> = (0..limbs).collect();
-    let log_n = ctx.params().log_n();
-    let mut rng = Rng(seed);
-    let run_gpu = |data: &[u32], inverse: bool| {
-        let mut b = gpu.upload(data).unwrap();
-        match (plan, inverse) {
-            (Some(p), _) => gpu.ntt_with_plan(&mut b, &basis, inverse, p).unwrap(),
-            (None, false) => gpu.ntt_forward(&mut b, &basis).unwrap(),
-            (None, true) => gpu.ntt_inverse(&mut b, &basis).unwrap(),
-        }
-        gpu.download(&b).unwrap()
-    };
-    let run_cpu = |data: &[u32], inverse: bool| {
-        let mut b = data.to_vec();
-        if inverse {
-            cpu.ntt_inverse(&mut b, &basis).unwrap();
-        } else {
-            cpu.ntt_forward(&mut b, &basis).unwrap();
-        }
-        b
-    };
-    let fwd_edges = [(0, 0), (1, -1), (4, -1), (1, 0), (2, -1), (2, 0), (3, 0), (0, 1), (3, 5), (4, -2)];
-    let inv_edges = [(0, 0), (1, -1), (2, -1), (1, 0), (0, 1), (2, -2), (1, 1), (0, 2)];
-    let n = ctx.n();
-    let constant = |mul: u64, off: i64| ntt_input(&ctx, &basis, &mut Rng(0), 1, &vec![(mul, off); n]);
-    for (inverse, bound, edges, tops) in
-        [(false, 4, &fwd_edges[..], [(4, -1), (1, -1)]), (true, 2, &inv_edges[..], [(2, -1), (1, -1)])]
-    {
-        let mut inputs =
-            vec![ntt_input(&ctx, &basis, &mut rng, bound, edges), ntt_input(&ctx, &basis, &mut rng, 1, &[])];
-        inputs.extend(tops.iter().map(|&(m, o)| constant(m, o)));
-        for (k, a) in inputs.iter().enumerate() {
-            let want = run_cpu(a, inverse);
-            assert!(
-                run_gpu(a, inverse) == want,
-                "ntt {} input {k}, 2^{log_n}, {limbs} limbs, plan {plan:?}",
-                if inverse { "inverse" } else { "forward" }
-            );
-        }
-    }
-    // Round trip on canonical residues.
-    let a = ntt_input(&ctx, &basis, &mut rng, 1, &[(1, -1), (0, 0)]);
-    assert!(run_gpu(&run_gpu(&a, false), true) == a, "round trip, 2^{log_n}, {limbs} limbs, plan {plan:?}");
-}
-
-#[test]
-fn ntt_matches_cpu_at_every_degree() {
-    let Some(dev) = device() else { return };
-    for log_n in 1..=17u32 {
-        // Lavapipe is slow: fewer limbs at the largest degrees.
-        let limbs = match log_n {
-            17 => 1,
-            15 | 16 => 2,
-            _ => 3,
-        };
-        let gpu = gpu_for(&ntt_ring(log_n, limbs), &dev);
-        check_ntt(&gpu, limbs, u64::from(log_n), None);
-        if log_n < 15 {
-            check_ntt(&gpu, 1, 100 + u64::from(log_n), None);
-        }
-    }
-}
-
-#[test]
-fn ntt_smaller_tiles_match_cpu() {
-    let Some(dev) = device() else { return };
-    use wgfhe::backend::gpu::NttPlan;
-    // The plans of adapters with 8 KiB and 4 KiB of workgroup memory (2048- and 1024-value
-    // tiles): one, two and three passes.
-    for storage in [8192u32, 4096] {
-        let limits = wgpu::Limits { max_compute_workgroup_storage_size: storage, ..wgpu::Limits::default() };
-        for (log_n, limbs) in [(3u32, 2usize), (10, 2), (11, 2), (12, 2), (14, 2), (16, 2), (17, 1)] {
-            let plan = NttPlan::new(log_n, &limits).unwrap();
-            assert_eq!(plan.log_tile(), if storage == 8192 { 11 } else { 10 });
-            let gpu = gpu_for(&ntt_ring(log_n, limbs), &dev);
-            check_ntt(&gpu, limbs, 7 * u64::from(log_n), Some(&plan));
-        }
-    }
-    // A plan for another degree, and a tile the device cannot hold, are refused.
-    let gpu = gpu_for(&ntt_ring(10, 1), &dev);
-    let mut b = gpu.upload(&vec![0; 1024]).unwrap();
-    let other = NttPlan::new(11, dev.limits()).unwrap();
-    assert!(matches!(gpu.ntt_with_plan(&mut b, &[0], false, &other), Err(wgfhe::Error::InvalidParameters { .. })));
-}
-
-#[test]
-fn ntt_passes_are_its_dispatches() {
-    let Some(_) = device() else { return };
-    // A device of its own: the dispatch counter is not shared with tests running alongside.
-    let dev = Arc::new(GpuDevice::new().unwrap());
-    let storage = dev.limits().max_compute_workgroup_storage_size;
-    eprintln!("workgroup memory: {storage} bytes, {} invocations", dev.limits().max_compute_invocations_per_workgroup);
-    assert!(storage >= 16384, "the device was not given the adapter's workgroup memory (WebGPU: 16 KiB at least)");
-    for (log_n, want) in [(1u32, 1u32), (8, 1), (12, 1), (13, 2), (16, 2), (17, 2)] {
-        let gpu = gpu_for(&ntt_ring(log_n, 2), &dev);
-        assert_eq!(gpu.ntt_passes(log_n).unwrap(), want, "2^{log_n}");
-        let mut b = gpu.upload(&vec![1; 2 << log_n]).unwrap();
-        for inverse in [false, true] {
-            let before = dev.dispatch_count();
-            if inverse {
-                gpu.ntt_inverse(&mut b, &[0, 1]).unwrap();
-            } else {
-                gpu.ntt_forward(&mut b, &[0, 1]).unwrap();
-            }
-            assert_eq!(dev.dispatch_count() - before, u64::from(want), "2^{log_n}, inverse {inverse}");
-        }
-    }
 }
 
 // ---- the recording engine -------------------------------------------------------------------

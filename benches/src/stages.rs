@@ -114,7 +114,8 @@ impl std::fmt::Display for StageKind {
     }
 }
 
-/// The stage of a dispatch: `ntt` (forward and inverse), `basis_conversion` (`base_convert` and
+/// The stage of a dispatch: `ntt` (forward and inverse, in place or out of place with the input
+/// formed on load: HMULT's `a_1 b_1` and a rotation's `c_1(X^g)` count here), `basis_conversion` (`base_convert` and
 /// the divide-and-round correction `scale_down_correction` of modulus switching, rescaling and
 /// key switching's ModDown), `key_switch_inner_product`, `automorphism`, `elementwise` (add,
 /// sub, neg, mul, mul_add, mul_scalar), `limb_copies` (duplicate, gather, and the clears of
@@ -125,7 +126,7 @@ impl std::fmt::Display for StageKind {
 #[must_use]
 pub fn stage_of(kernel: &str) -> StageKind {
     match kernel {
-        "ntt_forward" | "ntt_inverse" => StageKind::Ntt,
+        "ntt_forward" | "ntt_inverse" | "ntt_inverse_from" => StageKind::Ntt,
         "base_convert" | "scale_down_correction" => StageKind::BasisConversion,
         "key_switch_inner_product" => StageKind::KeySwitchInnerProduct,
         "automorphism" => StageKind::Automorphism,

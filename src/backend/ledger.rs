@@ -49,7 +49,7 @@ use serde::Serialize;
 use super::fused::{buffer_words, Format};
 use super::gpu::{fused_dispatches, MAX_PENDING_COMMANDS, MAX_STORAGE_BUFFERS};
 use super::key_switching::INNER_PRODUCT_DIGITS_PER_PASS;
-use super::wrapper::{BackendWrapper, Command, Kernel, KernelOutput};
+use super::wrapper::{BackendWrapper, Command, InverseForm, Kernel, KernelOutput};
 use super::Backend;
 use crate::error::{Error, Result};
 use crate::math::rounding::Rounding;
@@ -508,6 +508,34 @@ impl<B: Backend> Ledger<B> {
                     bytes_written: passes * l * n * WORD,
                     table_bytes: table,
                     modmuls: l * (n / 2) * u64::from(n.trailing_zeros()),
+                    gpu_dispatches: if l > 0 { passes } else { 0 },
+                    limb_ntts: l,
+                    ntt_passes: passes,
+                    ..Record::default()
+                }
+            }
+            Kernel::NttInverseFrom { basis, form, keep } => {
+                // The in-place transform's traffic, except that the first pass reads the sources
+                // (two for a product, one and the permutation for an automorphism) instead of
+                // the buffer, and also writes the formed input when it is kept; a product costs
+                // one Barrett product per residue.
+                let plan = self.inner.gpu_ntt_plan()?;
+                let (l, passes) = (basis.len() as u64, u64::from(plan.passes()));
+                let words = l * n * WORD;
+                let table = l * plan.twiddle_words() as u64 * WORD;
+                let (sources, extra, products) = match form {
+                    InverseForm::Copy => (1, 0, 0),
+                    InverseForm::Product => (2, 4 * l * WORD, l * n),
+                    InverseForm::Automorphism(_) => (1, n * WORD, 0),
+                };
+                Record {
+                    kernel: name,
+                    n,
+                    limbs: l,
+                    bytes_read: (passes - 1 + sources) * words + table + extra,
+                    bytes_written: (passes + u64::from(keep)) * words,
+                    table_bytes: table + extra,
+                    modmuls: l * (n / 2) * u64::from(n.trailing_zeros()) + products,
                     gpu_dispatches: if l > 0 { passes } else { 0 },
                     limb_ntts: l,
                     ntt_passes: passes,

@@ -35,7 +35,7 @@ pub use cpu::CpuBackend;
 pub use gpu::GpuBackend;
 pub use key_switching::{ConvertPart, InnerProductInput, InnerProductSums, KeyDigitRef};
 pub use shape::ShapeBackend;
-pub use wrapper::{BackendWrapper, Kernel, KernelOutput};
+pub use wrapper::{BackendWrapper, InverseForm, Kernel, KernelOutput};
 
 /// The kernel-level operation set.
 pub trait Backend: Send + Sync + Sized + 'static {
@@ -66,6 +66,30 @@ pub trait Backend: Send + Sync + Sized + 'static {
     fn ntt_forward(&self, buf: &mut Self::Buffer, basis: &[usize]) -> Result<()>;
     /// `ntt_inverse`: inverse of [`Backend::ntt_forward`], bit-reversed in, natural out.
     fn ntt_inverse(&self, buf: &mut Self::Buffer, basis: &[usize]) -> Result<()>;
+    /// `ntt_inverse_from`: the inverse NTT of `input` into a new buffer, the input formed from
+    /// its sources as the transform loads it (the sources are left as they are); with `keep`,
+    /// the formed Eval-domain input is returned too (`Some`). Key switching needs its input in
+    /// both domains: HMULT transforms `a_1 b_1` and a rotation `c_1(X^g)` this way with no
+    /// element-wise, automorphism or copy pass in front of the transform.
+    ///
+    /// The default forms the input with [`Backend::duplicate`], [`Backend::mul`] or
+    /// [`Backend::automorphism`], copies it when kept, and transforms it in place; the CPU
+    /// backend keeps it (the twin of the GPU kernel, whose first pass forms, keeps and transforms).
+    fn ntt_inverse_from(
+        &self,
+        input: InverseInput<'_, Self::Buffer>,
+        basis: &[usize],
+        keep: bool,
+    ) -> Result<(Self::Buffer, Option<Self::Buffer>)> {
+        let mut formed = match input {
+            InverseInput::Copy(a) => self.duplicate(a)?,
+            InverseInput::Product(a, b) => self.mul(a, b, basis)?,
+            InverseInput::Automorphism(a, g) => self.automorphism(a, g, basis)?,
+        };
+        let kept = if keep { Some(self.duplicate(&formed)?) } else { None };
+        self.ntt_inverse(&mut formed, basis)?;
+        Ok((formed, kept))
+    }
 
     /// `add`: element-wise `a + b`.
     fn add(&self, a: &Self::Buffer, b: &Self::Buffer, basis: &[usize]) -> Result<Self::Buffer>;
@@ -180,6 +204,27 @@ pub trait Backend: Send + Sync + Sized + 'static {
         gpu::NttPlan::new(self.context().params().log_n(), &wgpu::Limits::default())
     }
 }
+
+/// The Eval-domain input of [`Backend::ntt_inverse_from`], formed as the transform loads it:
+/// every form is over the transform's basis.
+#[derive(Debug)]
+pub enum InverseInput<'a, Buf> {
+    /// A buffer as it is.
+    Copy(&'a Buf),
+    /// The element-wise product `a * b` ([`Backend::mul`]).
+    Product(&'a Buf, &'a Buf),
+    /// `a(X^g)` ([`Backend::automorphism`] by the Galois element `g`).
+    Automorphism(&'a Buf, usize),
+}
+
+// Not derived: a derive would ask `Buf: Copy`, and only references are held.
+impl<Buf> Clone for InverseInput<'_, Buf> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<Buf> Copy for InverseInput<'_, Buf> {}
 
 /// Whether `WGFHE_BACKEND=auto` runs on `adapter`: any but a software renderer
 /// ([`gpu::AdapterSummary::is_software`]).

@@ -13,7 +13,7 @@
 use std::sync::Arc;
 
 use super::fused::Program;
-use super::{Backend, ConvertPart, InnerProductInput, InnerProductSums};
+use super::{Backend, ConvertPart, InnerProductInput, InnerProductSums, InverseInput};
 use crate::error::Result;
 use crate::math::rounding::Rounding;
 use crate::math::sampling::{Purpose, Seed};
@@ -42,6 +42,15 @@ pub enum Kernel<'a, B: Backend> {
     NttInverse {
         /// Basis of the buffer.
         basis: &'a [usize],
+    },
+    /// [`Backend::ntt_inverse_from`] (out of place, the input formed on load).
+    NttInverseFrom {
+        /// Basis of the transform.
+        basis: &'a [usize],
+        /// The form of the input.
+        form: InverseForm,
+        /// Whether the formed input is kept (written) too.
+        keep: bool,
     },
     /// [`Backend::add`].
     Add {
@@ -126,6 +135,29 @@ pub enum Kernel<'a, B: Backend> {
     },
 }
 
+/// The form of an [`InverseInput`], without its buffers (what a wrapper sees of it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InverseForm {
+    /// [`InverseInput::Copy`].
+    Copy,
+    /// [`InverseInput::Product`].
+    Product,
+    /// [`InverseInput::Automorphism`] by this Galois element.
+    Automorphism(usize),
+}
+
+impl InverseForm {
+    /// The form of `input`.
+    #[must_use]
+    pub fn of<Buf>(input: &InverseInput<'_, Buf>) -> Self {
+        match *input {
+            InverseInput::Copy(_) => Self::Copy,
+            InverseInput::Product(..) => Self::Product,
+            InverseInput::Automorphism(_, g) => Self::Automorphism(g),
+        }
+    }
+}
+
 /// A backend call that is not a kernel but records a device command or submits the recorded
 /// ones: what [`BackendWrapper::command`] sees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,6 +193,7 @@ impl<B: Backend> Kernel<'_, B> {
             Self::GatherLimbs { .. } => "gather_limbs",
             Self::NttForward { .. } => "ntt_forward",
             Self::NttInverse { .. } => "ntt_inverse",
+            Self::NttInverseFrom { .. } => "ntt_inverse_from",
             Self::Add { .. } => "add",
             Self::Sub { .. } => "sub",
             Self::Neg { .. } => "neg",
@@ -198,6 +231,12 @@ impl<Buf> KernelOutput<Buf> for &mut Buf {
 }
 
 impl<Buf> KernelOutput<Buf> for (Buf, Buf) {
+    fn first_output(&mut self) -> Option<&mut Buf> {
+        Some(&mut self.0)
+    }
+}
+
+impl<Buf> KernelOutput<Buf> for (Buf, Option<Buf>) {
     fn first_output(&mut self) -> Option<&mut Buf> {
         Some(&mut self.0)
     }
@@ -281,6 +320,15 @@ impl<W: BackendWrapper> Backend for W {
     }
     fn ntt_inverse(&self, buf: &mut Self::Buffer, basis: &[usize]) -> Result<()> {
         self.dispatch(&Kernel::NttInverse { basis }, |k| k.ntt_inverse(buf, basis).map(|()| buf)).map(|_| ())
+    }
+    fn ntt_inverse_from(
+        &self,
+        input: InverseInput<'_, Self::Buffer>,
+        basis: &[usize],
+        keep: bool,
+    ) -> Result<(Self::Buffer, Option<Self::Buffer>)> {
+        let form = InverseForm::of(&input);
+        self.dispatch(&Kernel::NttInverseFrom { basis, form, keep }, |k| k.ntt_inverse_from(input, basis, keep))
     }
     fn add(&self, a: &Self::Buffer, b: &Self::Buffer, basis: &[usize]) -> Result<Self::Buffer> {
         self.dispatch(&Kernel::Add { basis }, |k| k.add(a, b, basis))

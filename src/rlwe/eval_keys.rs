@@ -4,12 +4,12 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::{
-    gen_key_switch_key, gen_key_switch_key_at, key_switch_add, key_switch_with, Addend, Epilogue, GaloisKey,
+    gen_key_switch_key, gen_key_switch_key_at, key_switch_add, key_switch_formed, Addend, Epilogue, GaloisKey,
     NoiseScale, PolyPair, RelinKey, SecretKey,
 };
 use crate::backend::fused::{buffer_words, Format};
 use crate::backend::shape::{KeySwitchUse, ShapeBackend};
-use crate::backend::Backend;
+use crate::backend::{Backend, InverseInput};
 use crate::error::{Error, Result};
 use crate::poly::{Eval, RnsPoly};
 
@@ -316,7 +316,6 @@ pub fn mul_relinearize<B: Backend>(
             found: p.limb_count(),
         });
     }
-    let c2 = a[1].mul(backend, b[1])?;
     let operands = [a[0], a[1], b[0], b[1]]
         .into_iter()
         .map(|p| Operand::Buffer {
@@ -331,7 +330,9 @@ pub fn mul_relinearize<B: Backend>(
     let d0 = Expr::mul(Expr::load(0), Expr::load(2));
     let d1 = Expr::Sum(vec![Expr::mul(Expr::load(0), Expr::load(3)), Expr::mul(Expr::load(1), Expr::load(2))]);
     let epilogue = Epilogue { operands, outputs: vec![(Some(d0), Format::Words), (Some(d1), Format::Words)] };
-    let [o0, o1] = key_switch_with(backend, &c2, &rk.0, t, epilogue)?;
+    // a_1 b_1 is formed by ModUp's inverse transform as it loads the operands.
+    let c2 = InverseInput::Product(a[1].buffer(), b[1].buffer());
+    let [o0, o1] = key_switch_formed(backend, c2, basis, &rk.0, t, epilogue)?;
     Ok((RnsPoly::from_buffer(backend, o0, basis.clone())?, RnsPoly::from_buffer(backend, o1, basis.clone())?))
 }
 
@@ -349,7 +350,10 @@ pub fn apply_galois<B: Backend>(
     let [c0, c1] = polys else {
         return Err(Error::CiphertextDegree { degree: polys.len().saturating_sub(1), expected: 1 });
     };
-    // c_0(X^g) is added inside ModDown's last pass, permuted there.
-    let c1g = c1.automorphism(backend, g)?;
-    key_switch_add(backend, &c1g, &gk.key, t, [Some(Addend { poly: c0, galois: Some(g) }), None])
+    // c_1(X^g) is formed by ModUp's inverse transform as it loads c_1; c_0(X^g) is added inside
+    // ModDown's last pass, permuted there.
+    let epilogue = Epilogue::addends([Some(Addend { poly: c0, galois: Some(g) }), None]);
+    let [d0, d1] =
+        key_switch_formed(backend, InverseInput::Automorphism(c1.buffer(), g), c1.basis(), &gk.key, t, epilogue)?;
+    Ok((RnsPoly::from_buffer(backend, d0, c1.basis().clone())?, RnsPoly::from_buffer(backend, d1, c1.basis().clone())?))
 }

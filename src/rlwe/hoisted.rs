@@ -19,9 +19,9 @@
 //! tests assert it). (With an unsigned lift, `y_i` in `[0, q_i)`, the two would differ by
 //! multiples of the digit's modulus on the converted limbs, and only decrypt alike.)
 
-use super::key_switch::{check_key, inner_product_mod_down, mod_up, ModUp};
+use super::key_switch::{check_key, inner_product_mod_down, mod_up_from, ModUp};
 use super::{Addend, Epilogue, EvaluationKeys, PolyPair};
-use crate::backend::Backend;
+use crate::backend::{Backend, InverseInput};
 use crate::error::{Error, Result};
 use crate::poly::{Eval, RnsPoly};
 
@@ -54,8 +54,10 @@ impl<B: Backend> Decomposed<B> {
 /// base conversion of every digit and a forward NTT of the converted limbs, done once for every
 /// automorphism [`apply_galois_hoisted`] then applies.
 pub fn decompose<B: Backend>(backend: &B, c: &RnsPoly<B, Eval>) -> Result<Decomposed<B>> {
-    let up = mod_up(backend, c)?;
-    Ok(Decomposed { poly: c.duplicate(backend)?, up })
+    // The copy of c the rotations read is kept by ModUp's inverse transform.
+    let (up, poly) = mod_up_from(backend, InverseInput::Copy(c.buffer()), c.basis(), true)?;
+    let poly = poly.ok_or(Error::KeyDimensions { reason: "ModUp kept no input" })?;
+    Ok(Decomposed { poly, up })
 }
 
 /// `(c_0, c_1) -> (c_0(X^g) + d_0, d_1)` as [`super::apply_galois`], with the ModUp of `c_1`

@@ -3,7 +3,9 @@
 //! At level `l` (`l + 1` chain primes `Q_l`), with `k` special primes `P` and digits `j` of
 //! `alpha_j` primes (the digit ranges of the parameters cut at `l`):
 //!
-//! 1. **ModUp**: `c` (Eval) is copied and inverse-transformed (`l + 1` limb-NTTs); one
+//! 1. **ModUp**: `c` (Eval) is inverse-transformed out of place (`l + 1` limb-NTTs; HMULT's
+//!    `a_1 b_1` and a rotation's `c_1(X^g)` are formed by that transform's first pass as it
+//!    loads, and kept, see [`key_switch_formed`]); one
 //!    `base_convert` call converts every digit's coefficient limbs, read in place, to the
 //!    `l + 1 + k - alpha_j` other primes of `Q_l P`, all digits into one buffer, and one
 //!    forward NTT transforms exactly those converted limbs. A digit's own limbs are `c`'s
@@ -38,10 +40,11 @@
 use super::mod_down::{finish, Addend, Epilogue, Finish};
 use super::{KeySwitchKey, PolyPair};
 use crate::backend::key_switching::modup_targets;
-use crate::backend::{Backend, ConvertPart, InnerProductInput, KeyDigitRef};
+use crate::backend::{Backend, ConvertPart, InnerProductInput, InverseInput, KeyDigitRef};
 use crate::error::{Error, Result};
 use crate::math::rounding::Rounding;
 use crate::poly::{Eval, RnsPoly};
+use crate::ring::Basis;
 
 /// Switches `c` (Eval, over `q_0..q_l`) under the key `ksk` from `s'` to `s`: returns `(d0, d1)`
 /// over `q_0..q_l` with `d0 + d1 s = c s' + small`. `t` is the BGV plaintext modulus (the ModDown
@@ -84,6 +87,23 @@ pub fn key_switch_with<'a, B: Backend>(
     inner_product_mod_down(backend, c, &up, ksk, t, epilogue)
 }
 
+/// [`key_switch_with`] of the polynomial `input` forms over `basis` (`q_0..q_l`): the product
+/// `a_1 b_1` of HMULT or the automorphism `c_1(X^g)` of a rotation, formed by ModUp's inverse
+/// transform as it loads it and kept for the inner product, so no pass forms it in front.
+pub fn key_switch_formed<'a, B: Backend>(
+    backend: &B,
+    input: InverseInput<'_, B::Buffer>,
+    basis: &Basis,
+    ksk: &KeySwitchKey<B>,
+    t: Option<u32>,
+    epilogue: Epilogue<'a, B>,
+) -> Result<[B::Buffer; 2]> {
+    check_key_for(backend, basis, ksk)?;
+    let (up, kept) = mod_up_from(backend, input, basis, true)?;
+    let c = kept.ok_or(Error::KeyDimensions { reason: "key switch kept no input" })?;
+    inner_product_mod_down(backend, &c, &up, ksk, t, epilogue)
+}
+
 /// ModUp's output for `c` (Eval, over `q_0..q_l`): every digit's limbs converted to the other
 /// primes of `Q_l P`, transformed (Eval), digit after digit.
 pub(crate) struct ModUp<B: Backend> {
@@ -98,15 +118,20 @@ pub(crate) struct ModUp<B: Backend> {
 /// Checks that `ksk` can switch `c`: the parameters, the key's basis (`q_0..q_l'` and `P`) and
 /// its level (at least `c`'s).
 pub(crate) fn check_key<B: Backend>(backend: &B, c: &RnsPoly<B, Eval>, ksk: &KeySwitchKey<B>) -> Result<()> {
+    check_key_for(backend, c.basis(), ksk)
+}
+
+/// [`check_key`] for an input over `basis`.
+pub(crate) fn check_key_for<B: Backend>(backend: &B, basis: &Basis, ksk: &KeySwitchKey<B>) -> Result<()> {
     super::check_param_id(backend, ksk.param_id)?;
     let ctx = backend.context();
-    let level = c.limb_count().checked_sub(1).ok_or(Error::LevelOutOfRange { level: 0, max: 0 })?;
+    let level = basis.len().checked_sub(1).ok_or(Error::LevelOutOfRange { level: 0, max: 0 })?;
     let q_basis = ctx.q_basis(level)?;
-    if c.basis() != &q_basis {
+    if basis != &q_basis {
         return Err(Error::DimensionMismatch {
             what: "key-switch input basis",
             expected: q_basis.len(),
-            found: c.limb_count(),
+            found: basis.len(),
         });
     }
     let p_basis = ctx.p_basis();
@@ -130,15 +155,31 @@ pub(crate) fn check_key<B: Backend>(backend: &B, c: &RnsPoly<B, Eval>, ksk: &Key
 /// ModUp of `c` (Eval, over `q_0..q_l`): one `base_convert` call for every digit, then one
 /// forward NTT of exactly the converted limbs.
 pub(crate) fn mod_up<B: Backend>(backend: &B, c: &RnsPoly<B, Eval>) -> Result<ModUp<B>> {
+    Ok(mod_up_from(backend, InverseInput::Copy(c.buffer()), c.basis(), false)?.0)
+}
+
+/// [`mod_up_from`]'s output: the ModUp and, when kept, the formed polynomial (Eval).
+pub(crate) type ModUpKept<B> = (ModUp<B>, Option<RnsPoly<B, Eval>>);
+
+/// [`mod_up`] of the polynomial `input` forms over `basis` (`q_0..q_l`), formed by the inverse
+/// transform as it loads it ([`Backend::ntt_inverse_from`]): a copy, the product `a_1 b_1` of
+/// HMULT, the automorphism `c_1(X^g)` of a rotation. With `keep`, the formed polynomial (Eval)
+/// comes back too: the inner product reads each digit's own limbs from it.
+pub(crate) fn mod_up_from<B: Backend>(
+    backend: &B,
+    input: InverseInput<'_, B::Buffer>,
+    basis: &Basis,
+    keep: bool,
+) -> Result<ModUpKept<B>> {
     let ctx = backend.context();
     let params = ctx.params();
-    let level = c.limb_count().checked_sub(1).ok_or(Error::LevelOutOfRange { level: 0, max: 0 })?;
+    let level = basis.len().checked_sub(1).ok_or(Error::LevelOutOfRange { level: 0, max: 0 })?;
     let q_basis = ctx.q_basis(level)?;
-    if c.basis() != &q_basis {
+    if basis != &q_basis {
         return Err(Error::DimensionMismatch {
             what: "key-switch input basis",
             expected: q_basis.len(),
-            found: c.limb_count(),
+            found: basis.len(),
         });
     }
     let p_basis = ctx.p_basis();
@@ -148,12 +189,14 @@ pub(crate) fn mod_up<B: Backend>(backend: &B, c: &RnsPoly<B, Eval>) -> Result<Mo
         .collect();
     // ModUp: every digit converted in one call, only the converted limbs transformed.
     let targets = modup_targets(&q_basis, &p_basis, &digits);
-    let c_coeff = c.duplicate(backend)?.into_coeff(backend)?;
+    let (c_coeff, kept) = backend.ntt_inverse_from(input, &q_basis, keep)?;
+    let kept = kept.map(|k| RnsPoly::from_buffer(backend, k, basis.clone())).transpose()?;
     let parts: Vec<ConvertPart<'_>> = digits.iter().zip(&targets).map(|(d, t)| (&d[..], &t[..])).collect();
-    let mut converted = backend.base_convert(c_coeff.buffer(), &q_basis, &parts)?;
+    let mut converted = backend.base_convert(&c_coeff, &q_basis, &parts)?;
+    drop(c_coeff);
     let targets = targets.concat();
     backend.ntt_forward(&mut converted, &targets)?;
-    Ok(ModUp { digits, converted, targets })
+    Ok((ModUp { digits, converted, targets }, kept))
 }
 
 /// The inner product of `c`'s digits (its own limbs and `up`'s converted ones) with `ksk`, and

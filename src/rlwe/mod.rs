@@ -43,7 +43,7 @@ pub use eval_keys::{
     mul_relinearize, relinearize, EvaluationKeys, KeyPlan, KeyStorage,
 };
 pub use hoisted::{apply_galois_hoisted, decompose, Decomposed};
-pub use key_switch::{key_switch, key_switch_add, key_switch_with};
+pub use key_switch::{key_switch, key_switch_add, key_switch_formed, key_switch_with};
 pub use keygen::{gen_key_switch_key, gen_key_switch_key_at, gen_public_key, gen_secret_key, gen_sparse_secret_key};
 pub use mod_down::{drop_primes, Addend, Epilogue};
 pub use request::KeyRequest;

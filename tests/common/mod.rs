@@ -33,3 +33,25 @@ pub fn own_device() -> Option<Arc<GpuDevice>> {
     device()?;
     Some(Arc::new(GpuDevice::new().expect("a second device on the adapter that opened the first")))
 }
+
+/// A small deterministic generator (splitmix64) for test inputs.
+#[allow(dead_code, reason = "not every test binary draws inputs")]
+pub struct Rng(pub u64);
+
+#[allow(dead_code, reason = "not every test binary draws inputs")]
+impl Rng {
+    /// The next 64 bits.
+    pub fn next(&mut self) -> u64 {
+        // splitmix64
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (up to the modulo bias, which test inputs do not mind).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}

@@ -20,7 +20,7 @@ pub(super) enum Op {
 }
 
 /// Per-limb `[q, k, mu, 0]` of `elementwise.wgsl`.
-fn limb_table(be: &GpuBackend, basis: &[usize]) -> Result<Vec<u32>> {
+pub(super) fn limb_table(be: &GpuBackend, basis: &[usize]) -> Result<Vec<u32>> {
     Ok(be.ctx.moduli_of(basis)?.iter().flat_map(|m| [m.value(), m.bits(), m.barrett_mu(), 0]).collect())
 }
 

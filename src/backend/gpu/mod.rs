@@ -31,7 +31,7 @@ pub use sources::Arithmetic;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::{Backend, ConvertPart, InnerProductInput, InnerProductSums};
+use super::{Backend, ConvertPart, InnerProductInput, InnerProductSums, InverseInput};
 use crate::error::{Error, Result};
 use crate::math::rounding::Rounding;
 use crate::math::sampling::{Purpose, Seed};
@@ -221,6 +221,15 @@ impl Backend for GpuBackend {
         let outs = fused::fused(self, &program)?;
         let len = outs.len();
         <[GpuBuffer; 3]>::try_from(outs).map_err(|_| found(len))
+    }
+
+    fn ntt_inverse_from(
+        &self,
+        input: InverseInput<'_, GpuBuffer>,
+        basis: &[usize],
+        keep: bool,
+    ) -> Result<(GpuBuffer, Option<GpuBuffer>)> {
+        ntt::inverse_from(self, input, basis, keep, &self.ntt_plan(self.log_n())?)
     }
 
     fn add(&self, a: &GpuBuffer, b: &GpuBuffer, basis: &[usize]) -> Result<GpuBuffer> {

@@ -7,11 +7,13 @@ use super::device::WORKGROUP_SIZE;
 use super::sources::{
     Kernel, NTT_FWD_COLUMNS_1024, NTT_FWD_COLUMNS_2048, NTT_FWD_COLUMNS_4096, NTT_FWD_ROWS_1024, NTT_FWD_ROWS_2048,
     NTT_FWD_ROWS_4096, NTT_INV_COLUMNS_1024, NTT_INV_COLUMNS_2048, NTT_INV_COLUMNS_4096, NTT_INV_ROWS_1024,
-    NTT_INV_ROWS_2048, NTT_INV_ROWS_4096,
+    NTT_INV_ROWS_2048, NTT_INV_ROWS_4096, NTT_INV_ROWS_FROM_1024, NTT_INV_ROWS_FROM_2048, NTT_INV_ROWS_FROM_4096,
 };
 use super::{GpuBackend, GpuBuffer};
+use crate::backend::InverseInput;
 use crate::error::{Error, Result};
 use crate::math::ntt::{NttTable, MAX_LOG_N, MIN_LOG_N};
+use std::sync::Arc;
 
 /// Invocations per workgroup of the NTT kernels (`WG` in `ntt.wgsl`).
 const INVOCATIONS: u32 = 256;
@@ -27,6 +29,8 @@ struct Variant {
     fwd_rows: Kernel,
     inv_rows: Kernel,
     inv_columns: Kernel,
+    /// The inverse row pass out of place (`ntt/from.wgsl`).
+    inv_rows_from: Kernel,
 }
 
 /// The tile sizes, largest first (`shaders/ntt/tile_*.wgsl`).
@@ -37,6 +41,7 @@ static VARIANTS: [Variant; 3] = [
         fwd_rows: NTT_FWD_ROWS_4096,
         inv_rows: NTT_INV_ROWS_4096,
         inv_columns: NTT_INV_COLUMNS_4096,
+        inv_rows_from: NTT_INV_ROWS_FROM_4096,
     },
     Variant {
         log_tile: 11,
@@ -44,6 +49,7 @@ static VARIANTS: [Variant; 3] = [
         fwd_rows: NTT_FWD_ROWS_2048,
         inv_rows: NTT_INV_ROWS_2048,
         inv_columns: NTT_INV_COLUMNS_2048,
+        inv_rows_from: NTT_INV_ROWS_FROM_2048,
     },
     Variant {
         log_tile: 10,
@@ -51,6 +57,7 @@ static VARIANTS: [Variant; 3] = [
         fwd_rows: NTT_FWD_ROWS_1024,
         inv_rows: NTT_INV_ROWS_1024,
         inv_columns: NTT_INV_COLUMNS_1024,
+        inv_rows_from: NTT_INV_ROWS_FROM_1024,
     },
 ];
 
@@ -311,12 +318,44 @@ impl GpuBackend {
     }
 }
 
+impl GpuBackend {
+    /// [`Backend::ntt_inverse_from`](crate::backend::Backend::ntt_inverse_from) with the given
+    /// plan instead of the device's own (as [`GpuBackend::ntt_with_plan`]).
+    ///
+    /// Errors: as [`GpuBackend::ntt_with_plan`].
+    pub fn ntt_inverse_from_with_plan(
+        &self,
+        input: InverseInput<'_, GpuBuffer>,
+        basis: &[usize],
+        keep: bool,
+        plan: &NttPlan,
+    ) -> Result<(GpuBuffer, Option<GpuBuffer>)> {
+        inverse_from(self, input, basis, keep, plan)
+    }
+}
+
 /// In-place negacyclic NTT of every limb with the device's plan.
 pub(super) fn ntt(be: &GpuBackend, buf: &mut GpuBuffer, basis: &[usize], inverse: bool) -> Result<()> {
     run(be, buf, basis, inverse, &be.ntt_plan(be.log_n())?)
 }
 
 fn run(be: &GpuBackend, buf: &mut GpuBuffer, basis: &[usize], inverse: bool, plan: &NttPlan) -> Result<()> {
+    check_plan(be, plan)?;
+    if basis.is_empty() {
+        return Ok(());
+    }
+    let (table, common, threads) = prepare(be, basis, inverse, plan)?;
+    if inverse {
+        be.dev.dispatch(&plan.variant.inv_rows, &common, &[&*table, &buf.buf], threads)?;
+        columns(be, buf, plan, &table, &common, threads, true)
+    } else {
+        columns(be, buf, plan, &table, &common, threads, false)?;
+        be.dev.dispatch(&plan.variant.fwd_rows, &common, &[&*table, &buf.buf], threads)
+    }
+}
+
+/// A plan for this ring's degree whose tile the device's workgroup memory holds.
+fn check_plan(be: &GpuBackend, plan: &NttPlan) -> Result<()> {
     let log_n = be.log_n();
     if plan.log_n != log_n {
         return Err(Error::InvalidParameters {
@@ -332,9 +371,17 @@ fn run(be: &GpuBackend, buf: &mut GpuBuffer, basis: &[usize], inverse: bool, pla
             ),
         });
     }
-    if basis.is_empty() {
-        return Ok(());
-    }
+    Ok(())
+}
+
+/// The twiddle table of `basis` (resident), the parameters every pass starts with and the
+/// invocations of every pass.
+fn prepare(
+    be: &GpuBackend,
+    basis: &[usize],
+    inverse: bool,
+    plan: &NttPlan,
+) -> Result<(Arc<wgpu::Buffer>, [u32; 5], u64)> {
     let mut key = basis.to_vec();
     key.push(plan.log_tile() as usize);
     let kind = if inverse { "ntt inverse tables" } else { "ntt forward tables" };
@@ -348,32 +395,95 @@ fn run(be: &GpuBackend, buf: &mut GpuBuffer, basis: &[usize], inverse: bool, pla
     let r = plan.column_stages();
     let groups = u64::try_from(basis.len()).map_err(|_| Error::SizeOverflow { what: "NTT workgroups" })? << r;
     let common = [
-        log_n,
+        be.log_n(),
         plan.row_log_tile(),
         r,
         u32::try_from(plan.twiddle_words()).map_err(|_| Error::SizeOverflow { what: "NTT table" })?,
         u32::try_from(groups).map_err(|_| Error::SizeOverflow { what: "NTT workgroups" })?,
     ];
-    let threads = groups * WORKGROUP_SIZE;
+    Ok((table, common, groups * WORKGROUP_SIZE))
+}
+
+/// The column passes on `buf` in place: forward order, or reversed for the inverse.
+fn columns(
+    be: &GpuBackend,
+    buf: &GpuBuffer,
+    plan: &NttPlan,
+    table: &wgpu::Buffer,
+    common: &[u32; 5],
+    threads: u64,
+    inverse: bool,
+) -> Result<()> {
     let v = plan.variant;
-    let buffers = [&*table, &buf.buf];
-    let column = |kernel: &Kernel, (s0, k): (u32, u32)| {
+    let (kernel, passes): (&Kernel, Vec<(u32, u32)>) = if inverse {
+        (&v.inv_columns, plan.columns.iter().rev().copied().collect())
+    } else {
+        (&v.fwd_columns, plan.columns.clone())
+    };
+    for (s0, k) in passes {
         let mut params = common.to_vec();
         params.extend_from_slice(&[s0, k]);
-        be.dev.dispatch(kernel, &params, &buffers, threads)
-    };
-    if inverse {
-        be.dev.dispatch(&v.inv_rows, &common, &buffers, threads)?;
-        for &pass in plan.columns.iter().rev() {
-            column(&v.inv_columns, pass)?;
-        }
-    } else {
-        for &pass in &plan.columns {
-            column(&v.fwd_columns, pass)?;
-        }
-        be.dev.dispatch(&v.fwd_rows, &common, &buffers, threads)?;
+        be.dev.dispatch(kernel, &params, &[table, &buf.buf], threads)?;
     }
     Ok(())
+}
+
+/// [`Backend::ntt_inverse_from`](crate::backend::Backend::ntt_inverse_from) with the device's
+/// plan: the first pass (the inverse row pass of `ntt/from.wgsl`) forms the input from its
+/// sources, writes the pass's result to a new buffer and, with `keep`, the formed input to
+/// another; the column passes then run on the new buffer in place. The same dispatches as the
+/// in-place transform, with no copy, element-wise or automorphism dispatch in front.
+pub(super) fn inverse_from(
+    be: &GpuBackend,
+    input: InverseInput<'_, GpuBuffer>,
+    basis: &[usize],
+    keep: bool,
+    plan: &NttPlan,
+) -> Result<(GpuBuffer, Option<GpuBuffer>)> {
+    check_plan(be, plan)?;
+    let (form, src0, src1) = match input {
+        InverseInput::Copy(a) => (0u32, a, a),
+        InverseInput::Product(a, b) => (1, a, b),
+        InverseInput::Automorphism(a, _) => (2, a, a),
+    };
+    be.check("ntt_inverse_from input", src0, basis.len())?;
+    be.check("ntt_inverse_from input", src1, basis.len())?;
+    let aux = match input {
+        InverseInput::Copy(_) => None,
+        InverseInput::Product(..) => Some(be.table("limbs", basis, || super::kernels::limb_table(be, basis))?),
+        InverseInput::Automorphism(_, g) => {
+            Some(be.table("galois permutation", &[g], || Ok(be.ctx.galois_permutation(g)?.to_vec()))?)
+        }
+    };
+    let words = src0.words;
+    let out = be.output(words)?;
+    let kept = if keep { Some(be.output(words)?) } else { None };
+    if basis.is_empty() {
+        return Ok((out, kept));
+    }
+    let (table, common, threads) = prepare(be, basis, true, plan)?;
+    // Without `keep` the kernel stores nothing there; binding 6 still needs a writable buffer
+    // of its own.
+    let scratch;
+    let keep_buf = match &kept {
+        Some(k) => &k.buf,
+        None => {
+            scratch = be.output(1)?;
+            &scratch.buf
+        }
+    };
+    let mut params = common.to_vec();
+    params.extend_from_slice(&[form, u32::from(keep)]);
+    let aux_buf = aux.as_deref().unwrap_or(&*table);
+    let v = plan.variant;
+    be.dev.dispatch(
+        &v.inv_rows_from,
+        &params,
+        &[&*table, &out.buf, &src0.buf, &src1.buf, aux_buf, keep_buf],
+        threads,
+    )?;
+    columns(be, &out, plan, &table, &common, threads, true)?;
+    Ok((out, kept))
 }
 
 #[cfg(test)]

@@ -153,29 +153,38 @@ kernels! {
     KEY_SWITCH_INNER_PRODUCT =
         "key_switch_inner_product", "main", ["shared/chacha.wgsl", "shared/zq4.wgsl", "key_switch_inner_product.wgsl"];
     /// Forward NTT, a column pass (the first stages, strided columns), tiles of 4096 values.
-    NTT_FWD_COLUMNS_4096 = "ntt_fwd_columns_4096", "fwd_columns", ["ntt/tile_4096.wgsl", "ntt.wgsl"];
+    NTT_FWD_COLUMNS_4096 = "ntt_fwd_columns_4096", "fwd_columns", ["ntt/tile_4096.wgsl", "ntt.wgsl", "ntt/in_place.wgsl"];
     /// Forward NTT, the row pass (the last stages, contiguous tiles), tiles of 4096 values.
-    NTT_FWD_ROWS_4096 = "ntt_fwd_rows_4096", "fwd_rows", ["ntt/tile_4096.wgsl", "ntt.wgsl"];
+    NTT_FWD_ROWS_4096 = "ntt_fwd_rows_4096", "fwd_rows", ["ntt/tile_4096.wgsl", "ntt.wgsl", "ntt/in_place.wgsl"];
     /// Inverse NTT, the row pass (the first stages, contiguous tiles), tiles of 4096 values.
-    NTT_INV_ROWS_4096 = "ntt_inv_rows_4096", "inv_rows", ["ntt/tile_4096.wgsl", "ntt.wgsl"];
+    NTT_INV_ROWS_4096 = "ntt_inv_rows_4096", "inv_rows", ["ntt/tile_4096.wgsl", "ntt.wgsl", "ntt/in_place.wgsl"];
     /// Inverse NTT, a column pass (the last stages, strided columns), tiles of 4096 values.
-    NTT_INV_COLUMNS_4096 = "ntt_inv_columns_4096", "inv_columns", ["ntt/tile_4096.wgsl", "ntt.wgsl"];
+    NTT_INV_COLUMNS_4096 = "ntt_inv_columns_4096", "inv_columns", ["ntt/tile_4096.wgsl", "ntt.wgsl", "ntt/in_place.wgsl"];
+    /// Inverse NTT, the row pass out of place: the input formed on load (a copy, a product, an
+    /// automorphism) and optionally kept, tiles of 4096 values.
+    NTT_INV_ROWS_FROM_4096 = "ntt_inv_rows_from_4096", "inv_rows", ["ntt/tile_4096.wgsl", "ntt.wgsl", "ntt/from.wgsl"];
     /// Forward NTT, a column pass (the first stages, strided columns), tiles of 2048 values.
-    NTT_FWD_COLUMNS_2048 = "ntt_fwd_columns_2048", "fwd_columns", ["ntt/tile_2048.wgsl", "ntt.wgsl"];
+    NTT_FWD_COLUMNS_2048 = "ntt_fwd_columns_2048", "fwd_columns", ["ntt/tile_2048.wgsl", "ntt.wgsl", "ntt/in_place.wgsl"];
     /// Forward NTT, the row pass (the last stages, contiguous tiles), tiles of 2048 values.
-    NTT_FWD_ROWS_2048 = "ntt_fwd_rows_2048", "fwd_rows", ["ntt/tile_2048.wgsl", "ntt.wgsl"];
+    NTT_FWD_ROWS_2048 = "ntt_fwd_rows_2048", "fwd_rows", ["ntt/tile_2048.wgsl", "ntt.wgsl", "ntt/in_place.wgsl"];
     /// Inverse NTT, the row pass (the first stages, contiguous tiles), tiles of 2048 values.
-    NTT_INV_ROWS_2048 = "ntt_inv_rows_2048", "inv_rows", ["ntt/tile_2048.wgsl", "ntt.wgsl"];
+    NTT_INV_ROWS_2048 = "ntt_inv_rows_2048", "inv_rows", ["ntt/tile_2048.wgsl", "ntt.wgsl", "ntt/in_place.wgsl"];
     /// Inverse NTT, a column pass (the last stages, strided columns), tiles of 2048 values.
-    NTT_INV_COLUMNS_2048 = "ntt_inv_columns_2048", "inv_columns", ["ntt/tile_2048.wgsl", "ntt.wgsl"];
+    NTT_INV_COLUMNS_2048 = "ntt_inv_columns_2048", "inv_columns", ["ntt/tile_2048.wgsl", "ntt.wgsl", "ntt/in_place.wgsl"];
+    /// Inverse NTT, the row pass out of place: the input formed on load (a copy, a product, an
+    /// automorphism) and optionally kept, tiles of 2048 values.
+    NTT_INV_ROWS_FROM_2048 = "ntt_inv_rows_from_2048", "inv_rows", ["ntt/tile_2048.wgsl", "ntt.wgsl", "ntt/from.wgsl"];
     /// Forward NTT, a column pass (the first stages, strided columns), tiles of 1024 values.
-    NTT_FWD_COLUMNS_1024 = "ntt_fwd_columns_1024", "fwd_columns", ["ntt/tile_1024.wgsl", "ntt.wgsl"];
+    NTT_FWD_COLUMNS_1024 = "ntt_fwd_columns_1024", "fwd_columns", ["ntt/tile_1024.wgsl", "ntt.wgsl", "ntt/in_place.wgsl"];
     /// Forward NTT, the row pass (the last stages, contiguous tiles), tiles of 1024 values.
-    NTT_FWD_ROWS_1024 = "ntt_fwd_rows_1024", "fwd_rows", ["ntt/tile_1024.wgsl", "ntt.wgsl"];
+    NTT_FWD_ROWS_1024 = "ntt_fwd_rows_1024", "fwd_rows", ["ntt/tile_1024.wgsl", "ntt.wgsl", "ntt/in_place.wgsl"];
     /// Inverse NTT, the row pass (the first stages, contiguous tiles), tiles of 1024 values.
-    NTT_INV_ROWS_1024 = "ntt_inv_rows_1024", "inv_rows", ["ntt/tile_1024.wgsl", "ntt.wgsl"];
+    NTT_INV_ROWS_1024 = "ntt_inv_rows_1024", "inv_rows", ["ntt/tile_1024.wgsl", "ntt.wgsl", "ntt/in_place.wgsl"];
     /// Inverse NTT, a column pass (the last stages, strided columns), tiles of 1024 values.
-    NTT_INV_COLUMNS_1024 = "ntt_inv_columns_1024", "inv_columns", ["ntt/tile_1024.wgsl", "ntt.wgsl"];
+    NTT_INV_COLUMNS_1024 = "ntt_inv_columns_1024", "inv_columns", ["ntt/tile_1024.wgsl", "ntt.wgsl", "ntt/in_place.wgsl"];
+    /// Inverse NTT, the row pass out of place: the input formed on load (a copy, a product, an
+    /// automorphism) and optionally kept, tiles of 1024 values.
+    NTT_INV_ROWS_FROM_1024 = "ntt_inv_rows_from_1024", "inv_rows", ["ntt/tile_1024.wgsl", "ntt.wgsl", "ntt/from.wgsl"];
     /// Generator-2 uniform residues, one ChaCha12 block (16 residues) per invocation (after the
     /// shared ChaCha12 block it calls).
     UNIFORM = "uniform", "main", ["shared/chacha.wgsl", "uniform.wgsl"];

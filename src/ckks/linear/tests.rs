@@ -295,13 +295,8 @@ fn hoisted_rotations_share_one_mod_up() {
     let sk = ckks.gen_secret_key_from_seed(&[9; 32]).unwrap();
     let steps = [1i64, 2, 3, 5];
     let keys = ckks.gen_evaluation_keys(&sk, &KeyRequest::rotations(&steps)).unwrap();
-    let ntts = |records: Vec<crate::backend::ledger::Record>| -> usize {
-        records
-            .iter()
-            .filter(|r| r.kernel == "ntt_forward" || r.kernel == "ntt_inverse")
-            .map(|r| r.limbs as usize)
-            .sum()
-    };
+    let ntts =
+        |records: Vec<crate::backend::ledger::Record>| -> usize { records.iter().map(|r| r.limb_ntts as usize).sum() };
     for level in [14usize, 9, 4] {
         let ct = ckks.encrypt_symmetric(&sk, &ckks.encode(&[ONE], ckks.default_scale(), 8, level).unwrap()).unwrap();
         let (l1, k) = (level + 1, p.p().len());
