@@ -80,6 +80,7 @@ use super::{Ciphertext, Ckks, Plaintext};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::eval::bsgs::{self, BabyRotations};
+use crate::eval::Hoisting;
 use crate::poly::{Eval, RnsPoly};
 use crate::rlwe::{self, EvaluationKeys, KeyPlan};
 
@@ -536,15 +537,6 @@ enum Diagonals<'a, B: Backend> {
     Prepared(&'a PreparedTransform<B>),
 }
 
-/// How [`Ckks::linear_transform_with`] rotates the input by the baby steps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BabySteps {
-    /// One full rotation (ModUp included) per baby step.
-    Plain,
-    /// One ModUp shared by every baby step ([`Ckks::rotate_hoisted`]).
-    Hoisted,
-}
-
 impl<B: Backend> Ckks<B> {
     /// Rotations of `ct` left by each of `steps`, sharing one ModUp of `c_1`
     /// ([`crate::rlwe::decompose`]): each result has the words of [`Ckks::rotate`]'s (see
@@ -589,18 +581,20 @@ impl<B: Backend> Ckks<B> {
         lt: &LinearTransform,
         keys: &EvaluationKeys<B>,
     ) -> Result<Ciphertext<B>> {
-        self.linear_transform_with(ct, lt, keys, BabySteps::Hoisted)
+        self.linear_transform_with(ct, lt, keys, Hoisting::Hoisted)
     }
 
-    /// [`Ckks::linear_transform`] with the baby steps rotated as `baby`.
+    /// [`Ckks::linear_transform`] with the baby steps rotated as `hoisting` says
+    /// ([`Hoisting::Hoisted`]: one ModUp shared by every baby step, [`Ckks::rotate_hoisted`];
+    /// [`Hoisting::OneByOne`]: one full rotation per step). Both give the same words.
     pub fn linear_transform_with(
         &self,
         ct: &Ciphertext<B>,
         lt: &LinearTransform,
         keys: &EvaluationKeys<B>,
-        baby: BabySteps,
+        hoisting: Hoisting,
     ) -> Result<Ciphertext<B>> {
-        self.bsgs_apply(ct, Diagonals::Clear(lt), keys, baby)
+        self.bsgs_apply(ct, Diagonals::Clear(lt), keys, hoisting)
     }
 
     /// Encodes and lifts the diagonals of `lt` (each pre-rotated by its giant step) once, at the
@@ -626,7 +620,7 @@ impl<B: Backend> Ckks<B> {
         ct: &Ciphertext<B>,
         prepared: &PreparedTransform<B>,
         keys: &EvaluationKeys<B>,
-        baby: BabySteps,
+        hoisting: Hoisting,
     ) -> Result<Ciphertext<B>> {
         if prepared.param_id != self.params().id() {
             return Err(Error::ParameterMismatch { expected: self.params().id(), found: prepared.param_id });
@@ -634,7 +628,7 @@ impl<B: Backend> Ckks<B> {
         if prepared.level != ct.level() {
             return Err(Error::LevelMismatch { left: ct.level(), right: prepared.level });
         }
-        self.bsgs_apply(ct, Diagonals::Prepared(prepared), keys, baby)
+        self.bsgs_apply(ct, Diagonals::Prepared(prepared), keys, hoisting)
     }
 
     /// `rot_{-giant}(diag_k)` of `lt` encoded at `pt_scale` for `level` and lifted.
@@ -660,7 +654,7 @@ impl<B: Backend> Ckks<B> {
         ct: &Ciphertext<B>,
         diagonals: Diagonals<'_, B>,
         keys: &EvaluationKeys<B>,
-        baby: BabySteps,
+        hoisting: Hoisting,
     ) -> Result<Ciphertext<B>> {
         self.check_ct(ct)?;
         if ct.degree() != 1 {
@@ -680,7 +674,7 @@ impl<B: Backend> Ckks<B> {
         let scale = self.checked_scale(ct.scale * pt_scale, level)?;
         let steps: Vec<i64> = plan.baby_steps().into_iter().map(|b| b as i64).collect();
         let inputs = std::slice::from_ref(ct);
-        let babies = BabyRotations::new(self, inputs, &steps, keys, baby == BabySteps::Hoisted)?;
+        let babies = BabyRotations::new(self, inputs, &steps, keys, hoisting)?;
         let basis = ct.core.degree_one()?.0.basis().clone();
         // Each giant step's inner sum is accumulated in place, one multiply-add per diagonal
         // and polynomial, into a ciphertext at the product scale.

@@ -336,7 +336,7 @@ impl<B: Backend> Ckks<B> {
         self.check_shape(ct, prepared.ring_degree, prepared.slots)?;
         let mut x = self.subring_trace(ct, keys)?;
         for p in &prepared.cts {
-            x = self.linear_transform_prepared(&x, p, keys, BabySteps::Hoisted)?;
+            x = self.linear_transform_prepared(&x, p, keys, Hoisting::Hoisted)?;
         }
         Ok(x)
     }
@@ -352,7 +352,7 @@ impl<B: Backend> Ckks<B> {
         self.check_shape(ct, prepared.ring_degree, prepared.slots)?;
         let mut x = ct.duplicate(self.backend())?;
         for p in &prepared.stc {
-            x = self.linear_transform_prepared(&x, p, keys, BabySteps::Hoisted)?;
+            x = self.linear_transform_prepared(&x, p, keys, Hoisting::Hoisted)?;
         }
         Ok(x)
     }

@@ -236,7 +236,7 @@ fn linear_transform_matches_the_plaintext_product() {
         let ct = f.ckks.encrypt_symmetric(&f.sk, &pt).unwrap();
         let want = lt.apply(&z).unwrap();
         let mut words = Vec::new();
-        for baby in [BabySteps::Plain, BabySteps::Hoisted] {
+        for baby in [Hoisting::OneByOne, Hoisting::Hoisted] {
             let out = f.ckks.linear_transform_with(&ct, &lt, &keys, baby).unwrap();
             words.push(out.polys().iter().map(|p| p.to_host(f.ckks.backend()).unwrap()).collect::<Vec<_>>());
             assert_eq!(out.level(), ct.level() - 2);
