@@ -175,10 +175,10 @@ impl SecretKey {
         let mut h = Sha256::new();
         h.update(derived);
         h.update(p.to_string().as_bytes());
-        let digest = h.finalize();
-        let mut id = [0u8; 8];
-        id.copy_from_slice(digest.get(..8).ok_or(Error::InvalidParameters { reason: "digest".into() })?);
-        Ok(Self { ctx: Arc::clone(ctx), id: u64::from_le_bytes(id), lwe, ring })
+        let digest: [u8; 32] = h.finalize().into();
+        let [b0, b1, b2, b3, b4, b5, b6, b7, ..] = digest;
+        let id = u64::from_le_bytes([b0, b1, b2, b3, b4, b5, b6, b7]);
+        Ok(Self { ctx: Arc::clone(ctx), id, lwe, ring })
     }
 
     /// The key id.
