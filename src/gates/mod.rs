@@ -874,12 +874,12 @@ impl GateEvaluator {
         let n_ring = p.ring_n();
         let big_q = u64::from(p.ring_q);
         let out_delta = (big_q + (1 << bits)) >> (bits + 1);
-        let log_n = p.log_ring;
-        let tv = (0..n_ring)
-            .map(|j| {
-                let m = (j << bits) >> log_n;
-                table.get(m).map(|&v| (u64::from(v) * out_delta % big_q) as u32).unwrap_or(0)
-            })
+        // Coefficient `j` holds entry `(j 2^bits) / N`: each entry fills `N / 2^bits` consecutive
+        // coefficients (`N >= 16 >= 2^bits` for every valid set).
+        let run = n_ring >> bits;
+        let tv = table
+            .iter()
+            .flat_map(|&v| std::iter::repeat_n((u64::from(v) * out_delta % big_q) as u32, run))
             .collect::<Vec<u32>>();
         self.check(ct)?;
         let q = p.q();
