@@ -874,19 +874,21 @@ impl GateEvaluator {
         let n_ring = p.ring_n();
         let big_q = u64::from(p.ring_q);
         let out_delta = (big_q + (1 << bits)) >> (bits + 1);
-        // Coefficient `j` holds entry `(j 2^bits) / N`: each entry fills `N / 2^bits` consecutive
-        // coefficients (`N >= 16 >= 2^bits` for every valid set).
-        let run = n_ring >> bits;
-        let tv = table
-            .iter()
-            .flat_map(|&v| std::iter::repeat_n((u64::from(v) * out_delta % big_q) as u32, run))
-            .collect::<Vec<u32>>();
+        let tv = lut_test_vector(table, n_ring, out_delta, big_q);
         self.check(ct)?;
         let q = p.q();
         let mut shifted = ct.clone();
         shifted.b = shifted.b.wrapping_add(delta / 2) & (q - 1);
         self.bootstrap(&shifted, &tv)
     }
+}
+
+/// The test vector of a lookup table of `2^bits` entries for a ring of degree `n_ring`:
+/// coefficient `j` holds entry `(j 2^bits) / N` times `out_delta` mod `big_q`, so each entry fills
+/// `N / 2^bits` consecutive coefficients (`N >= 16 >= 2^bits` for every valid set).
+fn lut_test_vector(table: &[u32], n_ring: usize, out_delta: u64, big_q: u64) -> Vec<u32> {
+    let run = n_ring / table.len().max(1);
+    table.iter().flat_map(|&v| std::iter::repeat_n((u64::from(v) * out_delta % big_q) as u32, run)).collect()
 }
 
 #[cfg(test)]
