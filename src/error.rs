@@ -77,7 +77,9 @@ pub enum Error {
         /// Secret distribution name.
         secret: &'static str,
     },
-    /// A parameter literal is inconsistent.
+    /// A parameter literal is inconsistent, or a ring-level parameter given to a low-level
+    /// routine is out of range (a prime size, a Galois element, an NTT plan's degree). The
+    /// text says which check failed; errors a caller can act on have variants of their own.
     #[error("invalid parameters: {reason}")]
     InvalidParameters {
         /// Which check failed.
@@ -256,6 +258,17 @@ pub enum Error {
         n: u64,
     },
 
+    /// A CKKS slot count is not a power of two in `[min, max]` (`[1, N/2]` for encoding,
+    /// `[2, N/2]` for bootstrapping).
+    #[error("slot count {slots} is not a power of two in [{min}, {max}]")]
+    SlotCount {
+        /// The slot count given.
+        slots: usize,
+        /// The smallest slot count allowed.
+        min: usize,
+        /// The largest slot count allowed.
+        max: usize,
+    },
     /// CKKS operands carry different scales.
     #[error("scale mismatch: 2^{left_log2:.3} vs 2^{right_log2:.3}")]
     ScaleMismatch {
@@ -287,6 +300,58 @@ pub enum Error {
         value_log2: f64,
         /// log2 of the largest encodable magnitude.
         limit_log2: f64,
+    },
+
+    /// An operation needs another CKKS scale policy (bootstrapping runs under
+    /// `ScalePolicy::Double` only).
+    #[error("scale policy {found} where {expected} is required")]
+    ScalePolicyMismatch {
+        /// The policy required (`"Single"` or `"Double"`).
+        expected: &'static str,
+        /// The policy of the CKKS instance.
+        found: &'static str,
+    },
+
+    // ---- linear transforms and bootstrapping -----------------------------------------------
+    /// A linear transform, or a vector or stage list given to one, has an unusable shape.
+    #[error("linear transform: {problem}")]
+    TransformShape {
+        /// What is wrong with the shape.
+        problem: ShapeError,
+    },
+    /// A bootstrapping plan was made for other parameters than those of the CKKS instance it
+    /// is run with (another ring degree or another top level).
+    #[error(
+        "bootstrapping plan made for N = {plan_ring_degree} and top level {plan_top_level}, run at N = \
+         {ring_degree} and top level {top_level}"
+    )]
+    BootstrapPlanMismatch {
+        /// The ring degree the plan was made for.
+        plan_ring_degree: usize,
+        /// The top level the plan was made for.
+        plan_top_level: usize,
+        /// The ring degree of the instance.
+        ring_degree: usize,
+        /// The top level of the instance.
+        top_level: usize,
+    },
+    /// A dense-to-sparse key of this weight at this level would not keep 128-bit security: the
+    /// weight is below the weight the bound holds for, or `log2 Q` at the level exceeds it.
+    #[error(
+        "a dense-to-sparse key to a weight-{weight} secret at level {level} (log2 Q = {log_q:.2}) is not \
+         128-bit secure: the bound holds for weight >= {min_weight} and log2 Q <= {max_log_q}"
+    )]
+    SparseKeyInsecure {
+        /// The level of the key.
+        level: usize,
+        /// The Hamming weight of the sparse secret (a public parameter).
+        weight: usize,
+        /// The weight the bound holds for.
+        min_weight: usize,
+        /// `log2(q_0 ... q_level)`.
+        log_q: f64,
+        /// The largest `log2 Q` taken as 128-bit secure for this ring degree.
+        max_log_q: f64,
     },
 
     // ---- lookup tables ---------------------------------------------------------------------
@@ -593,6 +658,51 @@ pub enum Error {
         /// The OS error text.
         reason: String,
     },
+}
+
+/// What is wrong with the shape of a linear transform ([`Error::TransformShape`]).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum ShapeError {
+    /// A length that must be a power of two is not.
+    #[error("{what} {len} is not a power of two")]
+    NotPowerOfTwo {
+        /// What was measured (`"slot count"`, `"length"`, `"ring degree"`).
+        what: &'static str,
+        /// The length given.
+        len: usize,
+    },
+    /// A diagonal offset is not below the slot count.
+    #[error("diagonal {index} of a {slots}-slot matrix")]
+    DiagonalOutOfRange {
+        /// The diagonal offset.
+        index: usize,
+        /// The slot count of the matrix.
+        slots: usize,
+    },
+    /// A baby-step giant-step plan names a diagonal the transform does not hold.
+    #[error("diagonal {index} of the plan is not in the transform")]
+    DiagonalNotInTransform {
+        /// The diagonal offset.
+        index: usize,
+    },
+    /// A transform (or a group of stages) without a non-zero diagonal.
+    #[error("no non-zero diagonal")]
+    NoDiagonal,
+    /// A level budget outside `1..=stages`.
+    #[error("a level budget of {levels} for {stages} stages (must be 1..={stages})")]
+    LevelBudget {
+        /// The levels asked for.
+        levels: usize,
+        /// The stages to spread over them.
+        stages: usize,
+    },
+}
+
+impl From<ShapeError> for Error {
+    fn from(problem: ShapeError) -> Self {
+        Self::TransformShape { problem }
+    }
 }
 
 impl Error {

@@ -116,7 +116,10 @@ fn bad_inputs_are_typed_errors() {
     let p = params::insecure_test_ckks_boot(10).unwrap();
     let ckks = Ckks::cpu(&p, ScalePolicy::Double).unwrap();
     let single = Ckks::cpu(&p, ScalePolicy::Single).unwrap();
-    assert!(matches!(Bootstrapper::new(&single, BootConfig::new(512)), Err(Error::InvalidParameters { .. })));
+    assert_eq!(
+        Bootstrapper::new(&single, BootConfig::new(512)).err(),
+        Some(Error::ScalePolicyMismatch { expected: "Double", found: "Single" })
+    );
     assert!(Bootstrapper::new(&ckks, BootConfig { slots: 1024, ..BootConfig::new(512) }).is_err());
     assert!(Bootstrapper::new(&ckks, BootConfig { log_ratio: f64::NAN, ..BootConfig::new(512) }).is_err());
     assert!(matches!(
@@ -133,4 +136,17 @@ fn bad_inputs_are_typed_errors() {
     let pt = ckks.encode(&[Complex64::new(0.5, 0.0); 64], ckks.default_scale(), 64, 2).unwrap();
     let ct = ckks.encrypt_symmetric(&sk, &pt).unwrap();
     assert!(matches!(boot.bootstrap(&ckks, &ct, &keys), Err(Error::DepthExhausted { .. })));
+    // A plan made for N = 2^10, run at N = 2^11.
+    let other = Ckks::cpu(&params::insecure_test_ckks_boot(11).unwrap(), ScalePolicy::Double).unwrap();
+    let pt = other.encode(&[Complex64::new(0.5, 0.0); 64], other.default_scale(), 64, other.max_level()).unwrap();
+    let ct = other.encrypt_symmetric(&other.gen_secret_key_from_seed(&[3; 32]).unwrap(), &pt).unwrap();
+    assert_eq!(
+        boot.bootstrap(&other, &ct, &keys).err(),
+        Some(Error::BootstrapPlanMismatch {
+            plan_ring_degree: 1 << 10,
+            plan_top_level: ckks.max_level(),
+            ring_degree: 1 << 11,
+            top_level: other.max_level(),
+        })
+    );
 }

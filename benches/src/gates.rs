@@ -231,7 +231,10 @@ pub fn run(config: &Config) -> Result<Report> {
                 let c = ev.gate(g, &a, &b)?;
                 times.push(t0.elapsed().as_secs_f64() * 1e3);
                 if sk.decrypt_bit(&c)? != g.eval(x, y) {
-                    return Err(Error::InvalidParameters { reason: format!("{name}: {g:?} decrypted wrongly") });
+                    return Err(Error::Verification {
+                        what: format!("{name}: a {g:?} gate decrypted wrongly"),
+                        reference: "the clear gate",
+                    });
                 }
                 if let Some(o) = openfhe.as_mut() {
                     match o.gate(g) {
@@ -280,8 +283,9 @@ pub fn run(config: &Config) -> Result<Report> {
                 let first = gk.gates(g, &pairs)?;
                 for (i, o) in first.iter().enumerate() {
                     if sk.decrypt_bit(o)? != g.eval(i % 2 == 0, i % 3 == 0) {
-                        return Err(Error::InvalidParameters {
-                            reason: format!("{name}: GPU {g:?} decrypted wrongly"),
+                        return Err(Error::Verification {
+                            what: format!("{name}: a GPU {g:?} gate decrypted wrongly"),
+                            reference: "the clear gate",
                         });
                     }
                 }

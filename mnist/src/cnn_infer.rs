@@ -65,6 +65,7 @@ use wgfhe::compare::wordwise::EncryptedDigits;
 use wgfhe::compress::{Bxt, BxtCiphertext, Variant, Weight};
 use wgfhe::error::{Error, Result};
 use wgfhe::eval::bsgs::{self, BabyRotations};
+use wgfhe::eval::Hoisting;
 use wgfhe::math::zq::Modulus;
 use wgfhe::rlwe::{EvaluationKeys, KeyPlan, KeyRequest};
 
@@ -587,7 +588,7 @@ impl CnnCircuit {
         // Baby steps of every input (step 0: the input itself), then the giant steps' sums
         // ([`bsgs::sum`]).
         let steps: Vec<i64> = (1..self.baby as i64).collect();
-        let babies = BabyRotations::new(bgv, &inputs, &steps, keys, false)?;
+        let babies = BabyRotations::new(bgv, &inputs, &steps, keys, Hoisting::OneByOne)?;
         let mut key = first_key;
         let giants = diags.iter().map(|(giant, terms)| (*giant, terms));
         let (acc, rotations) = bsgs::sum(bgv, keys, &babies, giants, |babies, _, terms| {

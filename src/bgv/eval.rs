@@ -52,7 +52,7 @@ impl<B: Backend> Evaluator for Bgv<B> {
 #[cfg(test)]
 mod tests {
     use crate::bgv::{Bgv, KeyRequest};
-    use crate::eval::bsgs::{sum, BabyRotations, Rotations};
+    use crate::eval::bsgs::{sum, BabyRotations, Hoisting, Rotations};
     use crate::params::{self, TestRing};
 
     /// `sum_k d_k * rot_k(x)` by baby-step giant-step over BGV (two baby steps, giant steps 0,
@@ -74,7 +74,7 @@ mod tests {
         let diag = |k: usize| -> Vec<u64> { (0..enc.slots() as u64).map(|i| (i + 11 * k as u64) % 50).collect() };
         let ct = bgv.encrypt_symmetric(&sk, &enc.encode(&x).unwrap()).unwrap();
         let inputs = [ct];
-        let babies = BabyRotations::new(&bgv, &inputs, &[1, 0], &keys, true).unwrap();
+        let babies = BabyRotations::new(&bgv, &inputs, &[1, 0], &keys, Hoisting::Hoisted).unwrap();
         assert_eq!(babies.rotations(), 1);
         assert!(babies.get(0, 3).is_err() && babies.get(1, 0).is_err());
         // Offsets k = g + b for g in {0, 2}, b in {0, 1}; giant step 4 has no terms.

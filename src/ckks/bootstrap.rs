@@ -158,13 +158,16 @@ pub struct Bootstrapper {
 
 impl Bootstrapper {
     /// The plan for `ckks` (its policy must be [`ScalePolicy::Double`]). Errors:
-    /// [`Error::InvalidParameters`] for another policy, [`Error::DepthExhausted`] for a chain too
+    /// [`Error::ScalePolicyMismatch`] for another policy, [`Error::DepthExhausted`] for a chain too
     /// short for the levels (the level it ran out at and the primes still wanted),
     /// [`Error::InvalidField`] for EvalMod parameters out of range, and those of
     /// [`BootTransforms::new`].
     pub fn new<B: Backend>(ckks: &Ckks<B>, config: BootConfig) -> Result<Self> {
         if ckks.policy() != ScalePolicy::Double {
-            return Err(Error::InvalidParameters { reason: "bootstrapping runs under ScalePolicy::Double".into() });
+            return Err(Error::ScalePolicyMismatch {
+                expected: ScalePolicy::Double.name(),
+                found: ckks.policy().name(),
+            });
         }
         if !(config.log_ratio.is_finite() && (-40.0..=-4.0).contains(&config.log_ratio)) {
             return Err(Error::InvalidField { field: "bootstrapping log ratio", reason: "must be in [-40, -4]" });
@@ -324,6 +327,12 @@ impl Bootstrapper {
     /// [`Bootstrapper::bootstrap`] with the transforms' diagonals `prepared` by
     /// [`Bootstrapper::prepare`] (the same words), calling `after` at the end of every stage
     /// (after the backend's queue is flushed), for timing and traffic ledgers.
+    ///
+    /// Errors (those of [`Bootstrapper::bootstrap`] too): a degree-2 ciphertext
+    /// ([`Error::CiphertextDegree`]), another slot count ([`Error::DimensionMismatch`]), a
+    /// `ckks` of another ring degree or top level than the plan's
+    /// ([`Error::BootstrapPlanMismatch`]), `ct` below the entry level ([`Error::DepthExhausted`]),
+    /// and those of the stages and of `after`.
     pub fn bootstrap_with<B: Backend>(
         &self,
         ckks: &Ckks<B>,
@@ -344,7 +353,12 @@ impl Bootstrapper {
             });
         }
         if ckks.params().n() != self.transforms.ring_degree() || ckks.max_level() != self.top {
-            return Err(Error::InvalidParameters { reason: "bootstrapping plan made for other parameters".into() });
+            return Err(Error::BootstrapPlanMismatch {
+                plan_ring_degree: self.transforms.ring_degree(),
+                plan_top_level: self.top,
+                ring_degree: ckks.params().n(),
+                top_level: ckks.max_level(),
+            });
         }
         let entry = self.entry_level();
         if ct.level() < entry {

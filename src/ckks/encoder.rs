@@ -126,9 +126,7 @@ impl Encoder {
     /// Checks `slots` and returns the gap `N/(2 slots)`.
     fn gap(&self, slots: usize) -> Result<usize> {
         if slots == 0 || !slots.is_power_of_two() || slots > self.n / 2 {
-            return Err(Error::InvalidParameters {
-                reason: format!("CKKS slot count {slots} is not a power of two in [1, {}]", self.n / 2),
-            });
+            return Err(Error::SlotCount { slots, min: 1, max: self.n / 2 });
         }
         Ok(self.n / (2 * slots))
     }
@@ -147,7 +145,7 @@ impl Encoder {
     /// `gap = N/(2 slots)` can be non-zero; every coefficient has magnitude below `2^126`.
     ///
     /// Errors:
-    /// * `slots` not a power of two in `[1, N/2]`: [`Error::InvalidParameters`];
+    /// * `slots` not a power of two in `[1, N/2]`: [`Error::SlotCount`];
     /// * more values than slots: [`Error::TooManyValues`];
     /// * `scale` not finite or not `> 0`: [`Error::InvalidScale`];
     /// * a non-finite value: [`Error::EncodingOverflow`] with its index (and `value_log2`
@@ -216,7 +214,7 @@ impl Encoder {
     /// propagate to the slots.
     ///
     /// Errors: `coeffs.len() != N`: [`Error::DimensionMismatch`]; `slots` not a power of two
-    /// in `[1, N/2]`: [`Error::InvalidParameters`]; `scale` not finite or not `> 0`:
+    /// in `[1, N/2]`: [`Error::SlotCount`]; `scale` not finite or not `> 0`:
     /// [`Error::InvalidScale`].
     pub fn decode(&self, coeffs: &[f64], scale: f64, slots: usize) -> Result<Vec<Complex64>> {
         let gap = self.gap(slots)?;
@@ -587,8 +585,9 @@ mod tests {
         let enc = Encoder::new(5).unwrap();
         let one = [Complex64::new(0.5, 0.0)];
         for slots in [0usize, 3, 12, 32, 64] {
-            assert!(matches!(enc.encode(&one, 1e6, slots), Err(Error::InvalidParameters { .. })));
-            assert!(matches!(enc.decode(&[0.0; 32], 1e6, slots), Err(Error::InvalidParameters { .. })));
+            let want = Error::SlotCount { slots, min: 1, max: 16 };
+            assert_eq!(enc.encode(&one, 1e6, slots).err(), Some(want.clone()));
+            assert_eq!(enc.decode(&[0.0; 32], 1e6, slots).err(), Some(want));
         }
         assert!(matches!(
             enc.encode(&[Complex64::new(0.0, 0.0); 5], 1e6, 4),

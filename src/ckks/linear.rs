@@ -78,8 +78,9 @@ use num_complex::Complex64;
 
 use super::{Ciphertext, Ckks, Plaintext};
 use crate::backend::Backend;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, ShapeError};
 use crate::eval::bsgs::{self, BabyRotations};
+use crate::eval::Hoisting;
 use crate::poly::{Eval, RnsPoly};
 use crate::rlwe::{self, EvaluationKeys, KeyPlan};
 
@@ -89,10 +90,10 @@ pub use boot::{trace_rotations, BootCost, BootTransforms, PreparedBoot, Transfor
 const ZERO: Complex64 = Complex64::new(0.0, 0.0);
 const ONE: Complex64 = Complex64::new(1.0, 0.0);
 
-/// `log2 n` if `n` is a power of two, else [`Error::InvalidParameters`].
-fn log2_exact(what: &str, n: usize) -> Result<u32> {
+/// `log2 n` if `n` is a power of two, else [`ShapeError::NotPowerOfTwo`].
+fn log2_exact(what: &'static str, n: usize) -> Result<u32> {
     if n == 0 || !n.is_power_of_two() {
-        return Err(Error::InvalidParameters { reason: format!("{what} {n} is not a power of two") });
+        return Err(ShapeError::NotPowerOfTwo { what, len: n }.into());
     }
     Ok(n.trailing_zeros())
 }
@@ -112,7 +113,8 @@ fn root(e: usize, m: usize) -> Complex64 {
 }
 
 /// `v` in bit-reversed order: `out[i] = v[rev(i)]`, `rev` reversing `log2 len` bits (an
-/// involution). Errors: a length that is not a power of two ([`Error::InvalidParameters`]).
+/// involution). Errors: a length that is not a power of two ([`Error::TransformShape`] with
+/// [`ShapeError::NotPowerOfTwo`]).
 pub fn bit_reverse<T: Clone>(v: &[T]) -> Result<Vec<T>> {
     let bits = log2_exact("length", v.len())?;
     Ok((0..v.len()).map(|i| v[reverse_bits(i, bits)].clone()).collect())
@@ -120,7 +122,9 @@ pub fn bit_reverse<T: Clone>(v: &[T]) -> Result<Vec<T>> {
 
 /// `E u`: slot `j` is `sum_k u_k w^(k (5^j mod 4n))`, `w = exp(2 pi i / 4n)`, `n = u.len()` (a
 /// power of two), computed directly in `O(n^2)`. For `u_k = c[gap k] + i c[gap k + N/2]` this is
-/// [`super::Encoder::decode`] of the coefficients `c` at scale 1 and `n` slots.
+/// [`super::Encoder::decode`] of the coefficients `c` at scale 1 and `n` slots. Errors: a
+/// length that is not a power of two ([`Error::TransformShape`] with
+/// [`ShapeError::NotPowerOfTwo`]).
 pub fn special_dft(u: &[Complex64]) -> Result<Vec<Complex64>> {
     let n = u.len();
     log2_exact("slot count", n)?;
@@ -135,7 +139,7 @@ pub fn special_dft(u: &[Complex64]) -> Result<Vec<Complex64>> {
 }
 
 /// `E^{-1} z = E^H z / n` (the rows of `E` are orthogonal, of norm `sqrt n`), computed directly
-/// in `O(n^2)`.
+/// in `O(n^2)`. Errors: as [`special_dft`].
 pub fn special_dft_inverse(z: &[Complex64]) -> Result<Vec<Complex64>> {
     let n = z.len();
     log2_exact("slot count", n)?;
@@ -159,13 +163,14 @@ fn add_entry(diags: &mut BTreeMap<usize, Vec<Complex64>>, n: usize, row: usize, 
 }
 
 /// The butterfly stages of `T` (`E = T P`, see the module documentation) for `n` slots, in
-/// application order `S_1, ..., S_L`: SlotToCoeff.
+/// application order `S_1, ..., S_L`: SlotToCoeff. Errors: a slot count that is not a power of
+/// two ([`Error::TransformShape`] with [`ShapeError::NotPowerOfTwo`]).
 pub fn slot_to_coeff_stages(n: usize) -> Result<Vec<LinearTransform>> {
     stages(n, false)
 }
 
 /// The stages of `T^{-1}` in application order `S_L^{-1}, ..., S_1^{-1}`: CoeffToSlot (slot `j`
-/// receives `u_{rev(j)}`).
+/// receives `u_{rev(j)}`). Errors: as [`slot_to_coeff_stages`].
 pub fn coeff_to_slot_stages(n: usize) -> Result<Vec<LinearTransform>> {
     let mut s = stages(n, true)?;
     s.reverse();
@@ -208,12 +213,11 @@ fn stages(n: usize, inverse: bool) -> Result<Vec<LinearTransform>> {
 }
 
 /// The sizes of `levels` consecutive groups of `count` stages, as even as possible, the larger
-/// groups first. Errors: `levels` outside `1..=count` ([`Error::InvalidParameters`]).
+/// groups first, each of at least one stage. Errors: `levels` outside `1..=count`
+/// ([`ShapeError::LevelBudget`]).
 fn group_sizes(count: usize, levels: usize) -> Result<Vec<usize>> {
     if levels == 0 || levels > count {
-        return Err(Error::InvalidParameters {
-            reason: format!("a level budget of {levels} for {count} stages (must be 1..={count})"),
-        });
+        return Err(ShapeError::LevelBudget { levels, stages: count }.into());
     }
     let (base, extra) = (count / levels, count % levels);
     Ok((0..levels).map(|g| base + usize::from(g < extra)).collect())
@@ -221,17 +225,19 @@ fn group_sizes(count: usize, levels: usize) -> Result<Vec<usize>> {
 
 /// Merges `stages` (in application order) into `levels` groups of consecutive stages, the larger
 /// groups first: each group is the product of its stages, applied as one transform (one level).
-/// Errors: `levels` outside `1..=stages.len()` ([`Error::InvalidParameters`]), stages of
-/// different slot counts ([`Error::DimensionMismatch`]).
+/// Errors: `levels` outside `1..=stages.len()` ([`Error::TransformShape`] with
+/// [`ShapeError::LevelBudget`]), stages of different slot counts ([`Error::DimensionMismatch`]).
 pub fn group_stages(stages: &[LinearTransform], levels: usize) -> Result<Vec<LinearTransform>> {
     let mut rest = stages;
     let mut out = Vec::with_capacity(levels);
     for size in group_sizes(stages.len(), levels)? {
         let (group, tail) = rest.split_at(size);
         rest = tail;
-        let mut it = group.iter();
-        let mut acc = it.next().cloned().ok_or(Error::InvalidParameters { reason: "an empty group".into() })?;
-        for s in it {
+        // Every group holds at least one stage (`group_sizes`): an empty one only comes from a
+        // budget above the stage count.
+        let (first, others) = group.split_first().ok_or(ShapeError::LevelBudget { levels, stages: stages.len() })?;
+        let mut acc = first.clone();
+        for s in others {
             acc = acc.then(s)?;
         }
         out.push(acc);
@@ -250,16 +256,18 @@ pub struct LinearTransform {
 
 impl LinearTransform {
     /// The matrix of `slots` slots (a power of two) with these diagonals (offset `k < slots` to
-    /// `slots` values); diagonals that are exactly zero are dropped. Errors: a slot count that
-    /// is not a power of two or an offset out of range ([`Error::InvalidParameters`]), a
-    /// diagonal of the wrong length ([`Error::DimensionMismatch`]), a non-finite value
-    /// ([`Error::InvalidField`]), no non-zero diagonal ([`Error::InvalidParameters`]).
+    /// `slots` values); diagonals that are exactly zero are dropped. Errors
+    /// ([`Error::TransformShape`]): a slot count that is not a power of two
+    /// ([`ShapeError::NotPowerOfTwo`]), an offset out of range
+    /// ([`ShapeError::DiagonalOutOfRange`]), no non-zero diagonal ([`ShapeError::NoDiagonal`]);
+    /// a diagonal of the wrong length ([`Error::DimensionMismatch`]), a non-finite value
+    /// ([`Error::InvalidField`]).
     pub fn new(slots: usize, diagonals: BTreeMap<usize, Vec<Complex64>>) -> Result<Self> {
         log2_exact("slot count", slots)?;
         let mut kept = BTreeMap::new();
         for (k, d) in diagonals {
             if k >= slots {
-                return Err(Error::InvalidParameters { reason: format!("diagonal {k} of a {slots}-slot matrix") });
+                return Err(ShapeError::DiagonalOutOfRange { index: k, slots }.into());
             }
             if d.len() != slots {
                 return Err(Error::DimensionMismatch { what: "diagonal length", expected: slots, found: d.len() });
@@ -272,14 +280,15 @@ impl LinearTransform {
             }
         }
         if kept.is_empty() {
-            return Err(Error::InvalidParameters { reason: "a linear transform without a non-zero diagonal".into() });
+            return Err(ShapeError::NoDiagonal.into());
         }
         let plan = BsgsPlan::new(slots, kept.keys().copied())?;
         Ok(Self { slots, diagonals: kept, plan })
     }
 
     /// The matrix with these rows (a square matrix of a power-of-two size): its non-zero
-    /// diagonals.
+    /// diagonals. Errors: as [`LinearTransform::new`], and [`Error::DimensionMismatch`] for a
+    /// row of another length.
     pub fn from_dense(rows: &[Vec<Complex64>]) -> Result<Self> {
         let n = rows.len();
         log2_exact("slot count", n)?;
@@ -400,7 +409,7 @@ impl BsgsPlan {
         let log = log2_exact("slot count", slots)?;
         let offsets: BTreeSet<usize> = offsets.into_iter().collect();
         if let Some(&k) = offsets.iter().find(|&&k| k >= slots) {
-            return Err(Error::InvalidParameters { reason: format!("diagonal {k} of a {slots}-slot matrix") });
+            return Err(ShapeError::DiagonalOutOfRange { index: k, slots }.into());
         }
         let signed = |k: usize| -> i64 {
             let k = k as i64;
@@ -536,15 +545,6 @@ enum Diagonals<'a, B: Backend> {
     Prepared(&'a PreparedTransform<B>),
 }
 
-/// How [`Ckks::linear_transform_with`] rotates the input by the baby steps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BabySteps {
-    /// One full rotation (ModUp included) per baby step.
-    Plain,
-    /// One ModUp shared by every baby step ([`Ckks::rotate_hoisted`]).
-    Hoisted,
-}
-
 impl<B: Backend> Ckks<B> {
     /// Rotations of `ct` left by each of `steps`, sharing one ModUp of `c_1`
     /// ([`crate::rlwe::decompose`]): each result has the words of [`Ckks::rotate`]'s (see
@@ -589,18 +589,20 @@ impl<B: Backend> Ckks<B> {
         lt: &LinearTransform,
         keys: &EvaluationKeys<B>,
     ) -> Result<Ciphertext<B>> {
-        self.linear_transform_with(ct, lt, keys, BabySteps::Hoisted)
+        self.linear_transform_with(ct, lt, keys, Hoisting::Hoisted)
     }
 
-    /// [`Ckks::linear_transform`] with the baby steps rotated as `baby`.
+    /// [`Ckks::linear_transform`] with the baby steps rotated as `hoisting` says
+    /// ([`Hoisting::Hoisted`]: one ModUp shared by every baby step, [`Ckks::rotate_hoisted`];
+    /// [`Hoisting::OneByOne`]: one full rotation per step). Both give the same words.
     pub fn linear_transform_with(
         &self,
         ct: &Ciphertext<B>,
         lt: &LinearTransform,
         keys: &EvaluationKeys<B>,
-        baby: BabySteps,
+        hoisting: Hoisting,
     ) -> Result<Ciphertext<B>> {
-        self.bsgs_apply(ct, Diagonals::Clear(lt), keys, baby)
+        self.bsgs_apply(ct, Diagonals::Clear(lt), keys, hoisting)
     }
 
     /// Encodes and lifts the diagonals of `lt` (each pre-rotated by its giant step) once, at the
@@ -626,7 +628,7 @@ impl<B: Backend> Ckks<B> {
         ct: &Ciphertext<B>,
         prepared: &PreparedTransform<B>,
         keys: &EvaluationKeys<B>,
-        baby: BabySteps,
+        hoisting: Hoisting,
     ) -> Result<Ciphertext<B>> {
         if prepared.param_id != self.params().id() {
             return Err(Error::ParameterMismatch { expected: self.params().id(), found: prepared.param_id });
@@ -634,7 +636,7 @@ impl<B: Backend> Ckks<B> {
         if prepared.level != ct.level() {
             return Err(Error::LevelMismatch { left: ct.level(), right: prepared.level });
         }
-        self.bsgs_apply(ct, Diagonals::Prepared(prepared), keys, baby)
+        self.bsgs_apply(ct, Diagonals::Prepared(prepared), keys, hoisting)
     }
 
     /// `rot_{-giant}(diag_k)` of `lt` encoded at `pt_scale` for `level` and lifted.
@@ -647,8 +649,7 @@ impl<B: Backend> Ckks<B> {
         level: usize,
     ) -> Result<RnsPoly<B, Eval>> {
         let n = lt.slots;
-        let diag =
-            lt.diagonals.get(&k).ok_or(Error::InvalidParameters { reason: "a diagonal outside the plan".into() })?;
+        let diag = lt.diagonals.get(&k).ok_or(ShapeError::DiagonalNotInTransform { index: k })?;
         // rot_{-giant}(diag_k)[j] = diag_k[j - giant].
         let values: Vec<Complex64> = (0..n).map(|j| diag[(j + n - giant) % n]).collect();
         self.lift(&self.encode(&values, pt_scale, n, level)?, level)
@@ -660,7 +661,7 @@ impl<B: Backend> Ckks<B> {
         ct: &Ciphertext<B>,
         diagonals: Diagonals<'_, B>,
         keys: &EvaluationKeys<B>,
-        baby: BabySteps,
+        hoisting: Hoisting,
     ) -> Result<Ciphertext<B>> {
         self.check_ct(ct)?;
         if ct.degree() != 1 {
@@ -680,7 +681,7 @@ impl<B: Backend> Ckks<B> {
         let scale = self.checked_scale(ct.scale * pt_scale, level)?;
         let steps: Vec<i64> = plan.baby_steps().into_iter().map(|b| b as i64).collect();
         let inputs = std::slice::from_ref(ct);
-        let babies = BabyRotations::new(self, inputs, &steps, keys, baby == BabySteps::Hoisted)?;
+        let babies = BabyRotations::new(self, inputs, &steps, keys, hoisting)?;
         let basis = ct.core.degree_one()?.0.basis().clone();
         // Each giant step's inner sum is accumulated in place, one multiply-add per diagonal
         // and polynomial, into a ciphertext at the product scale.
@@ -695,10 +696,9 @@ impl<B: Backend> Ckks<B> {
                         lifted = self.lift_diagonal(lt, k, giant, pt_scale, level)?;
                         &lifted
                     }
-                    Diagonals::Prepared(p) => p
-                        .diagonals
-                        .get(&k)
-                        .ok_or(Error::InvalidParameters { reason: "a diagonal outside the plan".into() })?,
+                    Diagonals::Prepared(p) => {
+                        p.diagonals.get(&k).ok_or(ShapeError::DiagonalNotInTransform { index: k })?
+                    }
                 };
                 let (s0, s1) = babies.get(0, b as i64)?.core.degree_one()?;
                 c0.mul_add_assign(be, s0, m)?;
@@ -706,7 +706,7 @@ impl<B: Backend> Ckks<B> {
             }
             Ok(Some(ct.with(ct.core.with_polys(vec![c0, c1])?, scale)))
         })?;
-        let acc = acc.ok_or(Error::InvalidParameters { reason: "a linear transform without diagonals".into() })?;
+        let acc = acc.ok_or(ShapeError::NoDiagonal)?;
         let mut out = self.rescale(&acc)?;
         out.scale = ct.scale;
         Ok(out)

@@ -85,6 +85,15 @@ impl ScalePolicy {
         }
     }
 
+    /// The policy's name, as errors give it ([`Error::ScalePolicyMismatch`]).
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Single => "Single",
+            Self::Double => "Double",
+        }
+    }
+
     /// Primes kept at the base of the chain to hold the final message: about 30 bits above
     /// the scale (2 primes for `Delta ~ 2^30`, 3 for `Delta ~ 2^60`).
     #[must_use]
@@ -251,16 +260,17 @@ impl Ckks<CpuBackend> {
 }
 
 impl<B: Backend> Ckks<B> {
-    /// CKKS on `backend` (its context must hold CKKS parameters).
+    /// CKKS on `backend` (its context must hold CKKS parameters). Errors: parameters of
+    /// another scheme ([`Error::SchemeMismatch`]), a chain whose top level cannot be rescaled
+    /// under `policy` (fewer than [`ScalePolicy::base_primes`] +
+    /// [`ScalePolicy::primes_per_level`] primes: [`Error::DepthExhausted`] at the top level).
     pub fn new(backend: B, policy: ScalePolicy) -> Result<Self> {
         let params = backend.context().params().clone();
         if params.scheme() != Scheme::Ckks {
             return Err(Error::SchemeMismatch { expected: "CKKS", found: params.scheme().name() });
         }
         if params.q().len() < policy.base_primes() + policy.primes_per_level() {
-            return Err(Error::InvalidParameters {
-                reason: "the chain has no level to rescale under this policy".into(),
-            });
+            return Err(Error::DepthExhausted { level: params.max_level(), wanted: policy.primes_per_level() });
         }
         let encoder = Encoder::new(params.log_n())?;
         Ok(Self { backend: Arc::new(backend), encoder, policy })

@@ -64,7 +64,9 @@ pub fn sparse_key_max_log_q(log_n: u32) -> Option<f64> {
 /// Checks that a dense-to-sparse key at `level` (modulo `q_0..q_level`, no special primes) to a
 /// secret of weight `h` keeps 128-bit security: for a secure set, `h >= 32` and
 /// `log2(q_0 ... q_level) <= sparse_key_max_log_q(log N)`; an insecure test set passes
-/// unchecked. Errors: [`Error::LevelOutOfRange`], [`Error::InvalidParameters`] (with the reason).
+/// unchecked. Errors: a level above the chain ([`Error::LevelOutOfRange`]), a ring degree without
+/// a known bound ([`Error::UnknownSecurityLevel`], secret `"sparse"`), a weight below
+/// [`SPARSE_HAMMING_WEIGHT`] or `log2 Q` above the bound ([`Error::SparseKeyInsecure`]).
 pub fn check_sparse_key_level(params: &Parameters, level: usize, h: usize) -> Result<()> {
     if level > params.max_level() {
         return Err(Error::LevelOutOfRange { level, max: params.max_level() });
@@ -74,24 +76,15 @@ pub fn check_sparse_key_level(params: &Parameters, level: usize, h: usize) -> Re
     }
     let log_q: f64 = params.q().iter().take(level + 1).map(|m| f64::from(m.value()).log2()).sum();
     let Some(bound) = sparse_key_max_log_q(params.log_n()) else {
-        return Err(Error::InvalidParameters {
-            reason: format!("no 128-bit bound is known for a weight-{h} secret at N = {}", params.n()),
-        });
+        return Err(Error::UnknownSecurityLevel { n: params.n() as u64, security_bits: 128, secret: "sparse" });
     };
-    if h < SPARSE_HAMMING_WEIGHT {
-        return Err(Error::InvalidParameters {
-            reason: format!(
-                "a sparse secret of weight {h} is below the weight {SPARSE_HAMMING_WEIGHT} the bound is for"
-            ),
-        });
-    }
-    if log_q > bound {
-        return Err(Error::InvalidParameters {
-            reason: format!(
-                "the dense-to-sparse key at level {level} has log2 Q = {log_q:.2}, above {bound}, the \
-                 128-bit bound for a weight-{SPARSE_HAMMING_WEIGHT} secret at N = {}",
-                params.n()
-            ),
+    if h < SPARSE_HAMMING_WEIGHT || log_q > bound {
+        return Err(Error::SparseKeyInsecure {
+            level,
+            weight: h,
+            min_weight: SPARSE_HAMMING_WEIGHT,
+            log_q,
+            max_log_q: bound,
         });
     }
     Ok(())
@@ -481,14 +474,22 @@ mod tests {
         // A fourth prime (~119.8 bits) is above it; so is the top level (what Lattigo's advisory
         // is about), and a lighter secret.
         for (level, h) in [(3, 32), (p.max_level(), 32), (2, 16)] {
+            let err = check_sparse_key_level(&p, level, h);
             assert!(
-                matches!(check_sparse_key_level(&p, level, h), Err(Error::InvalidParameters { .. })),
-                "{level} {h}"
+                matches!(
+                    err,
+                    Err(Error::SparseKeyInsecure { level: l, weight, min_weight: SPARSE_HAMMING_WEIGHT, log_q, max_log_q })
+                        if l == level && weight == h && max_log_q == 117.0 && (log_q > max_log_q || h < 32)
+                ),
+                "{level} {h}: {err:?}"
             );
         }
         // Sets without a known sparse bound are refused rather than guessed.
         let n15 = by_name("ckks-n15").unwrap();
-        assert!(matches!(check_sparse_key_level(&n15, 2, 32), Err(Error::InvalidParameters { .. })));
+        assert_eq!(
+            check_sparse_key_level(&n15, 2, 32),
+            Err(Error::UnknownSecurityLevel { n: 1 << 15, security_bits: 128, secret: "sparse" })
+        );
         // Insecure test sets pass unchecked.
         check_sparse_key_level(&insecure_test_ckks_boot(10).unwrap(), 10, 1).unwrap();
     }

@@ -486,8 +486,12 @@ fn leaf<O: Ops>(ops: &mut O, pw: &mut Powers<O::V>, c: &[u32], hint: Option<&O::
         return Ok(Val::Const(c0));
     }
     let v = {
-        let terms: Vec<(u32, &O::V)> =
-            used.iter().map(|&i| Ok((rest.get(i).copied().unwrap_or(0), pw.get(i)?))).collect::<Result<_>>()?;
+        let terms: Vec<(u32, &O::V)> = rest
+            .iter()
+            .enumerate()
+            .filter(|(_, &ci)| ci != 0)
+            .map(|(i, &ci)| Ok((ci, pw.get(i)?)))
+            .collect::<Result<_>>()?;
         ops.lin(&terms, c0, hint)?
     };
     pw.used(ops, Use { powers: used, mul: false })?;

@@ -5,14 +5,25 @@
 //! With `k = g + b` (a giant step `g` and a baby step `b`) and the diagonals pre-rotated in the
 //! clear, `rot_k(x) * D_k = rot_g(rot_b(x) * rot_-g(D_k))`, so
 //! `sum_k D_k rot_k(x) = sum_g rot_g(sum_b rot_-g(D_(g+b)) * rot_b(x))`: the inputs are rotated
-//! once per baby step ([`BabyRotations`], hoisted where the scheme can), each giant step's inner
-//! sum is rotated once, and the giant steps' results are added. The inner sums (plaintext
-//! products, and how a scheme accumulates them) are the caller's, since BGV's correction factors
-//! and prepared plaintexts and CKKS's fused multiply-adds differ; the rotations and the
-//! accumulation are here.
+//! once per baby step ([`BabyRotations`], [`Hoisting::Hoisted`] where the scheme can), each
+//! giant step's inner sum is rotated once, and the giant steps' results are added. The inner
+//! sums (plaintext products, and how a scheme accumulates them) are the caller's, since BGV's
+//! correction factors and prepared plaintexts and CKKS's fused multiply-adds differ; the
+//! rotations and the accumulation are here.
 
 use super::Evaluator;
 use crate::error::{Error, Result};
+
+/// How [`BabyRotations::new`] rotates each input by the baby steps. Both give the same words;
+/// they differ in cost only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hoisting {
+    /// All the steps of an input at once ([`Evaluator::rotate_many`]): a scheme that can share
+    /// the decomposition of `c_1` between them (one ModUp for every step) does.
+    Hoisted,
+    /// One [`Evaluator::rotate`] per step (a full key switch, ModUp included, each).
+    OneByOne,
+}
 
 /// The inputs of a baby-step giant-step sum and their rotations by each baby step.
 pub struct BabyRotations<'a, C> {
@@ -23,25 +34,21 @@ pub struct BabyRotations<'a, C> {
 }
 
 impl<'a, C> BabyRotations<'a, C> {
-    /// Rotates every input by each of the non-zero `steps` ([`Evaluator::rotate_many`] when
-    /// `hoisted`, one [`Evaluator::rotate`] per step otherwise: the same words); step 0 is the
-    /// input itself. Errors: those of the rotations.
+    /// Rotates every input by each of the non-zero `steps` as `hoisting` says (the same words
+    /// either way); step 0 is the input itself. Errors: those of the rotations.
     pub fn new<E: Evaluator<Ciphertext = C>>(
         eval: &E,
         inputs: &'a [C],
         steps: &[i64],
         keys: &E::Keys,
-        hoisted: bool,
+        hoisting: Hoisting,
     ) -> Result<Self> {
         let steps: Vec<i64> = steps.iter().copied().filter(|&s| s != 0).collect();
         let rotated = inputs
             .iter()
-            .map(|x| {
-                if hoisted {
-                    eval.rotate_many(x, &steps, keys)
-                } else {
-                    steps.iter().map(|&s| eval.rotate(x, s, keys)).collect()
-                }
+            .map(|x| match hoisting {
+                Hoisting::Hoisted => eval.rotate_many(x, &steps, keys),
+                Hoisting::OneByOne => steps.iter().map(|&s| eval.rotate(x, s, keys)).collect(),
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Self { inputs, steps, rotated })

@@ -33,6 +33,8 @@
 
 pub mod bsgs;
 
+pub use bsgs::Hoisting;
+
 use crate::error::Result;
 
 /// The homomorphic operations BGV and CKKS share, implemented by [`crate::bgv::Bgv`] and

@@ -175,10 +175,10 @@ impl SecretKey {
         let mut h = Sha256::new();
         h.update(derived);
         h.update(p.to_string().as_bytes());
-        let digest = h.finalize();
-        let mut id = [0u8; 8];
-        id.copy_from_slice(digest.get(..8).ok_or(Error::InvalidParameters { reason: "digest".into() })?);
-        Ok(Self { ctx: Arc::clone(ctx), id: u64::from_le_bytes(id), lwe, ring })
+        let digest: [u8; 32] = h.finalize().into();
+        let [b0, b1, b2, b3, b4, b5, b6, b7, ..] = digest;
+        let id = u64::from_le_bytes([b0, b1, b2, b3, b4, b5, b6, b7]);
+        Ok(Self { ctx: Arc::clone(ctx), id, lwe, ring })
     }
 
     /// The key id.
@@ -874,19 +874,21 @@ impl GateEvaluator {
         let n_ring = p.ring_n();
         let big_q = u64::from(p.ring_q);
         let out_delta = (big_q + (1 << bits)) >> (bits + 1);
-        let log_n = p.log_ring;
-        let tv = (0..n_ring)
-            .map(|j| {
-                let m = (j << bits) >> log_n;
-                table.get(m).map(|&v| (u64::from(v) * out_delta % big_q) as u32).unwrap_or(0)
-            })
-            .collect::<Vec<u32>>();
+        let tv = lut_test_vector(table, n_ring, out_delta, big_q);
         self.check(ct)?;
         let q = p.q();
         let mut shifted = ct.clone();
         shifted.b = shifted.b.wrapping_add(delta / 2) & (q - 1);
         self.bootstrap(&shifted, &tv)
     }
+}
+
+/// The test vector of a lookup table of `2^bits` entries for a ring of degree `n_ring`:
+/// coefficient `j` holds entry `(j 2^bits) / N` times `out_delta` mod `big_q`, so each entry fills
+/// `N / 2^bits` consecutive coefficients (`N >= 16 >= 2^bits` for every valid set).
+fn lut_test_vector(table: &[u32], n_ring: usize, out_delta: u64, big_q: u64) -> Vec<u32> {
+    let run = n_ring / table.len().max(1);
+    table.iter().flat_map(|&v| std::iter::repeat_n((u64::from(v) * out_delta % big_q) as u32, run)).collect()
 }
 
 #[cfg(test)]

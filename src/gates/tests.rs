@@ -402,3 +402,19 @@ fn proxy_chained_and_per_key() {
         assert!((rate / gk).ln().abs() < (rate / model).ln().abs(), "{rate:e}: key {gk:e}, model {model:e}");
     }
 }
+
+/// The test vector repeats each entry `N / 2^bits` times: coefficient `j` holds entry
+/// `(j 2^bits) >> log N`, for every width and every ring degree of the valid sets.
+#[test]
+fn lut_test_vector_holds_entry_j_times_2_to_the_bits_over_n() {
+    let (big_q, out_delta) = (12289u64, 1537u64);
+    for bits in 1..=4u32 {
+        let table: Vec<u32> = (0..1u32 << bits).map(|i| (i * 5 + 3) % (1 << bits)).collect();
+        for log_n in 4..=12u32 {
+            let n = 1usize << log_n;
+            let want: Vec<u32> =
+                (0..n).map(|j| (u64::from(table[(j << bits) >> log_n]) * out_delta % big_q) as u32).collect();
+            assert_eq!(lut_test_vector(&table, n, out_delta, big_q), want, "bits {bits}, N = {n}");
+        }
+    }
+}

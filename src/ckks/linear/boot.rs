@@ -103,11 +103,8 @@ impl BootCost {
 /// Checks a ring degree and a slot count for bootstrapping transforms; returns the gap.
 fn check_boot_shape(ring_degree: usize, slots: usize) -> Result<usize> {
     log2_exact("ring degree", ring_degree)?;
-    log2_exact("slot count", slots)?;
-    if slots < 2 || 2 * slots > ring_degree {
-        return Err(Error::InvalidParameters {
-            reason: format!("{slots} slots for bootstrapping a ring of degree {ring_degree} (must be 2..=N/2)"),
-        });
+    if !slots.is_power_of_two() || slots < 2 || 2 * slots > ring_degree {
+        return Err(Error::SlotCount { slots, min: 2, max: ring_degree / 2 });
     }
     Ok(ring_degree / (2 * slots))
 }
@@ -144,8 +141,10 @@ impl BootTransforms {
     /// normalisation there). CoeffToSlot maps slots `z` to `cts_scalar rev(E^{-1} z)` (after the
     /// trace for sparse slots), SlotToCoeff maps `rev(u)` to `E u`.
     ///
-    /// Errors: a shape or budget out of range ([`Error::InvalidParameters`]), a scalar zero or
-    /// not finite ([`Error::InvalidField`]).
+    /// Errors: a ring degree that is not a power of two ([`Error::TransformShape`] with
+    /// [`ShapeError::NotPowerOfTwo`]), a slot count out of range ([`Error::SlotCount`]), a level
+    /// budget out of range ([`Error::TransformShape`] with [`ShapeError::LevelBudget`]), a
+    /// scalar zero or not finite ([`Error::InvalidField`]).
     pub fn new(
         ring_degree: usize,
         slots: usize,
@@ -336,7 +335,7 @@ impl<B: Backend> Ckks<B> {
         self.check_shape(ct, prepared.ring_degree, prepared.slots)?;
         let mut x = self.subring_trace(ct, keys)?;
         for p in &prepared.cts {
-            x = self.linear_transform_prepared(&x, p, keys, BabySteps::Hoisted)?;
+            x = self.linear_transform_prepared(&x, p, keys, Hoisting::Hoisted)?;
         }
         Ok(x)
     }
@@ -352,7 +351,7 @@ impl<B: Backend> Ckks<B> {
         self.check_shape(ct, prepared.ring_degree, prepared.slots)?;
         let mut x = ct.duplicate(self.backend())?;
         for p in &prepared.stc {
-            x = self.linear_transform_prepared(&x, p, keys, BabySteps::Hoisted)?;
+            x = self.linear_transform_prepared(&x, p, keys, Hoisting::Hoisted)?;
         }
         Ok(x)
     }
@@ -408,7 +407,12 @@ impl<B: Backend> Ckks<B> {
     pub fn mul_by_i(&self, ct: &Ciphertext<B>, sign: i8) -> Result<Ciphertext<B>> {
         let n = self.params().n();
         let mut coeffs = vec![0i128; n];
-        let c = coeffs.get_mut(n / 2).ok_or(Error::InvalidParameters { reason: "ring degree below 2".into() })?;
+        // Parameters hold N >= 2, so `N/2` is a coefficient.
+        let c = coeffs.get_mut(n / 2).ok_or(Error::InvalidRingDegree {
+            n: n as u64,
+            min_log: crate::params::MIN_LOG_N,
+            max_log: crate::params::MAX_LOG_N,
+        })?;
         *c = if sign < 0 { -1 } else { 1 };
         let pt = Plaintext { coeffs, scale: 1.0, slots: ct.slots, level: ct.level(), param_id: self.params().id() };
         self.mul_plain(ct, &pt)

@@ -97,7 +97,7 @@ fn dense_round_trip_composition_and_scaling() {
     assert!(max_err(&a.scaled(c).unwrap().apply(&z).unwrap(), &want) < 1e-12);
     assert!(matches!(
         LinearTransform::new(16, BTreeMap::from([(16, vec![ONE; 16])])),
-        Err(Error::InvalidParameters { .. })
+        Err(Error::TransformShape { problem: ShapeError::DiagonalOutOfRange { index: 16, slots: 16 } })
     ));
     assert!(matches!(
         LinearTransform::new(16, BTreeMap::from([(1, vec![ONE; 15])])),
@@ -105,14 +105,36 @@ fn dense_round_trip_composition_and_scaling() {
     ));
     assert!(matches!(
         LinearTransform::new(12, BTreeMap::from([(1, vec![ONE; 12])])),
-        Err(Error::InvalidParameters { .. })
+        Err(Error::TransformShape { problem: ShapeError::NotPowerOfTwo { what: "slot count", len: 12 } })
     ));
     assert!(matches!(
         LinearTransform::new(16, BTreeMap::from([(1, vec![ZERO; 16])])),
-        Err(Error::InvalidParameters { .. })
+        Err(Error::TransformShape { problem: ShapeError::NoDiagonal })
     ));
-    assert!(matches!(group_stages(&slot_to_coeff_stages(8).unwrap(), 4), Err(Error::InvalidParameters { .. })));
-    assert!(matches!(BootTransforms::new(1024, 1024, 2, 2, 1.0), Err(Error::InvalidParameters { .. })));
+    assert!(matches!(
+        BsgsPlan::new(8, [3, 8]),
+        Err(Error::TransformShape { problem: ShapeError::DiagonalOutOfRange { index: 8, slots: 8 } })
+    ));
+    assert!(matches!(
+        bit_reverse(&[1, 2, 3]),
+        Err(Error::TransformShape { problem: ShapeError::NotPowerOfTwo { what: "length", len: 3 } })
+    ));
+    for levels in [0, 4] {
+        assert_eq!(
+            group_stages(&slot_to_coeff_stages(8).unwrap(), levels),
+            Err(Error::TransformShape { problem: ShapeError::LevelBudget { levels, stages: 3 } })
+        );
+    }
+    assert!(matches!(
+        BootTransforms::new(1024, 1024, 2, 2, 1.0),
+        Err(Error::SlotCount { slots: 1024, min: 2, max: 512 })
+    ));
+    assert!(matches!(BootTransforms::new(1024, 1, 1, 1, 1.0), Err(Error::SlotCount { slots: 1, .. })));
+    assert!(matches!(BootTransforms::new(1024, 48, 1, 1, 1.0), Err(Error::SlotCount { slots: 48, .. })));
+    assert!(matches!(
+        BootTransforms::new(1000, 4, 1, 1, 1.0),
+        Err(Error::TransformShape { problem: ShapeError::NotPowerOfTwo { what: "ring degree", len: 1000 } })
+    ));
 }
 
 #[test]
@@ -236,7 +258,7 @@ fn linear_transform_matches_the_plaintext_product() {
         let ct = f.ckks.encrypt_symmetric(&f.sk, &pt).unwrap();
         let want = lt.apply(&z).unwrap();
         let mut words = Vec::new();
-        for baby in [BabySteps::Plain, BabySteps::Hoisted] {
+        for baby in [Hoisting::OneByOne, Hoisting::Hoisted] {
             let out = f.ckks.linear_transform_with(&ct, &lt, &keys, baby).unwrap();
             words.push(out.polys().iter().map(|p| p.to_host(f.ckks.backend()).unwrap()).collect::<Vec<_>>());
             assert_eq!(out.level(), ct.level() - 2);

@@ -337,8 +337,9 @@ fn inv_r4<K: Kernel, const LAST: bool>(
     let (qv, two_q) = (k.splat(q), k.splat(q << 1));
     let w1 = as_arrays::<2, u32>(w1).0;
     let ws1 = as_arrays::<2, u32>(ws1).0;
-    // With LAST, `V[0]` and `V[1]` (unused otherwise, where `w2` may hold one entry).
-    let last = |i: usize| k.tw(w2.get(i).copied().unwrap_or(0), ws2.get(i).copied().unwrap_or(0));
+    // With LAST, `V[0]` and `V[1]` (the caller passes both); unused otherwise, where `w2` may
+    // hold one entry.
+    let last = |i: usize| if LAST { k.tw(w2[i], ws2[i]) } else { k.tw(0, 0) };
     let (last0, last1) = (last(0), last(1));
     for (((block, (&w2, &ws2)), w1), ws1) in v.chunks_exact_mut(4 * hv).zip(w2.iter().zip(ws2)).zip(w1).zip(ws1) {
         let t1a = k.tw(w1[0], ws1[0]);
