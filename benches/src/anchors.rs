@@ -225,7 +225,7 @@ impl OpenFhe {
         if !python.exists() {
             return Err(format!(
                 "OpenFHE not installed ({} not found; run benches/anchors/setup.sh)",
-                python.display()
+                crate::shown(&python)
             ));
         }
         let script = crate::repo_path("benches/anchors/openfhe_bgv.py");

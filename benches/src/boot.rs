@@ -337,8 +337,8 @@ impl Anchor {
             return Self {
                 state: Err(format!(
                     "not installed ({} or {} missing; run benches/anchors/setup.sh)",
-                    python.display(),
-                    script.display()
+                    crate::shown(&python),
+                    crate::shown(script)
                 )),
             };
         }

@@ -137,7 +137,7 @@ impl OpenFhe {
     fn start(python: Option<&Path>) -> std::result::Result<Self, String> {
         let python = python.map_or_else(|| crate::repo_path("benches/anchors/.venv/bin/python"), Path::to_path_buf);
         if !python.exists() {
-            return Err(format!("not installed ({} missing; run benches/anchors/setup.sh)", python.display()));
+            return Err(format!("not installed ({} missing; run benches/anchors/setup.sh)", crate::shown(&python)));
         }
         let mut child = Command::new(&python)
             .arg(crate::repo_path("benches/anchors/openfhe_binfhe.py"))

@@ -82,6 +82,14 @@ pub fn repo_path(rel: &str) -> std::path::PathBuf {
     std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join(rel)
 }
 
+/// `path` as a report shows it: relative to the repository when [`repo_path`] made it so, so
+/// that no report names a directory of the machine it ran on.
+#[must_use]
+pub fn shown(path: &std::path::Path) -> String {
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    path.strip_prefix(&root).unwrap_or(path).display().to_string()
+}
+
 /// The machine a report ran on, for its header: CPU model, cores, the rayon thread count and
 /// the 1-minute load average (Linux `/proc`; `unknown` elsewhere).
 #[must_use]
