@@ -521,6 +521,96 @@ impl<B: Backend> Ckks<B> {
         let above = level + self.policy.primes_per_level();
         let divisor = self.next_rescale_divisor(above)?;
         let wide = self.checked_scale(scale * divisor, above)?;
+        if let Some(acc) = self.fused_leaf_sum(terms, c0, above, wide, powers)? {
+            let mut out = self.rescale(&acc)?;
+            out.scale = scale;
+            return Ok(out);
+        }
+        self.leaf_term_by_term(terms, c0, above, wide, scale, powers)
+    }
+
+    /// The leaf's sum before its rescale, `round(c0 wide) + sum_i round(c_i wide / scale(T_i)) T_i`
+    /// at `above` and scale `wide`, as one fused program (a dispatch on the GPU): each power is
+    /// read at the limbs of `above` straight from its own basis (no copy dropping its other
+    /// limbs), each integer is a per-limb constant. `None` where the terms do not share a
+    /// degree or one output would bind more buffers than the backend allows; the caller then
+    /// takes [`Self::leaf_term_by_term`], whose words these are (every step is exact modular
+    /// arithmetic with canonical residues).
+    fn fused_leaf_sum(
+        &self,
+        terms: &[(usize, f64)],
+        c0: f64,
+        above: usize,
+        wide: f64,
+        powers: &Powers<B>,
+    ) -> Result<Option<Ciphertext<B>>> {
+        let be = self.backend();
+        let mut used = Vec::new();
+        for &(i, c) in terms.iter().filter(|(_, c)| *c != 0.0) {
+            let t = powers.get(i)?;
+            if t.level() < above {
+                return Err(Error::LevelOutOfRange { level: above, max: t.level() });
+            }
+            used.push((t, self.integer_residues(above, c * wide / t.scale)?));
+        }
+        let Some(&(first, _)) = used.first() else {
+            return Err(Error::InvalidField { field: "Chebyshev leaf", reason: "no term" });
+        };
+        let degree = first.polys().len();
+        let constant = c0 * wide;
+        let constant = (constant.round() != 0.0).then(|| self.integer_residues(above, constant)).transpose()?;
+        if used.iter().any(|(t, _)| t.polys().len() != degree) || used.len() + 1 > be.max_fused_buffers() {
+            return Ok(None);
+        }
+        let basis = self.backend.context().q_basis(above)?;
+        let mut operands = Vec::with_capacity(used.len() * (degree + 1) + 1);
+        for (t, scalars) in &used {
+            for p in t.polys() {
+                operands.push(Operand::Buffer {
+                    buf: p.buffer(),
+                    basis: p.basis(),
+                    format: Format::Words,
+                    traffic: Traffic::Ciphertext,
+                    limb_offset: 0,
+                });
+            }
+            operands.push(Operand::Scalar(scalars.clone()));
+        }
+        let constant_at = operands.len();
+        if let Some(k) = constant {
+            operands.push(Operand::Scalar(k));
+        }
+        let outputs = (0..degree)
+            .map(|p| {
+                let mut sum: Vec<Expr> = (0..used.len())
+                    .map(|j| Expr::mul(Expr::load(j * (degree + 1) + p), Expr::load(j * (degree + 1) + degree)))
+                    .collect();
+                if p == 0 && constant_at < operands.len() {
+                    sum.push(Expr::load(constant_at));
+                }
+                (Expr::Sum(sum), Format::Words)
+            })
+            .collect();
+        let program = Program { basis: &basis, operands, outputs };
+        let polys = be
+            .fused(&program)?
+            .into_iter()
+            .map(|buf| RnsPoly::from_buffer(be, buf, basis.clone()))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Some(first.with(first.core.with_polys(polys)?, wide)))
+    }
+
+    /// [`Self::chebyshev_leaf`] a term at a time: each power dropped to `above`, multiplied by
+    /// its integer, added; the constant; one rescale.
+    fn leaf_term_by_term(
+        &self,
+        terms: &[(usize, f64)],
+        c0: f64,
+        above: usize,
+        wide: f64,
+        scale: f64,
+        powers: &Powers<B>,
+    ) -> Result<Ciphertext<B>> {
         let mut acc: Option<Ciphertext<B>> = None;
         for &(i, c) in terms.iter().filter(|(_, c)| *c != 0.0) {
             let t = self.drop_to_level(powers.get(i)?, above)?;
@@ -735,6 +825,47 @@ mod tests {
             eprintln!("single policy, degree {degree}: error 2^{:.1} (bound 2^{:.1})", err.log2(), bound.log2());
             assert!(err < bound, "{err:e} >= {bound:e}");
         }
+    }
+
+    #[test]
+    fn a_fused_leaf_gives_the_words_of_the_term_by_term_sum() {
+        let p = params::insecure_test_ckks(TestRing { log_n: 10, q_primes: 11, p_primes: 3, dnum: 4 }, 30).unwrap();
+        let ckks = Ckks::cpu(&p, ScalePolicy::Double).unwrap();
+        let sk = ckks.gen_secret_key_from_seed(&[9; 32]).unwrap();
+        let keys = ckks.gen_evaluation_keys(&sk, &KeyRequest::relinearisation()).unwrap();
+        let series = ChebyshevSeries::interpolate(|x: f64| (2.0 * x).cos(), -1.0, 1.0, 15).unwrap();
+        let level = ckks.max_level();
+        let scale = ckks.chebyshev_input_scale(&series, level).unwrap();
+        let values: Vec<Complex64> = (0..16).map(|i| Complex64::new(f64::from(i) / 16.0 - 0.5, 0.0)).collect();
+        let ct = ckks.encrypt_symmetric(&sk, &ckks.encode(&values, scale, 16, level).unwrap()).unwrap();
+        let t1 = ckks.chebyshev_argument(&ct, &series, 4).unwrap();
+        let powers = ckks.chebyshev_powers(t1, 4, 4, &keys).unwrap();
+        let ppl = ckks.policy.primes_per_level();
+        // Powers at three levels (T_1; T_2; T_3, T_4), constants zero and not, a zero term.
+        let cases: [(&[(usize, f64)], f64); 4] = [
+            (&[(1, 0.75), (2, -0.5), (3, 0.125)], 0.3),
+            (&[(1, 1.0), (2, 0.0), (3, -2.5), (4, 0.01)], 0.0),
+            (&[(2, 0.4)], -1.0),
+            (&[(1, -0.2), (4, 0.6)], 1e-3),
+        ];
+        for (terms, c0) in cases {
+            let above = terms.iter().map(|&(i, _)| powers.get(i).unwrap().level()).min().unwrap();
+            let level = above - ppl;
+            let target = ckks.next_rescale_divisor(level).unwrap();
+            let wide = ckks.checked_scale(target * ckks.next_rescale_divisor(above).unwrap(), above).unwrap();
+            let fused = ckks.fused_leaf_sum(terms, c0, above, wide, &powers).unwrap().expect("unbounded on the CPU");
+            let mut fused = ckks.rescale(&fused).unwrap();
+            fused.scale = target;
+            let plain = ckks.leaf_term_by_term(terms, c0, above, wide, target, &powers).unwrap();
+            assert_eq!((fused.level(), fused.scale), (plain.level(), plain.scale), "{terms:?}");
+            for (f, q) in fused.polys().iter().zip(plain.polys()) {
+                assert!(f.to_host(ckks.backend()).unwrap() == q.to_host(ckks.backend()).unwrap(), "{terms:?}, {c0}");
+            }
+        }
+        // No non-zero term: the same typed error on both paths.
+        let zero: &[(usize, f64)] = &[(1, 0.0)];
+        let above = powers.get(1).unwrap().level();
+        assert!(matches!(ckks.fused_leaf_sum(zero, 1.0, above, 1e20, &powers), Err(Error::InvalidField { .. })));
     }
 
     #[test]
