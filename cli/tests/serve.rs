@@ -800,6 +800,76 @@ fn lru_eviction_leaves_the_device_not_the_disk() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Sends `req` and reads until the server closes (or the read times out): the raw bytes, empty
+/// when the server died first.
+fn send_and_read(addr: &str, req: &[u8]) -> Vec<u8> {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+    s.set_write_timeout(Some(IO_TIMEOUT)).unwrap();
+    let _ = s.write_all(req);
+    let mut buf = Vec::new();
+    let _ = s.read_to_end(&mut buf);
+    buf
+}
+
+/// SIGKILL with inference requests in flight: one half uploaded, CNN batches computing and
+/// queued behind it (one compute slot; the kill comes once `/metrics` shows a computation
+/// running and another waiting). The half-uploaded request gets no answer; the server,
+/// restarted on the same store, answers the same requests with the same key-set id, every
+/// score checked.
+#[test]
+fn sigkill_during_inference_then_the_retry_succeeds() {
+    const FULL: usize = 3;
+    let dir = cnn_workdir("kill-in-flight");
+    let model = cnn_fixtures::small_model();
+    let client = CnnClient::new(&cnn_params(), &model, 1);
+    let want = model.scores(&cnn_fixtures::images(1).images()[0]);
+    let srv = Server::start(&dir, &["--max-concurrency", "1"]);
+    let addr = srv.addr.clone();
+    let id = client.upload(&addr, TOKENS[0]);
+    let auth = format!("Bearer {}", TOKENS[0]);
+    let req =
+        request("POST", "/v1/infer/cnn", &[("Authorization", &auth), ("x-wgfhe-key-set", &id)], &frame(&client.inputs));
+    let head = req.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    let mut half = TcpStream::connect(&addr).unwrap();
+    half.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+    half.write_all(&req[..head + (req.len() - head) / 2]).unwrap();
+
+    let replies: Vec<Vec<u8>> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..FULL).map(|_| s.spawn(|| send_and_read(&addr, &req))).collect();
+        let gauge = |m: &str, name: &str| -> u64 {
+            m.lines().find_map(|l| l.strip_prefix(name)).unwrap().trim().parse().unwrap()
+        };
+        let start = Instant::now();
+        loop {
+            let m = String::from_utf8(call(&addr, "GET", "/metrics", None, &[], b"").body).unwrap();
+            if gauge(&m, "wgfhe_compute_in_flight ") == 1 && gauge(&m, "wgfhe_queue_depth ") >= 1 {
+                break;
+            }
+            assert!(start.elapsed() < IO_TIMEOUT, "no computation running with another queued: {m}");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        srv.kill();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut rest = Vec::new();
+    let _ = half.read_to_end(&mut rest);
+    assert!(rest.is_empty(), "the half-uploaded request was answered: {}", String::from_utf8_lossy(&rest));
+    // Requests answered before the kill are answered right; the others got nothing.
+    let cut = replies.iter().filter(|r| r.is_empty() || !r.windows(4).any(|w| w == b"\r\n\r\n")).count();
+    for r in replies.iter().filter(|r| r.windows(4).any(|w| w == b"\r\n\r\n")) {
+        assert_eq!(client.scores(&parse(r)), want);
+    }
+    println!("killed with {cut} of {FULL} full requests unanswered (and the half-uploaded one)");
+
+    let srv = Server::start(&dir, &["--max-concurrency", "1"]);
+    for _ in 0..=FULL {
+        assert_eq!(client.scores(&client.infer(&srv.addr, TOKENS[0], &id)), want);
+    }
+    drop(srv);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// SIGTERM while a request is being uploaded: the server stops accepting but finishes the
 /// request it accepted (every score checked), then exits cleanly.
 #[test]
