@@ -309,6 +309,12 @@ fn end_to_end_lr_every_score_checked() {
     let metrics = String::from_utf8(call(a, "GET", "/metrics", None, &[], b"").body).unwrap();
     assert!(metrics.contains("wgfhe_requests_total{route=\"/v1/infer/{model}\",status=\"200\"} 2"), "{metrics}");
     assert!(metrics.contains("wgfhe_resident_key_bytes"), "{metrics}");
+    // The latency histogram by route: the two inferences in theirs, the health check in its own.
+    let infer = "route=\"/v1/infer/{model}\"";
+    assert!(metrics.contains(&format!("wgfhe_request_seconds_count{{{infer}}} 2\n")), "{metrics}");
+    assert!(metrics.contains(&format!("wgfhe_request_seconds_bucket{{{infer},le=\"+Inf\"}} 2\n")), "{metrics}");
+    assert!(metrics.contains("wgfhe_request_seconds_count{route=\"/healthz\"} 1\n"), "{metrics}");
+    assert!(!metrics.contains("wgfhe_request_seconds_count "), "{metrics}");
 
     let del = call(a, "DELETE", &format!("/v1/keys/{id}"), Some(TOKENS[0]), &[], b"");
     assert_eq!(del.status, 204);
