@@ -27,8 +27,8 @@ fn cache_path(dir: &Path, config: &CnnConfig) -> Result<PathBuf> {
     Ok(dir.join(format!("cnn-{hex}.json")))
 }
 
-/// The cached model for `config`, or a freshly trained one (then cached).
-fn model(dir: &Path, config: &CnnConfig, data: &mnist::Mnist, quiet: bool) -> Result<(QuantCnn, bool)> {
+/// The cached model for `config`, or a freshly trained one (then cached): `(model, cached)`.
+pub(crate) fn model(dir: &Path, config: &CnnConfig, data: &mnist::Mnist, quiet: bool) -> Result<(QuantCnn, bool)> {
     let path = cache_path(dir, config)?;
     if let Ok(text) = std::fs::read_to_string(&path) {
         if let Ok(m) = QuantCnn::from_json(&text) {

@@ -12,6 +12,7 @@ mod demo;
 mod env;
 mod info;
 mod mnist;
+mod models;
 mod output;
 mod params;
 mod serve;
@@ -61,6 +62,9 @@ enum Command {
     /// Encrypted inference as an HTTP service: clients upload evaluation keys and ciphertexts
     /// and get encrypted scores back (docs/serve.md).
     Serve(serve::ServeArgs),
+    /// Write the models directory of `wgfhe serve --models DIR`: the parameter set and the
+    /// integer models (trained on MNIST as `wgfhe mnist` trains them, or from model files).
+    Models(models::ModelsArgs),
     /// The client of `wgfhe serve`: keys here, evaluation there, scores decrypted and (with
     /// --check) compared with the plaintext model.
     Infer(serve::InferArgs),
@@ -80,6 +84,7 @@ fn main() -> ExitCode {
         Command::Verify(args) => verify::run(&args),
         Command::Soak(args) => soak::run(&args),
         Command::Serve(args) => serve::run(&args),
+        Command::Models(args) => models::run(&args),
         Command::Infer(args) => serve::infer(&args),
     });
     match res {

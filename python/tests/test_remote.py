@@ -1,6 +1,7 @@
 """``wgfhe.RemoteServer`` against a real ``wgfhe serve`` process: the encrypted LR and CNN round
-trips (every score checked against the plaintext model and the in-process ``Server``), the server's refusals as typed errors, and
-the frame codec on bad bytes.
+trips (every score checked against the plaintext model and the in-process ``Server``), the same
+application code run on ``Server`` and on ``RemoteServer`` (byte-identical answers), the
+server's refusals as typed errors, and the frame codec on bad bytes.
 
 The server binary is ``$WGFHE_BIN`` or ``target/release/wgfhe`` (scripts/test.sh builds it
 first); a missing binary fails the test, never skips it."""
@@ -244,3 +245,75 @@ def test_cnn_round_trip_matches_the_local_server(served_cnn, ray_mnist):
     assert len(remote.cnn(key_set, batches[0])) > 0
     remote.delete_keys(key_set)
     remote.delete_keys(bare)
+
+
+def _lr_app(server, model, batches):
+    """Application code written against ``wgfhe.Server``: only the line that builds ``server``
+    differs between the local and the remote run."""
+    seen = []
+    out = server.lr(model, batches, progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(i + 1, len(batches)) for i in range(len(batches))]
+    return out
+
+
+def _cnn_app(server, model, batches):
+    """As ``_lr_app``, for the CNN."""
+    return server.cnn(model, batches, relu="lut")
+
+
+def test_lr_switches_from_server_to_remote_server_by_one_line(served, bgv_params, model):
+    client = wgfhe.Client(bgv_params, backend="cpu")
+    keys = client.evaluation_keys()
+    pixels = np.random.default_rng(11).integers(0, 16, size=(19, 784), dtype=np.uint8)
+    counts = [len(pixels[i : i + 8]) for i in range(0, len(pixels), 8)]
+    batches = [client.encrypt_lr(pixels[i : i + 8]) for i in range(0, len(pixels), 8)]
+
+    local = _lr_app(wgfhe.Server(bgv_params, keys, backend="cpu"), model, batches)
+    with wgfhe.RemoteServer(served, token=TOKENS[0], insecure=True, evaluation_keys=keys) as server:
+        key_set = server.key_set
+        assert key_set is not None and key_set in repr(server)
+        remote = _lr_app(server, model, batches)
+        # What the server cannot do as asked is refused before anything is sent.
+        other = wgfhe.LrModel([1] * 784, 0)
+        with pytest.raises(ValueError, match="differs from the one the server evaluates"):
+            server.lr(other, batches)
+        with pytest.raises(ValueError, match="variant"):
+            server.lr(model, batches, variant="c")
+        with pytest.raises(TypeError, match="LrModel"):
+            server.lr(object(), batches)
+        # The older form still works next to it, with the same bytes.
+        assert server.lr(key_set, batches[0]) == local[0]
+    assert remote == local, "the remote server's bytes differ from the local server's"
+    got = np.concatenate([client.decrypt_lr(ct, n) for ct, n in zip(remote, counts)])
+    np.testing.assert_array_equal(got, model.scores(pixels))
+
+    # Leaving the `with` deleted the key set.
+    unbound = wgfhe.RemoteServer(served, token=TOKENS[0], insecure=True)
+    with pytest.raises(RemoteError) as e:
+        unbound.lr(key_set, batches[0])
+    assert (e.value.status, e.value.kind) == (404, "unknown_key_set")
+    with pytest.raises(ValueError, match="no evaluation keys"):
+        unbound.lr(model, batches)
+    # bind(keys): the same, from an unbound server.
+    bound = unbound.bind(keys)
+    assert bound.key_set not in (None, key_set) and unbound.key_set is None
+    assert _lr_app(bound, model, batches[:1]) == local[:1]
+    bound.close()
+    assert bound.key_set is None
+
+
+def test_cnn_switches_from_server_to_remote_server_by_one_line(served_cnn, ray_mnist):
+    params = ray_mnist.insecure_demo_params()
+    model = wgfhe.CnnModel.from_json(ray_mnist.small_model())
+    client = wgfhe.Client(params, backend="cpu")
+    keys = client.evaluation_keys(rotations=model.rotation_steps(params))
+    images = ray_mnist.synthetic_images(3)
+    batches = [client.encrypt_cnn(images)]
+
+    local = _cnn_app(wgfhe.Server(params, keys, backend="cpu"), model, batches)
+    with wgfhe.RemoteServer(served_cnn, token=TOKENS[1], insecure=True, evaluation_keys=keys) as server:
+        remote = _cnn_app(server, model, batches)
+        with pytest.raises(ValueError, match="keep"):
+            server.cnn(model, batches, relu="digits", keep=0.5)
+    assert remote == local, "the remote server's bytes differ from the local server's"
+    np.testing.assert_array_equal(client.decrypt_cnn(remote[0], len(images)), model.scores(images))

@@ -2,6 +2,12 @@
 
 A :class:`RemoteServer` stands where a local :class:`wgfhe.Server` would: the secret key stays
 in the caller's :class:`wgfhe.Client`; only evaluation keys and ciphertexts cross the network.
+Built with the evaluation keys, it answers the model calls of ``Server`` with the same
+arguments and the same answers, so code switches by changing one line::
+
+    server = wgfhe.Server(params, keys)
+    server = wgfhe.RemoteServer(url, token=token, evaluation_keys=keys)
+    scores = server.lr(model, batches)                 # or server.cnn(model, batches, relu="lut")
 It speaks the protocol of ``docs/serve.md`` with the standard library's ``urllib`` (plain HTTP:
 put TLS in a proxy).
 
@@ -16,7 +22,7 @@ import struct
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 from ._wgfhe import CnnModel, LrModel, Params, WgfheError, params_from_bytes
 
@@ -109,10 +115,21 @@ class RemoteServer:
 
     ``token``: the bearer token (needed for key upload, inference and deletion when the server
     has a token file). ``timeout``: seconds each request may take. ``insecure``: accept an
-    insecure test parameter set from :meth:`params` (tests only).
+    insecure test parameter set from :meth:`params` (tests only). ``evaluation_keys``
+    (``Client.evaluation_keys()``): uploads them now and binds this server to their key set, so
+    that ``lr(model, batches)`` and ``cnn(model, batches, relu=...)`` take ``Server``'s
+    arguments (see :meth:`bind`); :meth:`close` (or ``with``) deletes that key set.
     """
 
-    def __init__(self, url: str, token: Optional[str] = None, timeout: float = 600.0, insecure: bool = False) -> None:
+    def __init__(
+        self,
+        url: str,
+        token: Optional[str] = None,
+        timeout: float = 600.0,
+        insecure: bool = False,
+        *,
+        evaluation_keys: Optional[bytes] = None,
+    ) -> None:
         parsed = urllib.parse.urlsplit(url)
         if parsed.scheme != "http" or not parsed.netloc:
             raise ValueError(f"url must be http://HOST:PORT, got {url!r}")
@@ -123,13 +140,38 @@ class RemoteServer:
         self._timeout = timeout
         self._insecure = insecure
         self._lr_inputs: Optional[int] = None
+        self._models: Dict[str, str] = {}
+        self.key_set: Optional[str] = None
+        """The key set this server is bound to (``None``: unbound)."""
+        if evaluation_keys is not None:
+            self.key_set = self.upload_keys(evaluation_keys)
 
     def __repr__(self) -> str:
-        return f"RemoteServer({self._base!r})"
+        bound = f", key_set={self.key_set!r}" if self.key_set is not None else ""
+        return f"RemoteServer({self._base!r}{bound})"
+
+    def __enter__(self) -> "RemoteServer":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @property
     def url(self) -> str:
         return self._base
+
+    def bind(self, evaluation_keys: bytes) -> "RemoteServer":
+        """A server like this one (URL, token, limits) bound to a fresh upload of
+        ``evaluation_keys``: ``RemoteServer(url, token, evaluation_keys=keys)`` later."""
+        return RemoteServer(
+            self._base, self._token, self._timeout, self._insecure, evaluation_keys=evaluation_keys
+        )
+
+    def close(self) -> None:
+        """Deletes the bound key set (if any) from the server; this server is then unbound."""
+        if self.key_set is not None:
+            key_set, self.key_set = self.key_set, None
+            self.delete_keys(key_set)
 
     def _request(
         self,
@@ -190,7 +232,26 @@ class RemoteServer:
         """``DELETE /v1/keys/ID``: the server forgets the key set (memory and disk)."""
         self._request("DELETE", f"/v1/keys/{urllib.parse.quote(key_set, safe='')}", auth=True, want=204)
 
-    def lr(self, key_set: str, batch: Sequence[bytes]) -> bytes:
+    def lr(
+        self,
+        model: Union[LrModel, str],
+        batches: Sequence[Any],
+        variant: str = "cso",
+        progress: Optional[Callable[[int, int], Any]] = None,
+    ) -> Any:
+        """As ``Server.lr(model, batches, variant, progress)`` on a bound server: one score
+        ciphertext per batch of pixel ciphertexts (``Client.encrypt_lr``), the same bytes.
+        ``model`` must be the model the server evaluates (:meth:`lr_model`; another is a
+        ``ValueError``, as the server computes with its own), ``variant`` ``"cso"``.
+
+        The older form ``lr(key_set, batch)``: one batch with key set ``key_set``, its score
+        ciphertext."""
+        if isinstance(model, str):
+            return self._lr_one(model, batches)
+        key_set = self._bound_model(model, "lr", variant)
+        return self._each(batches, progress, lambda batch: self._lr_one(key_set, batch))
+
+    def _lr_one(self, key_set: str, batch: Sequence[bytes]) -> bytes:
         """The logistic regression on one batch of pixel ciphertexts (``Client.encrypt_lr``,
         BXT variant ``cso``): the score ciphertext, for ``Client.decrypt_lr``."""
         if self._lr_inputs is None:
@@ -206,15 +267,39 @@ class RemoteServer:
         return objects[0]
 
     def lr_batches(self, key_set: str, batches: Sequence[Sequence[bytes]]) -> List[bytes]:
-        """:meth:`lr` on each batch, in order (the shape of ``Server.lr``'s answer)."""
-        return [self.lr(key_set, batch) for batch in batches]
+        """``lr(key_set, batch)`` on each batch, in order (the shape of ``Server.lr``'s answer)."""
+        return [self._lr_one(key_set, batch) for batch in batches]
 
     def cnn_model(self) -> CnnModel:
         """The CNN the server evaluates (its plaintext model, to check scores and to make the
         rotation keys: ``model.rotation_steps(params, relu)``)."""
         return CnnModel.from_json(self._request("GET", "/v1/models/cnn").decode("utf-8", "replace"))
 
-    def cnn(self, key_set: str, batch: Sequence[bytes], relu: str = "lut") -> bytes:
+    def cnn(
+        self,
+        model: Union[CnnModel, str],
+        batches: Sequence[Any],
+        variant: str = "cso",
+        relu: str = "lut",
+        keep: float = 1.0,
+        progress: Optional[Callable[[int, int], Any]] = None,
+    ) -> Any:
+        """As ``Server.cnn(model, batches, variant, relu, keep, progress)`` on a bound server:
+        one scores ciphertext per batch of 25 input ciphertexts (``Client.encrypt_cnn``), the
+        same bytes. ``model`` must be the model the server evaluates (:meth:`cnn_model`),
+        ``variant`` ``"cso"``, ``keep`` 1 (the server keeps every digit).
+
+        The older form ``cnn(key_set, batch, relu)``: one batch with key set ``key_set``, its
+        scores ciphertext."""
+        if isinstance(model, str):
+            # The older positional form: cnn(key_set, batch, relu).
+            return self._cnn_one(model, batches, relu if variant == "cso" else variant)
+        if keep != 1.0:
+            raise ValueError(f"keep must be 1 on a remote server (it keeps every digit), got {keep}")
+        key_set = self._bound_model(model, "cnn", variant)
+        return self._each(batches, progress, lambda batch: self._cnn_one(key_set, batch, relu))
+
+    def _cnn_one(self, key_set: str, batch: Sequence[bytes], relu: str = "lut") -> bytes:
         """The CNN on one batch of its 25 input ciphertexts (``Client.encrypt_cnn``, BXT
         variant ``cso``) with the key set's rotation keys: the scores ciphertext, for
         ``Client.decrypt_cnn``. ``relu``: ``"lut"`` (tables) or ``"digits"`` (every digit
@@ -236,8 +321,39 @@ class RemoteServer:
         return objects[0]
 
     def cnn_batches(self, key_set: str, batches: Sequence[Sequence[bytes]], relu: str = "lut") -> List[bytes]:
-        """:meth:`cnn` on each batch, in order (the shape of ``Server.cnn``'s answer)."""
-        return [self.cnn(key_set, batch, relu) for batch in batches]
+        """``cnn(key_set, batch, relu)`` on each batch, in order (the shape of ``Server.cnn``'s
+        answer)."""
+        return [self._cnn_one(key_set, batch, relu) for batch in batches]
+
+    def _bound_model(self, model: Any, name: str, variant: str) -> str:
+        """The bound key set, once ``model`` is checked to be the server's ``name`` model and
+        ``variant`` the one the server takes."""
+        if self.key_set is None:
+            raise ValueError(
+                "this RemoteServer holds no evaluation keys: build it with "
+                "RemoteServer(url, token, evaluation_keys=keys) or use bind(keys)"
+            )
+        if variant != "cso":
+            raise ValueError(f"variant must be 'cso' on a remote server, got {variant!r}")
+        kind = LrModel if name == "lr" else CnnModel
+        if not isinstance(model, kind):
+            raise TypeError(f"model must be a {kind.__name__}, got {type(model).__name__}")
+        if name not in self._models:
+            self._models[name] = (self.lr_model() if name == "lr" else self.cnn_model()).to_json()
+        if model.to_json() != self._models[name]:
+            raise ValueError(f"the model differs from the one the server evaluates (GET /v1/models/{name})")
+        return self.key_set
+
+    @staticmethod
+    def _each(
+        batches: Sequence[Any], progress: Optional[Callable[[int, int], Any]], one: Callable[[Any], bytes]
+    ) -> List[bytes]:
+        out = []
+        for batch in batches:
+            out.append(one(batch))
+            if progress is not None:
+                progress(len(out), len(batches))
+        return out
 
     def _lr_input_count(self) -> int:
         for model in self.info().get("models", []):

@@ -1,5 +1,5 @@
-//! Prometheus text metrics: requests by route and status, a latency histogram, queue depth,
-//! compute in flight and resident key bytes.
+//! Prometheus text metrics: requests by route and status, a latency histogram by route, queue
+//! depth, compute in flight and resident key bytes.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -9,13 +9,22 @@ use std::sync::{Mutex, PoisonError};
 /// Upper bounds of the latency histogram, seconds.
 const BUCKETS: [f64; 12] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
 
+/// One route's latency histogram.
+#[derive(Default)]
+struct Histogram {
+    /// Requests at or below each bound (cumulative, as Prometheus counts them).
+    buckets: [u64; BUCKETS.len()],
+    count: u64,
+    sum_micros: u64,
+}
+
 /// The counters.
 #[derive(Default)]
 pub(crate) struct Metrics {
     by_status: Mutex<BTreeMap<(String, u16), u64>>,
-    buckets: [AtomicU64; BUCKETS.len()],
-    count: AtomicU64,
-    sum_micros: AtomicU64,
+    /// Latency by route template, so that scrapes and health checks stay out of the
+    /// inference latency.
+    latency: Mutex<BTreeMap<String, Histogram>>,
     /// Requests waiting for a compute slot.
     pub queued: AtomicU64,
     /// Requests computing.
@@ -31,13 +40,15 @@ impl Metrics {
             .unwrap_or_else(PoisonError::into_inner)
             .entry((route.to_owned(), status))
             .or_insert(0) += 1;
-        for (b, &le) in self.buckets.iter().zip(BUCKETS.iter()) {
+        let mut latency = self.latency.lock().unwrap_or_else(PoisonError::into_inner);
+        let h = latency.entry(route.to_owned()).or_default();
+        for (b, &le) in h.buckets.iter_mut().zip(BUCKETS.iter()) {
             if seconds <= le {
-                b.fetch_add(1, Ordering::Relaxed);
+                *b += 1;
             }
         }
-        self.count.fetch_add(1, Ordering::Relaxed);
-        self.sum_micros.fetch_add((seconds * 1e6) as u64, Ordering::Relaxed);
+        h.count += 1;
+        h.sum_micros += (seconds * 1e6) as u64;
     }
 
     /// The text exposition.
@@ -48,16 +59,16 @@ impl Metrics {
         for ((route, status), n) in self.by_status.lock().unwrap_or_else(PoisonError::into_inner).iter() {
             let _ = writeln!(s, "wgfhe_requests_total{{route=\"{route}\",status=\"{status}\"}} {n}");
         }
-        let _ = writeln!(s, "# HELP wgfhe_request_seconds Request latency.");
+        let _ = writeln!(s, "# HELP wgfhe_request_seconds Request latency, by route.");
         let _ = writeln!(s, "# TYPE wgfhe_request_seconds histogram");
-        for (b, le) in self.buckets.iter().zip(BUCKETS.iter()) {
-            let _ = writeln!(s, "wgfhe_request_seconds_bucket{{le=\"{le}\"}} {}", b.load(Ordering::Relaxed));
+        for (route, h) in self.latency.lock().unwrap_or_else(PoisonError::into_inner).iter() {
+            for (n, le) in h.buckets.iter().zip(BUCKETS.iter()) {
+                let _ = writeln!(s, "wgfhe_request_seconds_bucket{{route=\"{route}\",le=\"{le}\"}} {n}");
+            }
+            let _ = writeln!(s, "wgfhe_request_seconds_bucket{{route=\"{route}\",le=\"+Inf\"}} {}", h.count);
+            let _ = writeln!(s, "wgfhe_request_seconds_sum{{route=\"{route}\"}} {}", h.sum_micros as f64 / 1e6);
+            let _ = writeln!(s, "wgfhe_request_seconds_count{{route=\"{route}\"}} {}", h.count);
         }
-        let count = self.count.load(Ordering::Relaxed);
-        let _ = writeln!(s, "wgfhe_request_seconds_bucket{{le=\"+Inf\"}} {count}");
-        let sum = self.sum_micros.load(Ordering::Relaxed) as f64 / 1e6;
-        let _ = writeln!(s, "wgfhe_request_seconds_sum {sum}");
-        let _ = writeln!(s, "wgfhe_request_seconds_count {count}");
         let gauges = [
             ("wgfhe_queue_depth", "Requests waiting for a compute slot.", self.queued.load(Ordering::Relaxed)),
             ("wgfhe_compute_in_flight", "Requests computing.", self.running.load(Ordering::Relaxed)),

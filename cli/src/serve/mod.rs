@@ -39,7 +39,7 @@ pub(crate) struct ServeArgs {
     listen: SocketAddr,
     /// Models directory: `params.bin` (the parameter set's wire object) and at least one of
     /// `lr.json` (the quantised logistic regression) and `cnn.json` (the integer CNN), as
-    /// `wgfhe mnist` writes them.
+    /// `wgfhe models --out DIR` writes them.
     #[arg(long)]
     models: PathBuf,
     /// Backend: auto, gpu or cpu (default: WGFHE_BACKEND, else auto).
