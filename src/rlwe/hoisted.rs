@@ -19,7 +19,7 @@
 //! tests assert it). (With an unsigned lift, `y_i` in `[0, q_i)`, the two would differ by
 //! multiples of the digit's modulus on the converted limbs, and only decrypt alike.)
 
-use super::key_switch::{check_key, inner_product_mod_down, mod_up_from, ModUp};
+use super::key_switch::{check_key, inner_product_mod_down, mod_up_kept, ModUp};
 use super::{Addend, Epilogue, EvaluationKeys, PolyPair};
 use crate::backend::{Backend, InverseInput};
 use crate::error::{Error, Result};
@@ -55,8 +55,7 @@ impl<B: Backend> Decomposed<B> {
 /// automorphism [`apply_galois_hoisted`] then applies.
 pub fn decompose<B: Backend>(backend: &B, c: &RnsPoly<B, Eval>) -> Result<Decomposed<B>> {
     // The copy of c the rotations read is kept by ModUp's inverse transform.
-    let (up, poly) = mod_up_from(backend, InverseInput::Copy(c.buffer()), c.basis(), true)?;
-    let poly = poly.ok_or(Error::KeyDimensions { reason: "ModUp kept no input" })?;
+    let (up, poly) = mod_up_kept(backend, InverseInput::Copy(c.buffer()), c.basis())?;
     Ok(Decomposed { poly, up })
 }
 

@@ -99,8 +99,7 @@ pub fn key_switch_formed<'a, B: Backend>(
     epilogue: Epilogue<'a, B>,
 ) -> Result<[B::Buffer; 2]> {
     check_key_for(backend, basis, ksk)?;
-    let (up, kept) = mod_up_from(backend, input, basis, true)?;
-    let c = kept.ok_or(Error::KeyDimensions { reason: "key switch kept no input" })?;
+    let (up, c) = mod_up_kept(backend, input, basis)?;
     inner_product_mod_down(backend, &c, &up, ksk, t, epilogue)
 }
 
@@ -158,14 +157,25 @@ pub(crate) fn mod_up<B: Backend>(backend: &B, c: &RnsPoly<B, Eval>) -> Result<Mo
     Ok(mod_up_from(backend, InverseInput::Copy(c.buffer()), c.basis(), false)?.0)
 }
 
+/// [`mod_up_from`] keeping the formed polynomial (Eval): the ModUp and that polynomial.
+pub(crate) fn mod_up_kept<B: Backend>(
+    backend: &B,
+    input: InverseInput<'_, B::Buffer>,
+    basis: &Basis,
+) -> Result<(ModUp<B>, RnsPoly<B, Eval>)> {
+    let (up, kept) = mod_up_from(backend, input, basis, true)?;
+    // `Backend::ntt_inverse_from` returns the formed input whenever it is asked to keep it.
+    Ok((up, kept.ok_or(Error::KeyDimensions { reason: "ModUp kept no input" })?))
+}
+
 /// [`mod_up_from`]'s output: the ModUp and, when kept, the formed polynomial (Eval).
-pub(crate) type ModUpKept<B> = (ModUp<B>, Option<RnsPoly<B, Eval>>);
+type ModUpKept<B> = (ModUp<B>, Option<RnsPoly<B, Eval>>);
 
 /// [`mod_up`] of the polynomial `input` forms over `basis` (`q_0..q_l`), formed by the inverse
 /// transform as it loads it ([`Backend::ntt_inverse_from`]): a copy, the product `a_1 b_1` of
 /// HMULT, the automorphism `c_1(X^g)` of a rotation. With `keep`, the formed polynomial (Eval)
 /// comes back too: the inner product reads each digit's own limbs from it.
-pub(crate) fn mod_up_from<B: Backend>(
+fn mod_up_from<B: Backend>(
     backend: &B,
     input: InverseInput<'_, B::Buffer>,
     basis: &Basis,
