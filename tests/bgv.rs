@@ -648,6 +648,20 @@ fn prepared_plaintexts_give_the_unprepared_words<B: Backend>(make: Make<'_, B>, 
     assert_eq!(cache.resident_bytes(), words_per_limb);
     assert!(cache.prepared(&f.bgv, 1, &pw, 0, 1).unwrap().is_some());
     assert_eq!(cache.len(), 2);
+    assert_eq!(cache.preparations(), 4);
+    // A shared cache: the same prepared words (not prepared again), no budget for a new key,
+    // and a replacement of no more bytes made in it alone.
+    let mut shared = cache.share();
+    assert_eq!((shared.len(), shared.resident_bytes(), shared.preparations()), (2, cache.resident_bytes(), 0));
+    let fresh = f.bgv.prepare_plain(&pw, 0).unwrap();
+    let words = |pp: &wgfhe::bgv::PreparedPlaintext<_>| f.bgv.backend().download(pp.poly().buffer()).unwrap();
+    assert_eq!(words(shared.prepared(&f.bgv, 0, &pw, 0, 1).unwrap().unwrap()), words(&fresh));
+    assert_eq!(shared.preparations(), 0);
+    assert!(shared.prepared(&f.bgv, 2, &pw, 0, 1).unwrap().is_none(), "a shared cache has no budget for a new key");
+    assert!(shared.prepared(&f.bgv, 1, &pw, 0, 3).unwrap().is_some(), "a same-size replacement");
+    assert_eq!(shared.preparations(), 1);
+    assert_eq!(cache.prepared(&f.bgv, 1, &pw, 0, 1).unwrap().unwrap().factor(), 1, "the original keeps its form");
+    assert_eq!(cache.preparations(), 4);
 }
 
 // ---- the CPU/GPU comparison itself ------------------------------------------------------------

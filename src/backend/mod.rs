@@ -194,6 +194,18 @@ pub trait Backend: Send + Sync + Sized + 'static {
         None
     }
 
+    /// The device memory the device under this backend holds now ([`gpu::DeviceMemory`]):
+    /// `Some` on the GPU backend, `None` on a backend without a device.
+    fn device_memory(&self) -> Option<gpu::DeviceMemory> {
+        None
+    }
+
+    /// The adapter under this backend ([`gpu::AdapterSummary`]: name, graphics API, driver):
+    /// `Some` on the GPU backend, `None` on a backend without a device.
+    fn adapter(&self) -> Option<&gpu::AdapterSummary> {
+        None
+    }
+
     /// The plan of the GPU NTT at this ring's degree ([`gpu::NttPlan`]: memory passes, twiddle
     /// words): the device's own on the GPU backend; elsewhere the plan of a device with WebGPU's
     /// default limits (16 KiB of workgroup memory), which every adapter meets. The traffic

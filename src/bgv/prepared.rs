@@ -258,6 +258,9 @@ impl<B: Backend> Bgv<B> {
 /// time). Sized for circuits whose plaintexts outweigh their ciphertexts: at `N = 2^16` one
 /// plaintext prepared over 30 limbs keeps 7.5 MB resident.
 ///
+/// Concurrent users of one warmed cache each take [`PlaintextCache::share`]: the same prepared
+/// plaintexts, shared rather than copied, in a cache of their own.
+///
 /// ```
 /// use wgfhe::bgv::{Bgv, PlaintextCache};
 /// use wgfhe::params::{self, TestRing};
@@ -283,9 +286,11 @@ impl<B: Backend> Bgv<B> {
 /// # Ok::<(), wgfhe::Error>(())
 /// ```
 pub struct PlaintextCache<B: Backend> {
-    entries: std::collections::HashMap<usize, PreparedPlaintext<B>>,
+    entries: std::collections::HashMap<usize, std::sync::Arc<PreparedPlaintext<B>>>,
     budget: u64,
     used: u64,
+    /// Plaintexts this cache prepared (a shared one's count starts at zero).
+    preparations: u64,
 }
 
 impl<B: Backend> std::fmt::Debug for PlaintextCache<B> {
@@ -294,6 +299,7 @@ impl<B: Backend> std::fmt::Debug for PlaintextCache<B> {
             .field("entries", &self.entries.len())
             .field("budget", &self.budget)
             .field("used", &self.used)
+            .field("preparations", &self.preparations)
             .finish()
     }
 }
@@ -302,7 +308,24 @@ impl<B: Backend> PlaintextCache<B> {
     /// An empty cache that keeps at most `budget` bytes of prepared plaintexts resident.
     #[must_use]
     pub fn new(budget: u64) -> Self {
-        Self { entries: std::collections::HashMap::new(), budget, used: 0 }
+        Self { entries: std::collections::HashMap::new(), budget, used: 0, preparations: 0 }
+    }
+
+    /// A cache holding this one's prepared plaintexts, shared, not copied (no backend memory
+    /// is allocated or moved), with no budget beyond them: a key it finds at another level or
+    /// factor is prepared again only where the replacement takes no more bytes, in the new
+    /// cache alone. What a request takes from a cache warmed at a server's start, so that
+    /// concurrent requests neither wait for one another nor prepare the plaintexts again.
+    #[must_use]
+    pub fn share(&self) -> Self {
+        Self { entries: self.entries.clone(), budget: self.used, used: self.used, preparations: 0 }
+    }
+
+    /// Plaintexts this cache has prepared ([`PlaintextCache::prepared`] on a key it did not hold
+    /// at that level and factor); zero for a fresh [`PlaintextCache::share`].
+    #[must_use]
+    pub fn preparations(&self) -> u64 {
+        self.preparations
     }
 
     /// Number of prepared plaintexts held.
@@ -344,8 +367,9 @@ impl<B: Backend> PlaintextCache<B> {
             }
             let pp = bgv.prepare_plain_with_factor(pt, level, factor)?;
             self.used = self.used - freed + pp.resident_bytes(bgv.backend());
-            self.entries.insert(key, pp);
+            self.preparations += 1;
+            self.entries.insert(key, std::sync::Arc::new(pp));
         }
-        Ok(self.entries.get(&key))
+        Ok(self.entries.get(&key).map(|pp| &**pp))
     }
 }

@@ -1,19 +1,25 @@
 //! The compute half of the server: one backend-generic engine, built once at start, that
-//! checks evaluation keys and evaluates the models on wire-format ciphertexts. Nothing in it
-//! can decrypt: it never holds a secret key.
+//! checks evaluation keys and evaluates the models on wire-format ciphertexts. It holds no
+//! client's secret key, so it cannot decrypt what clients send. Its one secret key is a
+//! throwaway made at start to run each model once on encryptions of its own (building the
+//! device pipelines and the CNN's prepared plaintexts before the first request); that key
+//! never meets a client's data and is dropped before the server listens.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
 
+use wgfhe::backend::gpu::{AdapterSummary, DeviceMemory};
 use wgfhe::backend::{Backend, BackendTask};
 use wgfhe::bgv::{Bgv, PlaintextCache};
 use wgfhe::compress::{Bxt, Variant};
-use wgfhe::rlwe::{EvaluationKeys, KeyForm};
+use wgfhe::rlwe::{EvaluationKeys, KeyForm, KeyRequest};
 use wgfhe_mnist::cnn::QuantCnn;
 use wgfhe_mnist::cnn_infer::{CnnCircuit, CnnStats, ReluPath, PREPARED_BUDGET};
 use wgfhe_mnist::lr::QuantLr;
 use wgfhe_mnist::mnist::PIXELS;
-use wgfhe_mnist::split::lr_server_score;
+use wgfhe_mnist::split::{lr_client_columns, lr_server_score};
 
 use super::store::StoreError;
 
@@ -53,8 +59,16 @@ impl CnnRelu {
 
 /// What the HTTP layer asks of the compute. `Send + Sync`: shared by the blocking workers.
 pub(crate) trait Engine: Send + Sync {
-    /// The backend's name (`cpu` or the GPU's).
+    /// The backend's name (`cpu` or `gpu`).
     fn backend_name(&self) -> &'static str;
+    /// The GPU adapter under the backend (`None` on the CPU).
+    fn adapter(&self) -> Option<AdapterSummary>;
+    /// The device memory the GPU's buffers hold now (`None` on the CPU).
+    fn device_memory(&self) -> Option<DeviceMemory>;
+    /// What the start's warm-up built: the CNN's prepared plaintexts (over both paths) and
+    /// their resident bytes; and the plaintexts requests have prepared since (zero while
+    /// every request finds its plaintexts prepared).
+    fn prepared(&self) -> Prepared;
     /// Parses evaluation-key bytes against the server's parameters (the wire checks: magic,
     /// version, checksum, parameter id). Returns nothing: a check before storing.
     fn check_keys(&self, bytes: &[u8]) -> wgfhe::Result<()>;
@@ -74,6 +88,17 @@ pub(crate) trait Engine: Send + Sync {
     fn forget_keys(&self, id: &str);
     /// Bytes and key sets of the parsed keys held now.
     fn resident_keys(&self) -> (u64, usize);
+}
+
+/// The prepared plaintexts of [`Engine::prepared`].
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Prepared {
+    /// Built at start.
+    pub at_start: u64,
+    /// Their resident bytes.
+    pub bytes: u64,
+    /// Prepared by requests since.
+    pub on_request: u64,
 }
 
 /// Reads a key set's bytes from the store (when the engine does not hold it parsed).
@@ -168,10 +193,11 @@ impl<B: Backend> KeyCache<B> {
     }
 }
 
-/// One ReLU path's circuit, built at start, and its prepared plaintexts, kept between requests.
+/// One ReLU path's circuit and its prepared plaintexts, both built at start; each request
+/// takes a [`PlaintextCache::share`] of them.
 struct CnnPath<B: Backend> {
     circuit: CnnCircuit,
-    cache: Mutex<PlaintextCache<B>>,
+    cache: PlaintextCache<B>,
 }
 
 struct BgvEngine<B: Backend> {
@@ -182,6 +208,8 @@ struct BgvEngine<B: Backend> {
     digits: Option<CnnPath<B>>,
     /// The parsed keys of the key sets used recently.
     keys: KeyCache<B>,
+    /// Plaintexts requests prepared (a miss in the start's caches).
+    prepared_on_request: AtomicU64,
 }
 
 impl<B: Backend> BgvEngine<B> {
@@ -196,6 +224,21 @@ impl<B: Backend> BgvEngine<B> {
 impl<B: Backend> Engine for BgvEngine<B> {
     fn backend_name(&self) -> &'static str {
         self.bgv.backend().name()
+    }
+
+    fn adapter(&self) -> Option<AdapterSummary> {
+        self.bgv.backend().adapter().cloned()
+    }
+
+    fn device_memory(&self) -> Option<DeviceMemory> {
+        self.bgv.backend().device_memory()
+    }
+
+    fn prepared(&self) -> Prepared {
+        let paths = [&self.table, &self.digits];
+        let caches = paths.iter().filter_map(|p| p.as_ref()).map(|p| &p.cache);
+        let (at_start, bytes) = caches.fold((0, 0), |(n, b), c| (n + c.len() as u64, b + c.resident_bytes()));
+        Prepared { at_start, bytes, on_request: self.prepared_on_request.load(Ordering::Relaxed) }
     }
 
     fn check_keys(&self, bytes: &[u8]) -> wgfhe::Result<()> {
@@ -232,16 +275,12 @@ impl<B: Backend> Engine for BgvEngine<B> {
         let bxt = Bxt::new(&self.bgv, Variant::Cso);
         let cts = inputs.iter().map(|b| bxt.from_bytes(b)).collect::<wgfhe::Result<Vec<_>>>()?;
         let mut stats = CnnStats::default();
-        // The shared prepared plaintexts when no other request holds them; else a cache of
-        // this request's own (same results, prepared again).
-        let scores = match path.cache.try_lock() {
-            Ok(mut cache) => path.circuit.evaluate_with(&bxt, &keys, &cts, &mut cache, &mut stats)?,
-            Err(_) => {
-                let mut own = PlaintextCache::new(PREPARED_BUDGET);
-                path.circuit.evaluate_with(&bxt, &keys, &cts, &mut own, &mut stats)?
-            }
-        };
-        Ok(self.bgv.ciphertext_to_bytes(&scores)?)
+        // The start's prepared plaintexts, shared: concurrent requests neither wait for one
+        // another nor copy them.
+        let mut cache = path.cache.share();
+        let scores = path.circuit.evaluate_with(&bxt, &keys, &cts, &mut cache, &mut stats);
+        self.prepared_on_request.fetch_add(cache.preparations(), Ordering::Relaxed);
+        Ok(self.bgv.ciphertext_to_bytes(&scores?)?)
     }
 
     fn forget_keys(&self, id: &str) {
@@ -259,8 +298,19 @@ impl<B: Backend> Engine for BgvEngine<B> {
 /// batch can reach): the table path must build and plan (its error is the start's); the digit
 /// path is served when it does, and otherwise left out (named on stderr), e.g. when its digits
 /// do not hold the model's bounds or its depth exhausts the noise budget at these parameters.
-/// The second field is the budget of parsed keys held ([`KeyCache`]).
-pub(crate) struct OpenEngine<'a>(pub Option<&'a QuantCnn>, pub u64);
+///
+/// Then every served model runs once, as a client's request would, on encryptions under a
+/// throwaway secret key made here (dropped on return): this builds the device pipelines and
+/// fills each CNN path's prepared plaintexts at the levels and factors client batches reach,
+/// so that the first request is served like any other.
+pub(crate) struct OpenEngine<'a> {
+    /// The logistic regression, if served.
+    pub lr: Option<&'a QuantLr>,
+    /// The CNN, if served.
+    pub cnn: Option<&'a QuantCnn>,
+    /// The budget of parsed keys held ([`KeyCache`]).
+    pub key_budget: u64,
+}
 
 impl BackendTask for OpenEngine<'_> {
     type Output = Box<dyn Engine>;
@@ -268,13 +318,13 @@ impl BackendTask for OpenEngine<'_> {
     fn run<B: Backend>(self, backend: B) -> wgfhe::Result<Self::Output> {
         let bgv = Bgv::new(backend)?;
         let (mut table, mut digits) = (None, None);
-        if let Some(model) = self.0 {
+        if let Some(model) = self.cnn {
             let build = |relu: CnnRelu| -> wgfhe::Result<CnnPath<B>> {
                 let circuit = CnnCircuit::with_relu(&bgv, model, relu.path()?)?;
                 let worst = [255u8; PIXELS];
                 let batch = vec![&worst; circuit.images_per_batch()];
                 circuit.key_plan(bgv.params(), Variant::Cso, &batch)?;
-                Ok(CnnPath { circuit, cache: Mutex::new(PlaintextCache::new(PREPARED_BUDGET)) })
+                Ok(CnnPath { circuit, cache: PlaintextCache::new(PREPARED_BUDGET) })
             };
             table = Some(build(CnnRelu::Table)?);
             match build(CnnRelu::Digits) {
@@ -282,6 +332,34 @@ impl BackendTask for OpenEngine<'_> {
                 Err(e) => eprintln!("wgfhe serve: cnn-digits not served: {e}"),
             }
         }
-        Ok(Box::new(BgvEngine { bgv, table, digits, keys: KeyCache::new(self.1) }))
+        let warm = Instant::now();
+        let sk = bgv.gen_secret_key()?;
+        let bxt = Bxt::new(&bgv, Variant::Cso);
+        let slots = bgv.encoder().slots();
+        let encrypt = |columns: Vec<Vec<u64>>| -> wgfhe::Result<Vec<_>> {
+            columns.iter().map(|c| bxt.encrypt(&sk, &bgv.encoder().encode(c)?)).collect()
+        };
+        if let Some(model) = self.lr {
+            let pixels = vec![0u8; model.weights().len()];
+            let cts = encrypt(lr_client_columns(&[&pixels], pixels.len(), slots)?)?;
+            lr_server_score(&bxt, model, &cts)?;
+        }
+        for path in [&mut table, &mut digits].into_iter().flatten() {
+            let keys = bgv.gen_evaluation_keys(&sk, &KeyRequest::rotations(path.circuit.rotation_steps()))?;
+            let worst = [255u8; PIXELS];
+            let images = vec![&worst; path.circuit.images_per_batch()];
+            let cts = encrypt(path.circuit.client_inputs(&images, slots)?)?;
+            path.circuit.evaluate_with(&bxt, &keys, &cts, &mut path.cache, &mut CnnStats::default())?;
+        }
+        bgv.backend().synchronize()?;
+        drop(sk);
+        eprintln!("wgfhe serve: models run once at start in {:.0} ms", warm.elapsed().as_secs_f64() * 1e3);
+        Ok(Box::new(BgvEngine {
+            bgv,
+            table,
+            digits,
+            keys: KeyCache::new(self.key_budget),
+            prepared_on_request: AtomicU64::new(0),
+        }))
     }
 }

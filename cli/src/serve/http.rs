@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Path, Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
@@ -49,6 +49,8 @@ pub(crate) struct AppState {
     pub timeout: Duration,
     /// Largest body accepted.
     pub max_body: usize,
+    /// Time a client has to send a whole request body.
+    pub body_timeout: Duration,
     /// Counters.
     pub metrics: Metrics,
 }
@@ -85,7 +87,10 @@ async fn observe(State(st): St, req: Request, next: Next) -> Response {
         ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", "declared body length over the server's limit")
             .into_response()
     } else {
-        next.run(req).await
+        match read_body(&st, req).await {
+            Ok(req) => next.run(req).await,
+            Err(e) => e.into_response(),
+        }
     };
     let secs = start.elapsed().as_secs_f64();
     st.metrics.record(&route, res.status().as_u16(), secs);
@@ -93,9 +98,30 @@ async fn observe(State(st): St, req: Request, next: Next) -> Response {
     res
 }
 
+/// The request with its whole body read, within the body deadline (a client that sends it
+/// slower, or stops sending, is answered 408 and holds nothing of the server's after) and the
+/// body limit (413): no handler and no compute slot ever waits on a client's upload.
+async fn read_body(st: &AppState, req: Request) -> Result<Request, ApiError> {
+    let (parts, body) = req.into_parts();
+    match tokio::time::timeout(st.body_timeout, axum::body::to_bytes(body, st.max_body)).await {
+        Err(_) => Err(ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "body_timeout",
+            "the body did not arrive within the server's body deadline",
+        )),
+        Ok(Err(e)) => {
+            if e.into_inner().downcast_ref::<http_body_util::LengthLimitError>().is_some() {
+                Err(ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", "body over the server's limit"))
+            } else {
+                Err(ApiError::malformed("the body could not be read (the connection failed)"))
+            }
+        }
+        Ok(Ok(bytes)) => Ok(Request::from_parts(parts, Body::from(bytes))),
+    }
+}
+
 async fn metrics(State(st): St) -> impl IntoResponse {
-    let (bytes, sets) = st.engine.resident_keys();
-    let text = st.metrics.render(bytes, sets);
+    let text = st.metrics.render(st.engine.as_ref());
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text)
 }
 
@@ -122,8 +148,12 @@ async fn info(State(st): St) -> impl IntoResponse {
                    "insecure": p.is_insecure()},
         "models": models,
         "backend": st.engine.backend_name(),
+        "device": st.engine.adapter().map(|a| serde_json::json!({
+            "name": a.name, "api": a.backend, "type": a.device_type, "driver": a.driver,
+            "software": a.is_software(),
+        })),
         "auth": st.tokens.is_some(),
-        "limits": {"max_body_bytes": st.max_body, "max_queue": st.max_queue, "timeout_s": st.timeout.as_secs_f64()},
+        "limits": {"max_body_bytes": st.max_body, "body_timeout_s": st.body_timeout.as_secs_f64(), "max_queue": st.max_queue, "timeout_s": st.timeout.as_secs_f64()},
     }))
 }
 

@@ -1,10 +1,13 @@
 //! Prometheus text metrics: requests by route and status, a latency histogram by route, queue
-//! depth, compute in flight and resident key bytes.
+//! depth, compute in flight, resident key bytes, the device memory the GPU's buffers hold, the
+//! prepared plaintexts and the process's resident set.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
+
+use super::engine::Engine;
 
 /// Upper bounds of the latency histogram, seconds.
 const BUCKETS: [f64; 12] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
@@ -52,7 +55,9 @@ impl Metrics {
     }
 
     /// The text exposition.
-    pub(crate) fn render(&self, resident_bytes: u64, resident_sets: usize) -> String {
+    pub(crate) fn render(&self, engine: &dyn Engine) -> String {
+        let (resident_bytes, resident_sets) = engine.resident_keys();
+        let prepared = engine.prepared();
         let mut s = String::new();
         let _ = writeln!(s, "# HELP wgfhe_requests_total Requests answered, by route and status.");
         let _ = writeln!(s, "# TYPE wgfhe_requests_total counter");
@@ -75,9 +80,25 @@ impl Metrics {
             ("wgfhe_resident_key_bytes", "Parsed evaluation-key bytes held on the backend.", resident_bytes),
             ("wgfhe_resident_key_sets", "Key sets held parsed on the backend.", resident_sets as u64),
             ("wgfhe_process_resident_bytes", "The process's resident set size.", rss_bytes()),
+            ("wgfhe_prepared_plaintexts", "The CNN's plaintexts prepared at start.", prepared.at_start),
+            ("wgfhe_prepared_plaintext_bytes", "Their resident bytes.", prepared.bytes),
         ];
         for (name, help, v) in gauges {
             let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
+        }
+        let name = "wgfhe_plaintexts_prepared_on_request_total";
+        let help = "Plaintexts requests had to prepare (not found prepared at start).";
+        let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}", prepared.on_request);
+        // Only where there is a device (absent on the CPU backend, not zero).
+        if let Some(m) = engine.device_memory() {
+            let device = [
+                ("wgfhe_device_buffer_bytes", "Device memory bound to the GPU's live buffers (wgpu's count).", m.buffer_bytes),
+                ("wgfhe_device_buffers", "The GPU's live buffers.", m.buffers),
+                ("wgfhe_device_pool_idle_bytes", "Of those bytes, the buffer pool's idle buffers.", m.pool.bytes),
+            ];
+            for (name, help, v) in device {
+                let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
+            }
         }
         s
     }

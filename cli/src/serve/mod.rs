@@ -63,6 +63,9 @@ pub(crate) struct ServeArgs {
     /// Largest request body, bytes.
     #[arg(long, default_value_t = 256 << 20)]
     max_body_bytes: usize,
+    /// Time a client has to send a whole request body, seconds (408 past it).
+    #[arg(long, default_value_t = 60.0)]
+    body_timeout_s: f64,
     /// Bytes of parsed evaluation keys held on the backend (device memory on a GPU) between
     /// requests; the least recently used key sets leave first (never the disk).
     #[arg(long, default_value_t = 4 << 30)]
@@ -117,7 +120,10 @@ pub(crate) fn run(args: &ServeArgs) -> wgfhe::Result<()> {
     let backend = crate::env::open_backend(args.backend)?;
     let engine: Arc<dyn engine::Engine> = Arc::from(
         backend
-            .with_backend(RingContext::new(&params)?, engine::OpenEngine(cnn.as_deref(), args.device_budget_bytes))?,
+            .with_backend(
+                RingContext::new(&params)?,
+                engine::OpenEngine { lr: lr.as_deref(), cnn: cnn.as_deref(), key_budget: args.device_budget_bytes },
+            )?,
     );
     let store_dir = args.store.clone().unwrap_or_else(|| args.models.join("keys"));
     let store = Store::open(&store_dir).map_err(|e| Error::InvalidField { field: "store", reason: leak_reason(&e) })?;
@@ -133,6 +139,7 @@ pub(crate) fn run(args: &ServeArgs) -> wgfhe::Result<()> {
         max_queue: args.max_queue,
         timeout: Duration::from_secs_f64(args.request_timeout_s.clamp(0.001, 86_400.0)),
         max_body: args.max_body_bytes,
+        body_timeout: Duration::from_secs_f64(args.body_timeout_s.clamp(0.001, 86_400.0)),
         metrics: Metrics::default(),
     });
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -152,7 +159,10 @@ fn leak_reason(e: &store::StoreError) -> &'static str {
 async fn serve(addr: SocketAddr, state: Arc<AppState>) -> wgfhe::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| io_err("listen", None, &e))?;
     let bound = listener.local_addr().map_err(|e| io_err("listen", None, &e))?;
-    let backend = state.engine.backend_name();
+    let backend = match state.engine.adapter() {
+        Some(a) => format!("gpu ({}, {})", a.name, a.backend),
+        None => state.engine.backend_name().to_owned(),
+    };
     {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "listening on http://{bound}");

@@ -140,7 +140,7 @@ pub struct DeviceOptions {
 mod counters;
 mod pool;
 use counters::Counters;
-pub use counters::DeviceCounters;
+pub use counters::{DeviceCounters, DeviceMemory};
 pub use pool::{size_class, BufferPool, PoolStats};
 #[cfg(feature = "testing")]
 mod faults;
@@ -470,6 +470,19 @@ impl GpuDevice {
         c.pipelines_built = pipelines.count() as u64;
         c.pipeline_build_ns = pipelines.build_ns();
         c
+    }
+
+    /// The device memory its buffers hold now ([`DeviceMemory`]).
+    #[must_use]
+    pub fn memory(&self) -> DeviceMemory {
+        let hal = self.device.get_internal_counters().hal;
+        // The counts are signed (a layer adds on create, subtracts on destroy); never negative.
+        let count = |v: isize| u64::try_from(v).unwrap_or(0);
+        DeviceMemory {
+            buffer_bytes: count(hal.buffer_memory.read()),
+            buffers: count(hal.buffers.read()),
+            pool: self.pool.stats(),
+        }
     }
 
     /// Pipelines built (and cached) on this device so far.

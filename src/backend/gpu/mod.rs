@@ -20,7 +20,7 @@ mod timer;
 #[cfg(feature = "testing")]
 pub use device::Fault;
 pub use device::{
-    should_quiet_device_select, size_class, AdapterSummary, BufferPool, DeviceCounters, DeviceOptions, GpuDevice,
+    should_quiet_device_select, size_class, AdapterSummary, BufferPool, DeviceCounters, DeviceMemory, DeviceOptions, GpuDevice,
     PoolStats, MAX_PENDING_COMMANDS, MAX_STORAGE_BUFFERS,
 };
 pub(crate) use fused::dispatches as fused_dispatches;
@@ -312,6 +312,14 @@ impl Backend for GpuBackend {
 
     fn device_counters(&self) -> Option<DeviceCounters> {
         Some(self.dev.counters())
+    }
+
+    fn device_memory(&self) -> Option<DeviceMemory> {
+        Some(self.dev.memory())
+    }
+
+    fn adapter(&self) -> Option<&AdapterSummary> {
+        Some(self.dev.summary())
     }
 
     fn gpu_ntt_plan(&self) -> Result<NttPlan> {

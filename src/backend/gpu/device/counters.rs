@@ -2,6 +2,22 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// The device memory a device's buffers hold now (a gauge, unlike [`DeviceCounters`]): read by
+/// [`GpuDevice::memory`](super::GpuDevice::memory).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct DeviceMemory {
+    /// Bytes of device memory bound to the device's live buffers, as wgpu's Vulkan and DX12
+    /// layers count them when they create and destroy a buffer (every buffer: data, the pool's
+    /// idle ones, constant tables, the parameter arena, staging). Zero on a graphics API whose
+    /// layer does not count (Metal, GL). wgpu destroys a dropped buffer once the device is done
+    /// with it, so a reading can lag a drop until the next wait.
+    pub buffer_bytes: u64,
+    /// Live buffers, as the same layer counts them.
+    pub buffers: u64,
+    /// Of those, the buffer pool's idle ones and their bytes (whole size classes).
+    pub pool: super::PoolStats,
+}
+
 /// Cumulative counts of what a device did (take the difference of two readings for one
 /// operation). Uploads are host-to-device writes: buffer uploads, constant tables and the
 /// parameter arena of each submission.
