@@ -92,7 +92,11 @@ impl Metrics {
         // Only where there is a device (absent on the CPU backend, not zero).
         if let Some(m) = engine.device_memory() {
             let device = [
-                ("wgfhe_device_buffer_bytes", "Device memory bound to the GPU's live buffers (wgpu's count).", m.buffer_bytes),
+                (
+                    "wgfhe_device_buffer_bytes",
+                    "Device memory bound to the GPU's live buffers (wgpu's count).",
+                    m.buffer_bytes,
+                ),
                 ("wgfhe_device_buffers", "The GPU's live buffers.", m.buffers),
                 ("wgfhe_device_pool_idle_bytes", "Of those bytes, the buffer pool's idle buffers.", m.pool.bytes),
             ];

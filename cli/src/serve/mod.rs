@@ -118,13 +118,10 @@ pub(crate) fn run(args: &ServeArgs) -> wgfhe::Result<()> {
         return Err(Error::InvalidField { field: "--models", reason: "holds neither lr.json nor cnn.json" });
     }
     let backend = crate::env::open_backend(args.backend)?;
-    let engine: Arc<dyn engine::Engine> = Arc::from(
-        backend
-            .with_backend(
-                RingContext::new(&params)?,
-                engine::OpenEngine { lr: lr.as_deref(), cnn: cnn.as_deref(), key_budget: args.device_budget_bytes },
-            )?,
-    );
+    let engine: Arc<dyn engine::Engine> = Arc::from(backend.with_backend(
+        RingContext::new(&params)?,
+        engine::OpenEngine { lr: lr.as_deref(), cnn: cnn.as_deref(), key_budget: args.device_budget_bytes },
+    )?);
     let store_dir = args.store.clone().unwrap_or_else(|| args.models.join("keys"));
     let store = Store::open(&store_dir).map_err(|e| Error::InvalidField { field: "store", reason: leak_reason(&e) })?;
     let tokens = args.token_file.as_deref().map(tokens).transpose()?;

@@ -20,8 +20,8 @@ mod timer;
 #[cfg(feature = "testing")]
 pub use device::Fault;
 pub use device::{
-    should_quiet_device_select, size_class, AdapterSummary, BufferPool, DeviceCounters, DeviceMemory, DeviceOptions, GpuDevice,
-    PoolStats, MAX_PENDING_COMMANDS, MAX_STORAGE_BUFFERS,
+    should_quiet_device_select, size_class, AdapterSummary, BufferPool, DeviceCounters, DeviceMemory, DeviceOptions,
+    GpuDevice, PoolStats, MAX_PENDING_COMMANDS, MAX_STORAGE_BUFFERS,
 };
 pub(crate) use fused::dispatches as fused_dispatches;
 pub use fused::{kernel_sources as fused_kernel_sources, kernel_sources_for as fused_kernel_sources_for};
