@@ -135,13 +135,7 @@ fn fused<B: Backend>(be: &B, basis: &[usize], seeds: &[[u8; 32]], stored: &[u32]
         .enumerate()
         .map(|(i, s)| Operand::Uniform { seed: *s, purpose: Purpose::CiphertextA, index: i as u32 })
         .collect();
-    operands.push(Operand::Buffer {
-        buf: &buf,
-        basis,
-        format: Format::Words,
-        traffic: Traffic::Ciphertext,
-        limb_offset: 0,
-    });
+    operands.push(Operand::words(&buf, basis));
     // Scalars 1 + i in every limb, after the buffer.
     for i in 0..seeds.len() {
         operands.push(Operand::Scalar(vec![1 + i as u32; basis.len()]));

@@ -83,6 +83,15 @@ pub enum Operand<'a, B: Backend> {
     Scalar(Vec<u32>),
 }
 
+impl<'a, B: Backend> Operand<'a, B> {
+    /// A whole buffer of words over `basis`, read as ciphertext traffic: the common
+    /// [`Operand::Buffer`] ([`Format::Words`], [`Traffic::Ciphertext`], no limb offset).
+    #[must_use]
+    pub fn words(buf: &'a B::Buffer, basis: &'a [usize]) -> Self {
+        Self::Buffer { buf, basis, format: Format::Words, traffic: Traffic::Ciphertext, limb_offset: 0 }
+    }
+}
+
 impl<B: Backend> std::fmt::Debug for Operand<'_, B> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {

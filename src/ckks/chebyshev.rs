@@ -40,7 +40,7 @@
 //! tracked scales). Coefficients below `2^-60` of the largest are skipped.
 
 use super::{Ciphertext, Ckks};
-use crate::backend::fused::{Expr, Format, Operand, Program, Traffic};
+use crate::backend::fused::{Expr, Format, Operand, Program};
 use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::poly::RnsPoly;
@@ -331,16 +331,7 @@ impl<B: Backend> Ckks<B> {
         let core = ct.core.map_c0(be, move |c0| {
             let program = Program {
                 basis: c0.basis(),
-                operands: vec![
-                    Operand::Buffer {
-                        buf: c0.buffer(),
-                        basis: c0.basis(),
-                        format: Format::Words,
-                        traffic: Traffic::Ciphertext,
-                        limb_offset: 0,
-                    },
-                    Operand::Scalar(residues),
-                ],
+                operands: vec![Operand::words(c0.buffer(), c0.basis()), Operand::Scalar(residues)],
                 outputs: vec![(Expr::add(Expr::load(0), Expr::load(1)), Format::Words)],
             };
             let out = be.fused(&program)?.pop().ok_or(Error::DimensionMismatch {
@@ -566,13 +557,7 @@ impl<B: Backend> Ckks<B> {
         let mut operands = Vec::with_capacity(used.len() * (degree + 1) + 1);
         for (t, scalars) in &used {
             for p in t.polys() {
-                operands.push(Operand::Buffer {
-                    buf: p.buffer(),
-                    basis: p.basis(),
-                    format: Format::Words,
-                    traffic: Traffic::Ciphertext,
-                    limb_offset: 0,
-                });
+                operands.push(Operand::words(p.buffer(), p.basis()));
             }
             operands.push(Operand::Scalar(scalars.clone()));
         }

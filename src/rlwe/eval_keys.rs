@@ -306,7 +306,7 @@ pub fn mul_relinearize<B: Backend>(
     keys: &EvaluationKeys<B>,
     t: Option<u32>,
 ) -> Result<PolyPair<B>> {
-    use crate::backend::fused::{Expr, Operand, Traffic};
+    use crate::backend::fused::{Expr, Operand};
     let rk = keys.relin.as_ref().ok_or(Error::MissingRelinKey)?;
     let basis = a[0].basis();
     if let Some(p) = [a[1], b[0], b[1]].into_iter().find(|p| p.basis() != basis) {
@@ -316,16 +316,7 @@ pub fn mul_relinearize<B: Backend>(
             found: p.limb_count(),
         });
     }
-    let operands = [a[0], a[1], b[0], b[1]]
-        .into_iter()
-        .map(|p| Operand::Buffer {
-            buf: p.buffer(),
-            basis: p.basis(),
-            format: Format::Words,
-            traffic: Traffic::Ciphertext,
-            limb_offset: 0,
-        })
-        .collect();
+    let operands = [a[0], a[1], b[0], b[1]].into_iter().map(|p| Operand::words(p.buffer(), p.basis())).collect();
     // Loads 0..4: a_0, a_1, b_0, b_1.
     let d0 = Expr::mul(Expr::load(0), Expr::load(2));
     let d1 = Expr::Sum(vec![Expr::mul(Expr::load(0), Expr::load(3)), Expr::mul(Expr::load(1), Expr::load(2))]);

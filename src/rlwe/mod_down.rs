@@ -60,13 +60,7 @@ impl<'a, B: Backend> Epilogue<'a, B> {
         let mut outputs = Vec::new();
         for a in addends {
             let expr = a.map(|a| {
-                operands.push(Operand::Buffer {
-                    buf: a.poly.buffer(),
-                    basis: a.poly.basis(),
-                    format: Format::Words,
-                    traffic: Traffic::Ciphertext,
-                    limb_offset: 0,
-                });
+                operands.push(Operand::words(a.poly.buffer(), a.poly.basis()));
                 let load = Expr::load(operands.len() - 1);
                 match a.galois {
                     Some(g) => Expr::galois(g, load),
@@ -144,13 +138,7 @@ pub(crate) fn finish<'a, B: Backend>(
             expected: polys.len(),
             found: corrections.len(),
         })?;
-        operands.push(Operand::Buffer {
-            buf: p.x,
-            basis: p.basis,
-            format: Format::Words,
-            traffic: Traffic::Ciphertext,
-            limb_offset: 0,
-        });
+        operands.push(Operand::words(p.x, p.basis));
         operands.push(Operand::Buffer {
             buf,
             basis: keep,

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use wgfhe::backend::gpu::{AdapterSummary, DeviceMemory};
+use wgfhe::backend::gpu::{AdapterSummary, DeviceCounters, DeviceMemory};
 use wgfhe::backend::{Backend, BackendTask};
 use wgfhe::bgv::{Bgv, PlaintextCache};
 use wgfhe::compress::{Bxt, Variant};
@@ -65,6 +65,8 @@ pub(crate) trait Engine: Send + Sync {
     fn adapter(&self) -> Option<AdapterSummary>;
     /// The device memory the GPU's buffers hold now (`None` on the CPU).
     fn device_memory(&self) -> Option<DeviceMemory>;
+    /// What the GPU has counted so far: dispatches, pipelines built, ... (`None` on the CPU).
+    fn device_counters(&self) -> Option<DeviceCounters>;
     /// What the start's warm-up built: the CNN's prepared plaintexts (over both paths) and
     /// their resident bytes; and the plaintexts requests have prepared since (zero while
     /// every request finds its plaintexts prepared).
@@ -221,6 +223,59 @@ impl<B: Backend> BgvEngine<B> {
     }
 }
 
+/// The byte slices of `objects`.
+fn slices(objects: &[Vec<u8>]) -> Vec<&[u8]> {
+    objects.iter().map(Vec::as_slice).collect()
+}
+
+/// The CNN circuit on a batch's input ciphertexts (wire bytes) with `cache`'s prepared
+/// plaintexts: the scores ciphertext's bytes. What a request runs, and the start's warm-up.
+fn evaluate_cnn<B: Backend>(
+    bgv: &Bgv<B>,
+    circuit: &CnnCircuit,
+    keys: &EvaluationKeys<B>,
+    inputs: &[&[u8]],
+    cache: &mut PlaintextCache<B>,
+) -> wgfhe::Result<Vec<u8>> {
+    let bxt = Bxt::new(bgv, Variant::Cso);
+    let cts = inputs.iter().map(|b| bxt.from_bytes(b)).collect::<wgfhe::Result<Vec<_>>>()?;
+    let scores = circuit.evaluate_with(&bxt, keys, &cts, cache, &mut CnnStats::default())?;
+    bgv.ciphertext_to_bytes(&scores)
+}
+
+impl<B: Backend> BgvEngine<B> {
+    /// Runs every served model once as a request would, through the same calls from wire
+    /// bytes to wire bytes (the key checks and parse, the ciphertexts' parse, the evaluation,
+    /// the answer's serialisation), on encryptions under a throwaway secret key made here and
+    /// dropped on return: this builds every device pipeline a request uses and fills each CNN
+    /// path's prepared plaintexts at the levels and factors a client's batch reaches.
+    fn warm_up(&mut self, lr: Option<&QuantLr>) -> wgfhe::Result<()> {
+        let bgv = &self.bgv;
+        let sk = bgv.gen_secret_key()?;
+        let bxt = Bxt::new(bgv, Variant::Cso);
+        let slots = bgv.encoder().slots();
+        let wire = |columns: Vec<Vec<u64>>| -> wgfhe::Result<Vec<Vec<u8>>> {
+            columns.iter().map(|c| bxt.to_bytes(&bxt.encrypt(&sk, &bgv.encoder().encode(c)?)?)).collect()
+        };
+        if let Some(model) = lr {
+            let pixels = vec![0u8; model.weights().len()];
+            let inputs = wire(lr_client_columns(&[&pixels], pixels.len(), slots)?)?;
+            self.lr(model, &slices(&inputs))?;
+        }
+        for path in [&mut self.table, &mut self.digits].into_iter().flatten() {
+            let steps = path.circuit.rotation_steps();
+            let keys = bgv.gen_evaluation_keys(&sk, &KeyRequest::rotations(steps))?.to_bytes(bgv.backend())?;
+            EvaluationKeys::from_bytes_as(bgv.backend(), &keys, KeyForm::Seeded)?;
+            let keys = EvaluationKeys::from_bytes_as(bgv.backend(), &keys, KeyForm::Expanded)?;
+            let worst = [255u8; PIXELS];
+            let images = vec![&worst; path.circuit.images_per_batch()];
+            let inputs = wire(path.circuit.client_inputs(&images, slots)?)?;
+            evaluate_cnn(bgv, &path.circuit, &keys, &slices(&inputs), &mut path.cache)?;
+        }
+        bgv.backend().synchronize()
+    }
+}
+
 impl<B: Backend> Engine for BgvEngine<B> {
     fn backend_name(&self) -> &'static str {
         self.bgv.backend().name()
@@ -232,6 +287,10 @@ impl<B: Backend> Engine for BgvEngine<B> {
 
     fn device_memory(&self) -> Option<DeviceMemory> {
         self.bgv.backend().device_memory()
+    }
+
+    fn device_counters(&self) -> Option<DeviceCounters> {
+        self.bgv.backend().device_counters()
     }
 
     fn prepared(&self) -> Prepared {
@@ -272,15 +331,12 @@ impl<B: Backend> Engine for BgvEngine<B> {
                 keys
             }
         };
-        let bxt = Bxt::new(&self.bgv, Variant::Cso);
-        let cts = inputs.iter().map(|b| bxt.from_bytes(b)).collect::<wgfhe::Result<Vec<_>>>()?;
-        let mut stats = CnnStats::default();
         // The start's prepared plaintexts, shared: concurrent requests neither wait for one
         // another nor copy them.
         let mut cache = path.cache.share();
-        let scores = path.circuit.evaluate_with(&bxt, &keys, &cts, &mut cache, &mut stats);
+        let scores = evaluate_cnn(&self.bgv, &path.circuit, &keys, inputs, &mut cache);
         self.prepared_on_request.fetch_add(cache.preparations(), Ordering::Relaxed);
-        Ok(self.bgv.ciphertext_to_bytes(&scores?)?)
+        Ok(scores?)
     }
 
     fn forget_keys(&self, id: &str) {
@@ -299,10 +355,8 @@ impl<B: Backend> Engine for BgvEngine<B> {
 /// path is served when it does, and otherwise left out (named on stderr), e.g. when its digits
 /// do not hold the model's bounds or its depth exhausts the noise budget at these parameters.
 ///
-/// Then every served model runs once, as a client's request would, on encryptions under a
-/// throwaway secret key made here (dropped on return): this builds the device pipelines and
-/// fills each CNN path's prepared plaintexts at the levels and factors client batches reach,
-/// so that the first request is served like any other.
+/// Then every served model runs once, as a client's request would ([`BgvEngine::warm_up`]), so
+/// that the first request is served like any other.
 pub(crate) struct OpenEngine<'a> {
     /// The logistic regression, if served.
     pub lr: Option<&'a QuantLr>,
@@ -332,34 +386,16 @@ impl BackendTask for OpenEngine<'_> {
                 Err(e) => eprintln!("wgfhe serve: cnn-digits not served: {e}"),
             }
         }
-        let warm = Instant::now();
-        let sk = bgv.gen_secret_key()?;
-        let bxt = Bxt::new(&bgv, Variant::Cso);
-        let slots = bgv.encoder().slots();
-        let encrypt = |columns: Vec<Vec<u64>>| -> wgfhe::Result<Vec<_>> {
-            columns.iter().map(|c| bxt.encrypt(&sk, &bgv.encoder().encode(c)?)).collect()
-        };
-        if let Some(model) = self.lr {
-            let pixels = vec![0u8; model.weights().len()];
-            let cts = encrypt(lr_client_columns(&[&pixels], pixels.len(), slots)?)?;
-            lr_server_score(&bxt, model, &cts)?;
-        }
-        for path in [&mut table, &mut digits].into_iter().flatten() {
-            let keys = bgv.gen_evaluation_keys(&sk, &KeyRequest::rotations(path.circuit.rotation_steps()))?;
-            let worst = [255u8; PIXELS];
-            let images = vec![&worst; path.circuit.images_per_batch()];
-            let cts = encrypt(path.circuit.client_inputs(&images, slots)?)?;
-            path.circuit.evaluate_with(&bxt, &keys, &cts, &mut path.cache, &mut CnnStats::default())?;
-        }
-        bgv.backend().synchronize()?;
-        drop(sk);
-        eprintln!("wgfhe serve: models run once at start in {:.0} ms", warm.elapsed().as_secs_f64() * 1e3);
-        Ok(Box::new(BgvEngine {
+        let mut engine = BgvEngine {
             bgv,
             table,
             digits,
             keys: KeyCache::new(self.key_budget),
             prepared_on_request: AtomicU64::new(0),
-        }))
+        };
+        let warm = Instant::now();
+        engine.warm_up(self.lr)?;
+        eprintln!("wgfhe serve: models run once at start in {:.0} ms", warm.elapsed().as_secs_f64() * 1e3);
+        Ok(Box::new(engine))
     }
 }

@@ -104,6 +104,30 @@ impl Metrics {
                 let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
             }
         }
+        if let Some(c) = engine.device_counters() {
+            let counters = [
+                ("wgfhe_device_dispatches_total", "GPU compute dispatches recorded.", c.dispatches as f64),
+                ("wgfhe_device_submissions_total", "GPU queue submissions.", c.submissions as f64),
+                (
+                    "wgfhe_device_pipelines_built_total",
+                    "GPU pipelines compiled (at start, by the warm-up).",
+                    c.pipelines_built as f64,
+                ),
+                (
+                    "wgfhe_device_pipeline_build_seconds_total",
+                    "Host time compiling them.",
+                    c.pipeline_build_ns as f64 / 1e9,
+                ),
+                (
+                    "wgfhe_device_seconds_total",
+                    "Device time of the timed submissions (the device's timestamps; 0 without them).",
+                    c.device_ns as f64 / 1e9,
+                ),
+            ];
+            for (name, help, v) in counters {
+                let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}");
+            }
+        }
         s
     }
 }

@@ -97,6 +97,7 @@ fn lr_load(backend: &str, clients: usize, rounds: usize) -> String {
             hs.into_iter().map(|h| h.join().unwrap()).collect()
         })
     };
+    let pipelines = metric(&addr, "wgfhe_device_pipelines_built_total");
     round(0);
     let warm = Sample::of(&srv);
     let (mut lat, mut mid) = (Vec::new(), warm);
@@ -117,6 +118,14 @@ fn lr_load(backend: &str, clients: usize, rounds: usize) -> String {
     assert!(text.contains(&served), "{text}");
     assert!(!text.contains("status=\"4") && !text.contains("status=\"5"), "{text}");
     assert_flat(&format!("LR on {backend}"), warm, end);
+    // The pipelines were built at start: the requests compiled none.
+    match backend {
+        "gpu" => {
+            assert!(pipelines.unwrap() > 0);
+            assert_eq!(metric(&addr, "wgfhe_device_pipelines_built_total"), pipelines);
+        }
+        _ => assert_eq!(pipelines, None),
+    }
     let _ = std::fs::remove_dir_all(&dir);
     format!(
         "load ({backend}): {clients} clients x {} timed requests (+1 warm-up each), 0 errors, {:.1} req/s, p50 {:.1} ms, p99 {:.1} ms; start {}; warm {}; middle {}; end {}",

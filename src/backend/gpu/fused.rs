@@ -783,13 +783,7 @@ mod tests {
             basis,
             operands: bufs
                 .iter()
-                .map(|b| Operand::Buffer {
-                    buf: b,
-                    basis,
-                    format: Format::Words,
-                    traffic: Traffic::Ciphertext,
-                    limb_offset: 0,
-                })
+                .map(|b| Operand::words(b, basis))
                 .chain([
                     Operand::Scalar(vec![1; basis.len()]),
                     Operand::Uniform { seed: [3; 32], purpose: crate::math::sampling::Purpose::CiphertextA, index: 0 },
@@ -817,13 +811,7 @@ mod tests {
     fn weighted_streams(terms: usize, uniform_first: bool) -> String {
         let bufs = [vec![0u32; 8]];
         let basis = [0usize];
-        let mut operands = vec![Operand::Buffer {
-            buf: &bufs[0],
-            basis: &basis[..],
-            format: Format::Words,
-            traffic: Traffic::Ciphertext,
-            limb_offset: 0,
-        }];
+        let mut operands = vec![Operand::words(&bufs[0], &basis[..])];
         let mut sum = vec![Expr::load(0)];
         for m in 0..terms {
             operands.push(Operand::Scalar(vec![1]));

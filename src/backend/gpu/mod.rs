@@ -190,7 +190,7 @@ impl Backend for GpuBackend {
     /// One generated kernel (a fused program: four loads, three stores per residue), or the
     /// default's four dispatches on a device binding fewer than seven buffers.
     fn tensor(&self, a: [&GpuBuffer; 2], b: [&GpuBuffer; 2], basis: &[usize]) -> Result<[GpuBuffer; 3]> {
-        use crate::backend::fused::{Expr, Format, Operand, Program, Traffic};
+        use crate::backend::fused::{Expr, Format, Operand, Program};
         for x in a.iter().chain(&b) {
             self.check("tensor operand", x, basis.len())?;
         }
@@ -200,13 +200,7 @@ impl Backend for GpuBackend {
             self.mul_add(&mut c1, a[1], b[0], basis)?;
             return Ok([c0, c1, self.mul(a[1], b[1], basis)?]);
         }
-        let operands = [a[0], a[1], b[0], b[1]].map(|buf| Operand::Buffer {
-            buf,
-            basis,
-            format: Format::Words,
-            traffic: Traffic::Ciphertext,
-            limb_offset: 0,
-        });
+        let operands = [a[0], a[1], b[0], b[1]].map(|buf| Operand::words(buf, basis));
         let l = Expr::load;
         let program = Program {
             basis,

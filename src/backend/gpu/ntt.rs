@@ -309,7 +309,7 @@ impl GpuBackend {
     /// `inverse`) with the given plan instead of the device's own: the same outputs with, for
     /// instance, the smaller tiles an adapter with less workgroup memory would use.
     ///
-    /// Errors: a plan for another ring degree ([`Error::InvalidParameters`]); a tile larger
+    /// Errors: a plan for another ring degree ([`Error::DimensionMismatch`]); a tile larger
     /// than the device's workgroup memory ([`Error::AdapterLimit`]); otherwise as the
     /// transform.
     pub fn ntt_with_plan(&self, buf: &mut GpuBuffer, basis: &[usize], inverse: bool, plan: &NttPlan) -> Result<()> {
@@ -358,8 +358,10 @@ fn run(be: &GpuBackend, buf: &mut GpuBuffer, basis: &[usize], inverse: bool, pla
 fn check_plan(be: &GpuBackend, plan: &NttPlan) -> Result<()> {
     let log_n = be.log_n();
     if plan.log_n != log_n {
-        return Err(Error::InvalidParameters {
-            reason: format!("an NTT plan for 2^{} on a ring of 2^{log_n}", plan.log_n),
+        return Err(Error::DimensionMismatch {
+            what: "NTT plan's log2 degree",
+            expected: log_n as usize,
+            found: plan.log_n as usize,
         });
     }
     let storage = be.dev.limits().max_compute_workgroup_storage_size;
