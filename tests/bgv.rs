@@ -648,7 +648,7 @@ fn prepared_plaintexts_give_the_unprepared_words<B: Backend>(make: Make<'_, B>, 
     assert_eq!(cache.resident_bytes(), words_per_limb);
     assert!(cache.prepared(&f.bgv, 1, &pw, 0, 1).unwrap().is_some());
     assert_eq!(cache.len(), 2);
-    assert_eq!(cache.preparations(), 4);
+    assert_eq!(cache.preparations(), 3, "key 0 twice, key 1 once (refused over the budget before)");
     // A shared cache: the same prepared words (not prepared again), no budget for a new key,
     // and a replacement of no more bytes made in it alone.
     let mut shared = cache.share();
@@ -661,7 +661,7 @@ fn prepared_plaintexts_give_the_unprepared_words<B: Backend>(make: Make<'_, B>, 
     assert!(shared.prepared(&f.bgv, 1, &pw, 0, 3).unwrap().is_some(), "a same-size replacement");
     assert_eq!(shared.preparations(), 1);
     assert_eq!(cache.prepared(&f.bgv, 1, &pw, 0, 1).unwrap().unwrap().factor(), 1, "the original keeps its form");
-    assert_eq!(cache.preparations(), 4);
+    assert_eq!(cache.preparations(), 3);
 }
 
 // ---- the CPU/GPU comparison itself ------------------------------------------------------------

@@ -886,3 +886,26 @@ fn pipelines_are_built_before_the_work() {
     let want: Vec<u64> = u.iter().zip(&v).map(|(a, b)| a * b % t).collect();
     assert_eq!(got, want);
 }
+
+/// `GpuDevice::memory` counts the device memory of the live buffers (wgpu's own count): a new
+/// buffer adds at least its size; dropped, it stays in the pool (counted idle, the bytes
+/// unchanged); a second buffer of that class reuses it (no bytes added).
+#[test]
+fn device_memory_counts_the_live_buffers() {
+    let Some(dev) = common::own_device() else { return };
+    // An odd size, so that no pooled buffer of its class exists yet.
+    let words = (1 << 18) + 3;
+    let before = dev.memory();
+    let buf = dev.output(words).unwrap();
+    let with = dev.memory();
+    assert!(with.buffer_bytes >= before.buffer_bytes + 4 * words as u64, "{before:?} -> {with:?}");
+    assert_eq!(with.buffers, before.buffers + 1);
+    dev.pool().recycle(buf);
+    dev.wait().unwrap();
+    let idle = dev.memory();
+    assert_eq!((idle.buffer_bytes, idle.buffers), (with.buffer_bytes, with.buffers), "{idle:?}");
+    assert!(idle.pool.bytes >= before.pool.bytes + 4 * words as u64, "{idle:?}");
+    let again = dev.output(words).unwrap();
+    assert_eq!(dev.memory().buffer_bytes, with.buffer_bytes, "the pooled buffer is reused");
+    drop(again);
+}
