@@ -15,7 +15,7 @@ mod common;
 use std::sync::Arc;
 
 use common::device;
-use wgfhe::backend::fused::{Expr, Format, Operand, Program, Traffic};
+use wgfhe::backend::fused::{Expr, Format, Operand, Program};
 use wgfhe::backend::gpu::GpuDevice;
 use wgfhe::backend::{Backend, CpuBackend, GpuBackend};
 use wgfhe::math::sampling::{candidate_mask, rejection_probability, Purpose};

@@ -775,7 +775,6 @@ pub(super) fn fused(be: &GpuBackend, program: &Program<'_, GpuBackend>) -> Resul
 mod tests {
 
     use super::*;
-    use crate::backend::fused::Traffic;
     use crate::backend::CpuBackend;
 
     fn program<'a>(bufs: &'a [Vec<u32>], basis: &'a [usize], outputs: Vec<(Expr, Format)>) -> Program<'a, CpuBackend> {
