@@ -8,6 +8,21 @@ use std::time::Instant;
 
 use wgfhe::compress::{Bxt, Variant};
 
+/// `f(i, item)` for every item at once, one thread each: the results in item order.
+fn concurrently<C: Sync, T: Send>(items: &[C], f: impl Fn(usize, &C) -> T + Sync) -> Vec<T> {
+    std::thread::scope(|s| {
+        let hs: Vec<_> = items
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let f = &f;
+                s.spawn(move || f(i, c))
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
@@ -79,24 +94,8 @@ fn lr_load(backend: &str, clients: usize, rounds: usize) -> String {
         _ => assert!(info["device"].is_null(), "{info}"),
     }
     let cs: Vec<Client> = (0..clients).map(|i| Client::new(T, TOKENS[i % 2])).collect();
-    let ids: Vec<String> = std::thread::scope(|s| {
-        let hs: Vec<_> = cs.iter().map(|c| s.spawn(|| c.upload(&addr))).collect();
-        hs.into_iter().map(|h| h.join().unwrap()).collect()
-    });
-    let round = |r: usize| -> Vec<f64> {
-        std::thread::scope(|s| {
-            let hs: Vec<_> = cs
-                .iter()
-                .zip(&ids)
-                .enumerate()
-                .map(|(i, (c, id))| {
-                    let addr = &addr;
-                    s.spawn(move || lr_request(c, addr, id, i * rounds + r))
-                })
-                .collect();
-            hs.into_iter().map(|h| h.join().unwrap()).collect()
-        })
-    };
+    let ids: Vec<String> = concurrently(&cs, |_, c| c.upload(&addr));
+    let round = |r: usize| concurrently(&cs, |i, c| lr_request(c, &addr, &ids[i], i * rounds + r));
     let pipelines = metric(&addr, "wgfhe_device_pipelines_built_total");
     round(0);
     let warm = Sample::of(&srv);
@@ -178,24 +177,13 @@ fn load_32_cnn_clients() {
     let addr = srv.addr.clone();
     let ids: Vec<String> = cs.iter().enumerate().map(|(i, c)| c.upload(&addr, TOKENS[i % 2])).collect();
     let want = model.scores(&cnn_fixtures::images(1).images()[0]);
-    let round = || -> Vec<f64> {
-        std::thread::scope(|s| {
-            let hs: Vec<_> = cs
-                .iter()
-                .zip(&ids)
-                .enumerate()
-                .map(|(i, (c, id))| {
-                    let (addr, want) = (&addr, &want);
-                    s.spawn(move || {
-                        let t = Instant::now();
-                        let r = c.infer(addr, TOKENS[i % 2], id);
-                        let secs = t.elapsed().as_secs_f64();
-                        assert_eq!(&c.scores(&r), want);
-                        secs
-                    })
-                })
-                .collect();
-            hs.into_iter().map(|h| h.join().unwrap()).collect()
+    let round = || {
+        concurrently(&cs, |i, c| {
+            let t = Instant::now();
+            let r = c.infer(&addr, TOKENS[i % 2], &ids[i]);
+            let secs = t.elapsed().as_secs_f64();
+            assert_eq!(c.scores(&r), want);
+            secs
         })
     };
     round();
